@@ -1,0 +1,96 @@
+# gpuboot — see README.md. `make` builds the development binary, `make test`
+# runs every test tier that needs no GPU and no VM, `make static` builds the
+# static binary that ships.
+
+VERSION    := 0.1.0
+CC         ?= cc
+PKGS       := libcurl openssl libarchive libkmod json-c
+WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Wstrict-prototypes \
+              -Wmissing-prototypes -Wno-missing-field-initializers -Wvla -Wpointer-arith
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DGPUBOOT_VERSION='"$(VERSION)"' -Isrc $(WARN)
+
+LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c))
+MAIN_SRC   := src/main.c
+HDRS       := $(wildcard src/*.h src/*/*.h)
+
+# --- the development build: dynamic, against Debian's -dev packages ---
+DEV        := build/dev
+DEV_CFLAGS := $(BASE_CFLAGS) -O2 -g $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEV_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+all: $(DEV)/gpuboot
+
+$(DEV)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(DEV_CFLAGS) -c $< -o $@
+
+$(DEV)/gpuboot: $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC) $(MAIN_SRC))
+	$(CC) -o $@ $^ $(DEV_LIBS)
+
+# --- the test build: ASan + UBSan, with the test hooks ---
+ASAN        := build/asan
+SAN         := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_CFLAGS := $(BASE_CFLAGS) -O1 -g $(SAN) -DGB_TEST_HOOKS $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+UNIT_SRC    := $(sort $(wildcard tests/unit/test-*.c))
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRC))
+
+$(ASAN)/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+
+$(ASAN)/gpuboot: $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC) $(MAIN_SRC))
+	$(CC) $(SAN) -o $@ $^ $(DEV_LIBS)
+
+$(ASAN)/tests/%: tests/unit/%.c tests/unit/unit.h $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CFLAGS) -Itests/unit -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(DEV_LIBS)
+
+# --- fuzzers (clang + libFuzzer); `make test` replays their corpora ---
+FUZZ        := build/fuzz
+FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz-*.c))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ)/%,$(FUZZ_SRC))
+FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+
+$(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(DEV_LIBS)
+
+fuzz: $(FUZZ_BINS)
+
+# --- the static build: musl, every library from pinned Debian sources ---
+STATIC       := build/static
+STATIC_CFLAGS = $(BASE_CFLAGS) -Os -ffunction-sections -fdata-sections -I$(DEPS)/include
+STATIC_LIBS   = -L$(DEPS)/lib -lcurl -lssl -lcrypto -larchive -lkmod -ljson-c -lzstd -llzma -lz -lpthread
+
+static: build/gpuboot
+
+build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh
+	@mkdir -p $(STATIC)
+	$(eval DEPS := $(shell scripts/build-static-deps.sh))
+	@test -n "$(DEPS)" || { echo "static dependencies failed to build" >&2; exit 1; }
+	musl-gcc $(STATIC_CFLAGS) -static -Wl,--gc-sections -o $(STATIC)/gpuboot.unstripped \
+		$(LIB_SRC) $(MAIN_SRC) $(STATIC_LIBS)
+	strip -o $@ $(STATIC)/gpuboot.unstripped
+
+# --- catalog ---
+catalog:
+	python3 scripts/gen-catalog.py
+
+# --- tests ---
+deps:
+	scripts/install-deps.sh
+
+test: deps
+	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot
+	tests/run.sh
+
+lint:
+	scripts/lint.sh
+
+bench: $(DEV)/gpuboot
+	bench/detect.sh
+
+clean:
+	rm -rf build
+
+.PHONY: all static catalog deps test lint bench clean fuzz

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The context every stage works on: the root, the options, the operations
+ * table. Created by main, passed down, never global. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "shared/ops.h"
+#include "shared/root.h"
+
+struct gb_options {
+	const char *root;       /* --root, default "/" */
+	const char *profile;    /* --profile NAME|FILE */
+	const char *mirror;     /* --mirror URL */
+	const char *config;     /* --config FILE */
+	const char *state_dir;  /* --state-dir */
+	const char *ca_file;    /* --ca-file */
+	const char *target_gpu; /* --target-gpu */
+	const char *target_os;  /* --target-os */
+	const char *capture;    /* detect --capture DIR */
+	const char *tier;       /* verify --tier */
+	bool dry_run, json, offline, no_verify, repair, prometheus, show_version;
+	int verbose;
+};
+
+struct gb_ctx {
+	struct gb_root *root;
+	const struct gb_ops *ops;
+	struct gb_options opt;
+};
+
+/* The libc of the root's dynamic loader ("glibc" | "musl" | NULL). */
+const char *gb_detect_loader(struct gb_ctx *ctx, const char **ret_path);

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* The NVIDIA state already on the machine: the loaded kernel module and its
+ * flavour, the userspace driver, CUDA installs, the Container Toolkit,
+ * container engines, daemons; nouveau. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "detect.h"
+#include "shared/log.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret_flavor)
+{
+	const char *line = gb_startswith(text, "NVRM version:");
+	const char *flavor;
+	char tok[64];
+
+	if (!line)
+		return -EINVAL;
+	/* Only the first line speaks of the kernel module. */
+	{
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		_cleanup_free_ char *l = strndup(line, len);
+		char *p;
+		if (!l)
+			return -ENOMEM;
+		flavor = strstr(l, "Open Kernel Module") ? "open" : strstr(l, "Kernel Module") ? "proprietary" : NULL;
+		for (p = l; *p;) {
+			size_t n;
+			while (*p && isspace((unsigned char)*p))
+				p++;
+			n = strcspn(p, " \t");
+			if (n > 0 && n < sizeof(tok)) {
+				memcpy(tok, p, n);
+				tok[n] = '\0';
+				if (gb_version_valid(tok) && strchr(tok, '.')) {
+					char *v = strdup(tok);
+					if (!v)
+						return -ENOMEM;
+					*ret_version = v;
+					*ret_flavor = flavor;
+					return 0;
+				}
+			}
+			p += n;
+		}
+	}
+	return -EINVAL;
+}
+
+static const char *const lib_dirs[] = {
+	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib",
+	"usr/local/nvidia/lib64", "lib/x86_64-linux-gnu", "lib64",
+};
+
+/* The userspace driver: libnvidia-ml.so.<version> in a library directory. */
+static void detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(lib_dirs) && !f->nvidia.userspace_version; i++) {
+		char **names = NULL;
+		if (gb_root_list_dir(ctx->root, lib_dirs[i], &names, NULL) < 0)
+			continue;
+		for (char **n = names; *n; n++) {
+			const char *v = gb_startswith(*n, "libnvidia-ml.so.");
+			char path[512];
+			if (!v || !gb_version_valid(v) || !strchr(v, '.'))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", lib_dirs[i], *n);
+			/* Recorded for capture as a file whose existence was read. */
+			if (!gb_root_lexists(ctx->root, path))
+				continue;
+			f->nvidia.userspace_version = strdup(v);
+			f->nvidia.userspace_path = strdup(path);
+			break;
+		}
+		gb_strv_free(names);
+	}
+}
+
+static char *json_version(const char *text)
+{
+	json_tokener *tok = json_tokener_new_ex(8);
+	json_object *o, *cuda, *ver;
+	char *r = NULL;
+
+	if (!tok)
+		return NULL;
+	o = json_tokener_parse_ex(tok, text, (int)strlen(text));
+	json_tokener_free(tok);
+	if (!o)
+		return NULL;
+	if (json_object_object_get_ex(o, "cuda", &cuda) && json_object_object_get_ex(cuda, "version", &ver) &&
+	    json_object_is_type(ver, json_type_string) && gb_version_valid(json_object_get_string(ver)))
+		r = strdup(json_object_get_string(ver));
+	json_object_put(o);
+	return r;
+}
+
+static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
+{
+	char **names = NULL;
+
+	if (gb_root_list_dir(ctx->root, "usr/local", &names, NULL) < 0)
+		return;
+	for (char **n = names; *n; n++) {
+		_cleanup_free_ char *text = NULL, *link = NULL;
+		struct gb_cuda_install *a;
+		char path[256];
+		char *version = NULL;
+
+		if (!streq(*n, "cuda") && !gb_startswith(*n, "cuda-"))
+			continue;
+		/* /usr/local/cuda is usually a link to one of the others. */
+		snprintf(path, sizeof(path), "usr/local/%s", *n);
+		if (gb_root_readlink(ctx->root, path, &link) >= 0)
+			continue;
+		snprintf(path, sizeof(path), "usr/local/%s/version.json", *n);
+		if (gb_root_read_file(ctx->root, path, 256 * 1024, &text, NULL) >= 0) {
+			version = json_version(text);
+		} else {
+			/* CUDA 10 and older: "CUDA Version 10.2.89" */
+			snprintf(path, sizeof(path), "usr/local/%s/version.txt", *n);
+			if (gb_root_read_file(ctx->root, path, 4096, &text, NULL) >= 0) {
+				const char *v = gb_startswith(text, "CUDA Version ");
+				char *s = v ? strndup(v, strcspn(v, " \n")) : NULL;
+				if (s && gb_version_valid(s))
+					version = s;
+				else
+					free(s);
+			}
+		}
+		if (!version) {
+			snprintf(path, sizeof(path), "usr/local/%s/bin/nvcc", *n);
+			if (!gb_root_lexists(ctx->root, path))
+				continue; /* not a CUDA install */
+		}
+		a = realloc(f->nvidia.cuda, (f->nvidia.n_cuda + 1) * sizeof(*a));
+		if (!a) {
+			free(version);
+			break;
+		}
+		f->nvidia.cuda = a;
+		snprintf(path, sizeof(path), "/usr/local/%s", *n);
+		a[f->nvidia.n_cuda].path = strdup(path);
+		a[f->nvidia.n_cuda].version = version;
+		f->nvidia.n_cuda++;
+	}
+	gb_strv_free(names);
+}
+
+/* The toolkit's version from the dpkg database, where there is one. */
+static char *dpkg_version(struct gb_ctx *ctx, const char *package)
+{
+	_cleanup_free_ char *text = NULL;
+	char want[128];
+	const char *p;
+
+	if (gb_root_read_file(ctx->root, "var/lib/dpkg/status", 64u << 20, &text, NULL) < 0)
+		return NULL;
+	snprintf(want, sizeof(want), "Package: %s\n", package);
+	for (p = text; (p = strstr(p, want)); p++) {
+		const char *end, *v, *st;
+		if (p != text && p[-1] != '\n')
+			continue;
+		end = strstr(p, "\n\n");
+		if (!end)
+			end = p + strlen(p);
+		st = strstr(p, "\nStatus: ");
+		if (!st || st > end || !gb_startswith(st, "\nStatus: install ok installed"))
+			continue;
+		v = strstr(p, "\nVersion: ");
+		if (!v || v > end)
+			continue;
+		v += strlen("\nVersion: ");
+		return strndup(v, strcspn(v, "\n"));
+	}
+	return NULL;
+}
+
+/* Is there a "blacklist nouveau" line in a modprobe.d configuration? */
+static bool nouveau_blacklisted(struct gb_ctx *ctx)
+{
+	static const char *const dirs[] = { "etc/modprobe.d", "usr/lib/modprobe.d", "lib/modprobe.d" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		char **names = NULL;
+		bool found = false;
+		if (gb_root_list_dir(ctx->root, dirs[i], &names, NULL) < 0)
+			continue;
+		for (char **n = names; *n && !found; n++) {
+			_cleanup_free_ char *text = NULL;
+			char path[512];
+			size_t l = strlen(*n);
+			if (l < 6 || !streq(*n + l - 5, ".conf"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dirs[i], *n);
+			if (gb_root_read_file(ctx->root, path, 256 * 1024, &text, NULL) < 0)
+				continue;
+			for (char *line = text; line && *line && !found;) {
+				char *nl = strchr(line, '\n');
+				const char *w;
+				if (nl)
+					*nl = '\0';
+				w = line;
+				while (isspace((unsigned char)*w))
+					w++;
+				if ((w = gb_startswith(w, "blacklist"))) {
+					char word[32];
+					while (isspace((unsigned char)*w))
+						w++;
+					gb_strscpy(word, sizeof(word), w);
+					found = streq(gb_strstrip(word), "nouveau");
+				}
+				line = nl ? nl + 1 : NULL;
+			}
+		}
+		gb_strv_free(names);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+static const struct {
+	const char *path;
+	const char *name;
+} engines[] = {
+	{ "usr/bin/docker", "docker" },         { "usr/bin/podman", "podman" },
+	{ "usr/bin/containerd", "containerd" }, { "usr/local/bin/containerd", "containerd" },
+	{ "usr/bin/crio", "cri-o" },            { "usr/bin/nerdctl", "nerdctl" },
+};
+
+int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
+{
+	_cleanup_free_ char *text = NULL;
+	int r;
+
+	r = gb_root_read_file(ctx->root, "proc/driver/nvidia/version", 4096, &text, NULL);
+	if (r >= 0) {
+		r = gb_nvrm_version_parse(text, &f->nvidia.loaded_version, &f->nvidia.module_flavor);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			gb_log_warning("'proc/driver/nvidia/version' is not in the format the driver writes, ignoring");
+			f->warnings++;
+		}
+	}
+	if (!f->nvidia.loaded_version) {
+		char *v = NULL;
+		if (gb_root_read_attr(ctx->root, "sys/module/nvidia/version", &v) >= 0 && gb_version_valid(v))
+			f->nvidia.loaded_version = v;
+		else
+			free(v);
+	}
+
+	detect_userspace(ctx, f);
+	detect_cuda(ctx, f);
+
+	if (gb_root_lexists(ctx->root, "usr/bin/nvidia-ctk")) {
+		f->nvidia.container_toolkit = dpkg_version(ctx, "nvidia-container-toolkit");
+		if (!f->nvidia.container_toolkit)
+			f->nvidia.container_toolkit = strdup("unknown");
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(engines); i++) {
+		char **a;
+		bool dup = false;
+		if (!gb_root_lexists(ctx->root, engines[i].path))
+			continue;
+		for (size_t j = 0; j < f->nvidia.n_engines; j++)
+			dup |= streq(f->nvidia.container_engines[j], engines[i].name);
+		if (dup)
+			continue;
+		a = realloc(f->nvidia.container_engines, (f->nvidia.n_engines + 2) * sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		a[f->nvidia.n_engines] = strdup(engines[i].name);
+		a[++f->nvidia.n_engines] = NULL;
+		f->nvidia.container_engines = a;
+	}
+	f->nvidia.fabricmanager = gb_root_lexists(ctx->root, "usr/bin/nv-fabricmanager");
+	f->nvidia.persistenced = gb_root_lexists(ctx->root, "usr/bin/nvidia-persistenced");
+
+	f->nouveau.blacklisted = nouveau_blacklisted(ctx);
+	{
+		_cleanup_free_ char *st = NULL;
+		f->nouveau.loaded = gb_root_read_attr(ctx->root, "sys/module/nouveau/initstate", &st) >= 0 &&
+				    streq(st, "live");
+	}
+	return 0;
+}

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/* The detect stage: run each part, then render the facts. */
+#include "detect.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "shared/log.h"
+
+int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret)
+{
+	static int (*const parts[])(struct gb_ctx *, struct gb_facts *) = {
+		gb_detect_os, gb_detect_kernel, gb_detect_platform,
+		gb_detect_pci, gb_detect_net, gb_detect_nvidia,
+	};
+	struct gb_facts f = { .secure_boot = -1 };
+	int r;
+
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+		r = parts[i](ctx, &f);
+		if (r < 0) {
+			gb_facts_done(&f);
+			return r;
+		}
+	}
+	*ret = f;
+	return 0;
+}
+
+static void pci_fn_done(struct gb_pci_fn *fn)
+{
+	free(fn->bound_driver);
+}
+
+void gb_facts_done(struct gb_facts *f)
+{
+	free(f->os.id);
+	free(f->os.version_id);
+	free(f->os.id_like);
+	free(f->os.pretty_name);
+	free(f->os.version_codename);
+	free(f->kernel.release);
+	free(f->kernel.flavour);
+	free(f->kernel.cmdline);
+	free(f->cpu.arch);
+	free(f->cloud.sys_vendor);
+	free(f->cloud.product_name);
+	for (size_t i = 0; i < f->n_gpus; i++)
+		pci_fn_done(&f->gpus[i]);
+	free(f->gpus);
+	for (size_t i = 0; i < f->n_nvswitches; i++)
+		pci_fn_done(&f->nvswitches[i]);
+	free(f->nvswitches);
+	for (size_t i = 0; i < f->network.n_ib; i++) {
+		free(f->network.ib[i].device);
+		free(f->network.ib[i].state);
+		free(f->network.ib[i].rate);
+		free(f->network.ib[i].link_layer);
+	}
+	free(f->network.ib);
+	free(f->nvidia.loaded_version);
+	free(f->nvidia.userspace_version);
+	free(f->nvidia.userspace_path);
+	for (size_t i = 0; i < f->nvidia.n_cuda; i++) {
+		free(f->nvidia.cuda[i].path);
+		free(f->nvidia.cuda[i].version);
+	}
+	free(f->nvidia.cuda);
+	free(f->nvidia.container_toolkit);
+	for (size_t i = 0; i < f->nvidia.n_engines; i++)
+		free(f->nvidia.container_engines[i]);
+	free(f->nvidia.container_engines);
+	memset(f, 0, sizeof(*f));
+}
+
+static json_object *jstr(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *jint(int v)
+{
+	return v >= 0 ? json_object_new_int(v) : NULL;
+}
+
+static json_object *pci_fn_to_json(const struct gb_pci_fn *fn)
+{
+	json_object *o = json_object_new_object(), *link = json_object_new_object();
+	char buf[32];
+
+	json_object_object_add(o, "pci_address", json_object_new_string(fn->address));
+	snprintf(buf, sizeof(buf), "%04x", fn->device);
+	json_object_object_add(o, "device_id", json_object_new_string(buf));
+	if (fn->subsystem_vendor >= 0 && fn->subsystem_device >= 0) {
+		snprintf(buf, sizeof(buf), "%04x:%04x", (unsigned)fn->subsystem_vendor & 0xffffu, (unsigned)fn->subsystem_device & 0xffffu);
+		json_object_object_add(o, "subsystem_id", json_object_new_string(buf));
+	} else {
+		json_object_object_add(o, "subsystem_id", NULL);
+	}
+	snprintf(buf, sizeof(buf), "%06x", fn->class_code & 0xffffffu);
+	json_object_object_add(o, "class", json_object_new_string(buf));
+	json_object_object_add(o, "name", jstr(fn->catalog ? fn->catalog->name : NULL));
+	json_object_object_add(o, "chip", jstr(fn->catalog ? fn->catalog->chip : NULL));
+	json_object_object_add(o, "architecture", jstr(fn->catalog ? gb_arch_to_string(fn->catalog->arch) : NULL));
+	json_object_object_add(o, "compute_capability", jstr(fn->catalog ? fn->catalog->cc : NULL));
+	json_object_object_add(o, "bound_driver", jstr(fn->bound_driver));
+	json_object_object_add(o, "numa_node", fn->has_numa ? json_object_new_int(fn->numa_node) : NULL);
+	json_object_object_add(link, "current_gen", jint(fn->link.current_gen));
+	json_object_object_add(link, "max_gen", jint(fn->link.max_gen));
+	json_object_object_add(link, "current_width", jint(fn->link.current_width));
+	json_object_object_add(link, "max_width", jint(fn->link.max_width));
+	json_object_object_add(o, "link", link);
+	return o;
+}
+
+json_object *gb_facts_to_json(const struct gb_facts *f)
+{
+	json_object *root = json_object_new_object();
+	json_object *os = json_object_new_object(), *kernel = json_object_new_object();
+	json_object *cpu = json_object_new_object(), *sb = json_object_new_object();
+	json_object *cloud = json_object_new_object(), *gpus = json_object_new_array();
+	json_object *sw = json_object_new_array(), *net = json_object_new_object();
+	json_object *ib = json_object_new_array(), *nv = json_object_new_object();
+	json_object *cuda = json_object_new_array(), *eng = json_object_new_array();
+	json_object *nouveau = json_object_new_object();
+
+	json_object_object_add(os, "id", jstr(f->os.id));
+	json_object_object_add(os, "version_id", jstr(f->os.version_id));
+	json_object_object_add(os, "id_like", jstr(f->os.id_like));
+	json_object_object_add(os, "version_codename", jstr(f->os.version_codename));
+	json_object_object_add(os, "pretty_name", jstr(f->os.pretty_name));
+	json_object_object_add(os, "libc", jstr(f->os.libc));
+	json_object_object_add(os, "package_manager", jstr(f->os.package_manager));
+	json_object_object_add(root, "os", os);
+
+	json_object_object_add(kernel, "release", jstr(f->kernel.release));
+	json_object_object_add(kernel, "flavour", jstr(f->kernel.flavour));
+	json_object_object_add(kernel, "headers", json_object_new_boolean(f->kernel.headers));
+	json_object_object_add(kernel, "cmdline", jstr(f->kernel.cmdline));
+	json_object_object_add(root, "kernel", kernel);
+
+	json_object_object_add(cpu, "arch", jstr(f->cpu.arch));
+	json_object_object_add(cpu, "nvidia_platform", jstr(f->cpu.nvidia_platform));
+	json_object_object_add(root, "cpu", cpu);
+
+	json_object_object_add(sb, "enabled", f->secure_boot < 0 ? NULL : json_object_new_boolean(f->secure_boot));
+	json_object_object_add(root, "secure_boot", sb);
+
+	json_object_object_add(cloud, "provider", jstr(f->cloud.provider));
+	json_object_object_add(cloud, "hypervisor", jstr(f->cloud.hypervisor));
+	json_object_object_add(cloud, "sys_vendor", jstr(f->cloud.sys_vendor));
+	json_object_object_add(cloud, "product_name", jstr(f->cloud.product_name));
+	json_object_object_add(root, "cloud", cloud);
+
+	for (size_t i = 0; i < f->n_gpus; i++)
+		json_object_array_add(gpus, pci_fn_to_json(&f->gpus[i]));
+	json_object_object_add(root, "gpus", gpus);
+	for (size_t i = 0; i < f->n_nvswitches; i++)
+		json_object_array_add(sw, pci_fn_to_json(&f->nvswitches[i]));
+	json_object_object_add(root, "nvswitches", sw);
+
+	json_object_object_add(net, "mellanox", json_object_new_int((int)f->network.mellanox));
+	for (size_t i = 0; i < f->network.n_ib; i++) {
+		const struct gb_ib_port *p = &f->network.ib[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "device", jstr(p->device));
+		json_object_object_add(o, "port", json_object_new_int((int)p->port));
+		json_object_object_add(o, "state", jstr(p->state));
+		json_object_object_add(o, "rate", jstr(p->rate));
+		json_object_object_add(o, "link_layer", jstr(p->link_layer));
+		json_object_array_add(ib, o);
+	}
+	json_object_object_add(net, "infiniband", ib);
+	json_object_object_add(root, "network", net);
+
+	json_object_object_add(nv, "loaded_version", jstr(f->nvidia.loaded_version));
+	json_object_object_add(nv, "module_flavor", jstr(f->nvidia.module_flavor));
+	json_object_object_add(nv, "userspace_version", jstr(f->nvidia.userspace_version));
+	for (size_t i = 0; i < f->nvidia.n_cuda; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "path", jstr(f->nvidia.cuda[i].path));
+		json_object_object_add(o, "version", jstr(f->nvidia.cuda[i].version));
+		json_object_array_add(cuda, o);
+	}
+	json_object_object_add(nv, "cuda_installs", cuda);
+	json_object_object_add(nv, "container_toolkit", jstr(f->nvidia.container_toolkit));
+	for (size_t i = 0; i < f->nvidia.n_engines; i++)
+		json_object_array_add(eng, json_object_new_string(f->nvidia.container_engines[i]));
+	json_object_object_add(nv, "container_engines", eng);
+	json_object_object_add(nv, "fabricmanager", json_object_new_boolean(f->nvidia.fabricmanager));
+	json_object_object_add(nv, "persistenced", json_object_new_boolean(f->nvidia.persistenced));
+	json_object_object_add(root, "nvidia", nv);
+
+	json_object_object_add(nouveau, "loaded", json_object_new_boolean(f->nouveau.loaded));
+	json_object_object_add(nouveau, "blacklisted", json_object_new_boolean(f->nouveau.blacklisted));
+	json_object_object_add(root, "nouveau", nouveau);
+	json_object_object_add(root, "warnings", json_object_new_int((int)f->warnings));
+	return root;
+}
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static void print_link(FILE *out, const struct gb_pci_link *l)
+{
+	if (l->current_gen < 0 && l->current_width < 0) {
+		fputs("link -", out);
+		return;
+	}
+	fprintf(out, "link Gen%d x%d (max Gen%d x%d)", l->current_gen, l->current_width, l->max_gen, l->max_width);
+}
+
+void gb_facts_print(const struct gb_facts *f, FILE *out)
+{
+	fprintf(out, "%-12s %s (%s %s), %s, %s\n", "os:", or_dash(f->os.pretty_name), or_dash(f->os.id),
+		or_dash(f->os.version_id), or_dash(f->os.libc), or_dash(f->os.package_manager));
+	fprintf(out, "%-12s %s (flavour %s), headers %s\n", "kernel:", or_dash(f->kernel.release),
+		or_dash(f->kernel.flavour), f->kernel.headers ? "present" : "missing");
+	fprintf(out, "%-12s %s (%s)\n", "cpu:", or_dash(f->cpu.arch), or_dash(f->cpu.nvidia_platform));
+	fprintf(out, "%-12s %s\n", "secure boot:",
+		f->secure_boot < 0 ? "not EFI / unknown" : f->secure_boot ? "on" : "off");
+	fprintf(out, "%-12s %s (hypervisor %s)\n", "cloud:", or_dash(f->cloud.provider), or_dash(f->cloud.hypervisor));
+	if (f->n_gpus == 0)
+		fprintf(out, "%-12s none\n", "gpus:");
+	for (size_t i = 0; i < f->n_gpus; i++) {
+		const struct gb_pci_fn *g = &f->gpus[i];
+		fprintf(out, "%-12s %s %04x %s [%s, sm_%s], driver %s, numa %d, ", i == 0 ? "gpus:" : "",
+			g->address, g->device, g->catalog ? g->catalog->name : "unknown device",
+			g->catalog ? or_dash(gb_arch_to_string(g->catalog->arch)) : "-",
+			g->catalog ? or_dash(g->catalog->cc) : "-", or_dash(g->bound_driver), g->numa_node);
+		print_link(out, &g->link);
+		fputc('\n', out);
+	}
+	if (f->n_nvswitches)
+		fprintf(out, "%-12s %zu\n", "nvswitches:", f->n_nvswitches);
+	fprintf(out, "%-12s %u Mellanox function(s), %zu InfiniBand port(s)\n", "network:", f->network.mellanox,
+		f->network.n_ib);
+	fprintf(out, "%-12s module %s (%s), userspace %s, toolkit %s\n", "nvidia:", or_dash(f->nvidia.loaded_version),
+		or_dash(f->nvidia.module_flavor), or_dash(f->nvidia.userspace_version),
+		or_dash(f->nvidia.container_toolkit));
+	for (size_t i = 0; i < f->nvidia.n_cuda; i++)
+		fprintf(out, "%-12s %s %s\n", i == 0 ? "cuda:" : "", f->nvidia.cuda[i].path,
+			or_dash(f->nvidia.cuda[i].version));
+	fprintf(out, "%-12s %s, %s\n", "nouveau:", f->nouveau.loaded ? "loaded" : "not loaded",
+		f->nouveau.blacklisted ? "blacklisted" : "not blacklisted");
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* detect: the facts about the machine, read under the root. Nothing here
+ * changes the machine. A field that cannot be read is left NULL (or -1)
+ * with one warning; only a failure to allocate fails the stage. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "catalog/catalog.h"
+
+struct gb_ctx;
+
+struct gb_pci_link {
+	int current_gen, max_gen;     /* -1 = unknown */
+	int current_width, max_width; /* -1 = unknown */
+};
+
+struct gb_pci_fn {
+	char address[32]; /* "0000:00:06.0" */
+	uint16_t vendor, device;
+	int subsystem_vendor, subsystem_device; /* -1 = unknown */
+	uint32_t class_code;                    /* 0x030200 */
+	int revision;                           /* -1 = unknown */
+	const struct gb_pci_name *catalog;      /* NULL: pci.ids does not know it */
+	char *bound_driver;                     /* NULL = none */
+	int numa_node;                          /* -1 = none or unknown */
+	bool has_numa;
+	struct gb_pci_link link;
+};
+
+struct gb_ib_port {
+	char *device; /* "mlx5_0" */
+	unsigned port;
+	char *state;      /* "ACTIVE" */
+	char *rate;       /* "400 Gb/sec (4X NDR)" */
+	char *link_layer; /* "InfiniBand" | "Ethernet" */
+};
+
+struct gb_cuda_install {
+	char *path;    /* "/usr/local/cuda-13.0" */
+	char *version; /* "13.0.88" or NULL */
+};
+
+struct gb_facts {
+	struct {
+		char *id, *version_id, *id_like, *pretty_name, *version_codename;
+		const char *libc;            /* "glibc" | "musl" | NULL */
+		const char *package_manager; /* "apt" | ... | NULL */
+	} os;
+	struct {
+		char *release, *flavour, *cmdline;
+		bool headers;
+	} kernel;
+	struct {
+		char *arch;                  /* "x86_64" */
+		const char *nvidia_platform; /* "linux-x86_64" | "linux-sbsa" | NULL */
+	} cpu;
+	int secure_boot; /* 1, 0, -1 = not booted with EFI / unknown */
+	struct {
+		const char *provider; /* "aws" | ... | NULL */
+		char *sys_vendor, *product_name;
+		const char *hypervisor; /* "kvm" | "xen" | ... | NULL */
+	} cloud;
+	struct gb_pci_fn *gpus;
+	size_t n_gpus;
+	struct gb_pci_fn *nvswitches;
+	size_t n_nvswitches;
+	struct {
+		unsigned mellanox;
+		struct gb_ib_port *ib;
+		size_t n_ib;
+	} network;
+	struct {
+		char *loaded_version;
+		const char *module_flavor; /* "open" | "proprietary" | NULL */
+		char *userspace_version;
+		char *userspace_path;
+		struct gb_cuda_install *cuda;
+		size_t n_cuda;
+		char *container_toolkit;
+		char **container_engines; /* NULL-terminated */
+		size_t n_engines;
+		bool fabricmanager;
+		bool persistenced;
+	} nvidia;
+	struct {
+		bool loaded;
+		bool blacklisted;
+	} nouveau;
+	unsigned warnings; /* inputs that were unreadable or garbled */
+};
+
+/* Read every fact under ctx->root. Returns 0 or -ENOMEM. */
+int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret);
+void gb_facts_done(struct gb_facts *f);
+
+json_object *gb_facts_to_json(const struct gb_facts *f);
+void gb_facts_print(const struct gb_facts *f, FILE *out);
+
+/* --- the parts, one per file; each fills its part of the facts --- */
+int gb_detect_os(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_net(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f);
+
+/* --- parsers, exposed for unit tests and fuzzers --- */
+
+struct gb_kv {
+	char *key, *value;
+};
+
+/* Parse os-release(5) text: KEY=VALUE lines, values optionally quoted.
+ * Bad lines are skipped and counted in *ret_bad. *ret is a malloc'd array
+ * of n pairs. Returns 0 or -ENOMEM / -EINVAL (not text). */
+int gb_osrelease_parse(const char *text, size_t len, struct gb_kv **ret, size_t *ret_n, unsigned *ret_bad);
+void gb_kv_free(struct gb_kv *kv, size_t n);
+const char *gb_kv_get(const struct gb_kv *kv, size_t n, const char *key);
+
+/* "32.0 GT/s PCIe" -> 5; -1 when not a known rate. */
+int gb_pci_speed_to_gen(const char *speed);
+
+/* Kernel release -> flavour ("6.8.0-1015-aws" -> "aws"); NULL when the
+ * release has no recognisable flavour. */
+char *gb_kernel_flavour(const char *release);
+
+/* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..." */
+int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret_flavor);

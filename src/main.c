@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/* gpuboot: the thin front. Parses options, opens the root, runs the
+ * command, maps the result to an exit code. Only this file exits. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "context.h"
+#include "detect/capture.h"
+#include "detect/detect.h"
+#include "exit-codes.h"
+#include "shared/log.h"
+#include "shared/tls.h"
+#include "shared/util.h"
+#include "version.h"
+
+struct command {
+	const char *name;
+	int (*fn)(struct gb_ctx *ctx, int argc, char **argv);
+	const char *help;
+};
+
+/* Each option written down once: getopt's table and --help come from here. */
+struct option_doc {
+	const char *name;
+	int has_arg;
+	int val;
+	const char *arg;
+	const char *help;
+};
+
+enum {
+	OPT_ROOT = 0x100,
+	OPT_PROFILE,
+	OPT_MIRROR,
+	OPT_CONFIG,
+	OPT_STATE_DIR,
+	OPT_DRY_RUN,
+	OPT_JSON,
+	OPT_OFFLINE,
+	OPT_NO_VERIFY,
+	OPT_TARGET_GPU,
+	OPT_TARGET_OS,
+	OPT_CA_FILE,
+	OPT_REPAIR,
+	OPT_CAPTURE,
+	OPT_TIER,
+	OPT_PROMETHEUS,
+	OPT_VERSION,
+};
+
+static const struct option_doc options[] = {
+	{ "root", required_argument, OPT_ROOT, "DIR", "read the machine under DIR instead of / (fixtures, chroots)" },
+	{ "profile", required_argument, OPT_PROFILE, "NAME|FILE", "workload profile (training, inference, hpc, render, minimal)" },
+	{ "mirror", required_argument, OPT_MIRROR, "URL", "download from this mirror (https:// or file://)" },
+	{ "config", required_argument, OPT_CONFIG, "FILE", "site configuration (default /etc/gpuboot/gpuboot.conf)" },
+	{ "state-dir", required_argument, OPT_STATE_DIR, "DIR", "state, cache and status (default /var/lib/gpuboot)" },
+	{ "ca-file", required_argument, OPT_CA_FILE, "FILE", "CA bundle for HTTPS (default: the distro's bundle)" },
+	{ "target-gpu", required_argument, OPT_TARGET_GPU, "MODEL", "plan for a GPU that is not present (image builds)" },
+	{ "target-os", required_argument, OPT_TARGET_OS, "ID:VERSION[:ARCH]", "plan for another OS than this one" },
+	{ "capture", required_argument, OPT_CAPTURE, "DIR", "detect: copy every path read into DIR, as a fixture tree" },
+	{ "tier", required_argument, OPT_TIER, "TIER", "verify: passive, active or full" },
+	{ "repair", no_argument, OPT_REPAIR, NULL, "after a kernel upgrade: rebuild, reload and verify the modules" },
+	{ "dry-run", no_argument, OPT_DRY_RUN, NULL, "decide and print, change nothing" },
+	{ "json", no_argument, OPT_JSON, NULL, "print JSON instead of text" },
+	{ "prometheus", no_argument, OPT_PROMETHEUS, NULL, "status: print Prometheus text" },
+	{ "offline", no_argument, OPT_OFFLINE, NULL, "never use the network (cache and file:// mirrors only)" },
+	{ "no-verify", no_argument, OPT_NO_VERIFY, NULL, "skip the verification stage" },
+	{ "verbose", no_argument, 'v', NULL, "more log output (repeat for debug)" },
+	{ "version", no_argument, OPT_VERSION, NULL, "print the version and exit" },
+	{ "help", no_argument, 'h', NULL, "print this help and exit" },
+};
+
+static int cmd_run(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "the whole pipeline (what cloud-init runs); the default" },
+	{ "detect", cmd_detect, "print the facts about this machine (--json, --capture DIR)" },
+	{ "plan", cmd_not_yet, "print the decisions and their reasons; changes nothing" },
+	{ "fetch", cmd_not_yet, "download and verify into the cache only" },
+	{ "verify", cmd_not_yet, "run the verification stage on the live machine" },
+	{ "status", cmd_not_yet, "print the last status (--json, --prometheus)" },
+	{ "mirror", cmd_not_yet, "build an offline mirror for a profile (mirror DIR)" },
+	{ "repair", cmd_not_yet, "the same as --repair" },
+};
+
+static const char *current_command = "run";
+
+static void help(FILE *out)
+{
+	fprintf(out, "Usage: gpuboot [OPTIONS] [COMMAND]\n\n"
+		     "Turn a fresh Linux machine with NVIDIA GPUs into a verified GPU host.\n\nCommands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "\nOptions:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		char left[64];
+		if (options[i].val == 'v' || options[i].val == 'h')
+			snprintf(left, sizeof(left), "-%c, --%s", options[i].val, options[i].name);
+		else if (options[i].arg)
+			snprintf(left, sizeof(left), "    --%s %s", options[i].name, options[i].arg);
+		else
+			snprintf(left, sizeof(left), "    --%s", options[i].name);
+		fprintf(out, "  %-32s %s\n", left, options[i].help);
+	}
+	fprintf(out, "\nExit codes:\n"
+		     "  0 done and verified (or the answer was printed)   1 failed (see the status)\n"
+		     "  2 usage or configuration error                    3 reboot needed\n"
+		     " 10 unsupported platform                           11 no NVIDIA GPU found\n"
+		     " 12 unsupported GPU or GPU mix                     13 download or verification failed\n"
+		     " 14 kernel module could not be loaded              15 verification failed\n"
+		     " 16 another gpuboot holds the lock\n");
+}
+
+static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv)
+{
+	(void)ctx;
+	(void)argc;
+	(void)argv;
+	gb_log_error("'%s' is not implemented yet in gpuboot %s", current_command, GPUBOOT_VERSION);
+	return GB_EXIT_USAGE;
+}
+
+static int cmd_run(struct gb_ctx *ctx, int argc, char **argv)
+{
+	return cmd_not_yet(ctx, argc, argv);
+}
+
+static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv)
+{
+	struct gb_facts f;
+	int r;
+
+	if (argc > 0) {
+		gb_log_error("detect takes no arguments (got '%s'); see gpuboot --help", argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	if (ctx->opt.capture)
+		gb_root_record_start(ctx->root);
+	r = gb_detect(ctx, &f);
+	if (r < 0) {
+		gb_log_error_errno(r, "Failed to detect the machine under '%s': %m", ctx->root->path);
+		return GB_EXIT_FAILED;
+	}
+	if (ctx->opt.json) {
+		json_object *o = gb_facts_to_json(&f);
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		gb_facts_print(&f, stdout);
+	}
+	gb_facts_done(&f);
+	if (ctx->opt.capture) {
+		r = gb_capture_write(ctx->root, ctx->opt.capture);
+		if (r < 0)
+			return GB_EXIT_FAILED;
+		gb_log_info("Captured %zu paths into '%s'", ctx->root->n_records, ctx->opt.capture);
+	}
+	return fflush(stdout) == 0 ? GB_EXIT_OK : GB_EXIT_FAILED;
+}
+
+/* GNU getopt permutes: options may come before or after the command. */
+static int parse_options(int argc, char **argv, struct gb_options *o)
+{
+	struct option longopts[ARRAY_SIZE(options) + 1];
+	int c;
+
+	memset(longopts, 0, sizeof(longopts));
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		longopts[i].name = options[i].name;
+		longopts[i].has_arg = options[i].has_arg;
+		longopts[i].val = options[i].val;
+	}
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_ROOT: o->root = optarg; break;
+		case OPT_PROFILE: o->profile = optarg; break;
+		case OPT_MIRROR: o->mirror = optarg; break;
+		case OPT_CONFIG: o->config = optarg; break;
+		case OPT_STATE_DIR: o->state_dir = optarg; break;
+		case OPT_CA_FILE: o->ca_file = optarg; break;
+		case OPT_TARGET_GPU: o->target_gpu = optarg; break;
+		case OPT_TARGET_OS: o->target_os = optarg; break;
+		case OPT_CAPTURE: o->capture = optarg; break;
+		case OPT_TIER: o->tier = optarg; break;
+		case OPT_REPAIR: o->repair = true; break;
+		case OPT_DRY_RUN: o->dry_run = true; break;
+		case OPT_JSON: o->json = true; break;
+		case OPT_PROMETHEUS: o->prometheus = true; break;
+		case OPT_OFFLINE: o->offline = true; break;
+		case OPT_NO_VERIFY: o->no_verify = true; break;
+		case 'v': o->verbose++; break;
+		case 'h': help(stdout); return 1;
+		case OPT_VERSION: o->show_version = true; break;
+		case ':':
+			gb_log_error("option '%s' needs a value; see gpuboot --help", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			gb_log_error("unknown option '%s'; see gpuboot --help", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct gb_ctx ctx = { .ops = &gb_ops_real };
+	const char *cmd = NULL;
+	const struct command *command = NULL;
+	int r, rest_argc;
+	char **rest;
+
+	ctx.opt.root = "/";
+	ctx.opt.config = "/etc/gpuboot/gpuboot.conf";
+	ctx.opt.state_dir = "/var/lib/gpuboot";
+
+	r = parse_options(argc, argv, &ctx.opt);
+	if (r > 0)
+		return GB_EXIT_OK;
+	if (ctx.opt.show_version) {
+		printf("gpuboot %s\n", GPUBOOT_VERSION);
+		if (ctx.opt.verbose)
+			gb_print_library_versions(stdout);
+		return GB_EXIT_OK;
+	}
+	if (gb_tls_init() < 0) {
+		gb_log_error("Failed to initialise OpenSSL");
+		return GB_EXIT_FAILED;
+	}
+	if (r < 0)
+		return GB_EXIT_USAGE;
+	rest = argv + optind;
+	rest_argc = argc - optind;
+	if (!cmd && rest_argc > 0) {
+		cmd = rest[0];
+		rest++;
+		rest_argc--;
+	}
+	if (ctx.opt.repair) {
+		if (cmd && !streq(cmd, "repair") && !streq(cmd, "run")) {
+			gb_log_error("--repair cannot be combined with '%s'; see gpuboot --help", cmd);
+			return GB_EXIT_USAGE;
+		}
+		cmd = "repair";
+	}
+	if (!cmd)
+		cmd = "run";
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (streq(commands[i].name, cmd))
+			command = &commands[i];
+	if (!command) {
+		gb_log_error("unknown command '%s'; see gpuboot --help", cmd);
+		return GB_EXIT_USAGE;
+	}
+	current_command = command->name;
+
+	gb_log_set_level(ctx.opt.verbose >= 2 ? GB_LOG_DEBUG : ctx.opt.verbose == 1 ? GB_LOG_INFO : GB_LOG_WARNING);
+
+#ifdef GB_TEST_HOOKS
+	/* Test builds only: the fake operations table, from the environment. */
+	{
+		const char *spec = getenv("GPUBOOT_FAKE_OPS");
+		if (spec && gb_ops_fake_setup(spec, &ctx.ops) < 0) {
+			gb_log_error("GPUBOOT_FAKE_OPS='%s' is not a valid fake specification", spec);
+			return GB_EXIT_USAGE;
+		}
+	}
+#endif
+
+	r = gb_root_open(ctx.opt.root, &ctx.root);
+	if (r < 0) {
+		gb_log_error_errno(r, "Failed to open root '%s': %m; --root needs a directory", ctx.opt.root);
+		return GB_EXIT_USAGE;
+	}
+	r = command->fn(&ctx, rest_argc, rest);
+	gb_root_free(ctx.root);
+	return r;
+}

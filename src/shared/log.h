@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* One log for the whole program. Library code does not print: it returns
+ * a negative errno and the caller logs once, with context. */
+#pragma once
+
+#include "macro.h"
+
+enum gb_log_level {
+	GB_LOG_ERR = 0,
+	GB_LOG_WARNING = 1,
+	GB_LOG_INFO = 2,
+	GB_LOG_DEBUG = 3,
+};
+
+/* Messages above this level are dropped. Default GB_LOG_WARNING; -v raises it. */
+void gb_log_set_level(enum gb_log_level level);
+enum gb_log_level gb_log_get_level(void);
+
+/* Returns -abs(err) so callers can `return gb_log_error_errno(r, ...)`.
+ * "%m" in fmt is expanded from err, not from errno. */
+int gb_log_full(enum gb_log_level level, int err, const char *fmt, ...) _printf_(3, 4);
+
+#define gb_log_error(...) gb_log_full(GB_LOG_ERR, 0, __VA_ARGS__)
+#define gb_log_warning(...) gb_log_full(GB_LOG_WARNING, 0, __VA_ARGS__)
+#define gb_log_info(...) gb_log_full(GB_LOG_INFO, 0, __VA_ARGS__)
+#define gb_log_debug(...) gb_log_full(GB_LOG_DEBUG, 0, __VA_ARGS__)
+#define gb_log_error_errno(e, ...) gb_log_full(GB_LOG_ERR, (e), __VA_ARGS__)
+#define gb_log_warning_errno(e, ...) gb_log_full(GB_LOG_WARNING, (e), __VA_ARGS__)
+#define gb_log_debug_errno(e, ...) gb_log_full(GB_LOG_DEBUG, (e), __VA_ARGS__)

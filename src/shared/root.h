@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* The root: every input is a path below it. Held as a directory fd; paths
+ * are resolved inside it (openat2 RESOLVE_IN_ROOT where the kernel has it),
+ * so a symlink in a fixture tree cannot reach the host. */
+#pragma once
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* What the capture recorder saw being read. */
+enum gb_root_kind {
+	GB_ROOT_FILE,
+	GB_ROOT_LINK,
+	GB_ROOT_DIR,
+	GB_ROOT_STAT, /* only its existence was read: captured empty */
+};
+
+struct gb_root {
+	int fd;
+	char *path;         /* as given, for messages */
+	bool is_host;       /* the root is "/" (the live machine) */
+	bool have_openat2;  /* probed once */
+	/* capture recorder (NULL when off): every successful read is appended */
+	struct gb_root_record *records;
+	size_t n_records, cap_records;
+};
+
+struct gb_root_record {
+	char *path;
+	enum gb_root_kind kind;
+};
+
+/* Open DIR as the root. -ENOTDIR when it is not a directory. */
+int gb_root_open(const char *dir, struct gb_root **ret);
+struct gb_root *gb_root_free(struct gb_root *root);
+void gb_root_freep(struct gb_root **root);
+
+/* Turn the capture recorder on; every later successful read is recorded. */
+void gb_root_record_start(struct gb_root *root);
+
+/* Open a path below the root, relative ("etc/os-release" or "/etc/os-release"). */
+int gb_root_openat(struct gb_root *root, const char *path, int flags);
+
+/* Read a whole file below the root, at most max bytes (-EFBIG when larger).
+ * The buffer is NUL-terminated; *ret_len excludes the NUL. */
+int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Read a sysfs-style one-line attribute, trimmed. -EINVAL on garbage. */
+int gb_root_read_attr(struct gb_root *root, const char *path, char **ret);
+
+/* readlink below the root; ret is malloc'd. */
+int gb_root_readlink(struct gb_root *root, const char *path, char **ret);
+
+/* Does the path exist below the root (following links inside the root)? */
+bool gb_root_exists(struct gb_root *root, const char *path);
+
+/* Does the path exist, without following a final symlink (a dangling link
+ * counts)? Records the path for capture as a link or an existence check. */
+bool gb_root_lexists(struct gb_root *root, const char *path);
+
+/* List a directory below the root: names (excluding . and ..), sorted.
+ * *ret is a NULL-terminated malloc'd array of malloc'd strings. */
+int gb_root_list_dir(struct gb_root *root, const char *path, char ***ret, size_t *ret_n);
+void gb_strv_free(char **v);

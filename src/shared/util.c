@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gb_safe_atou64(const char *s, unsigned base, uint64_t *ret)
+{
+	const char *p = s;
+	char *end = NULL;
+	unsigned long long v;
+
+	if (!s)
+		return -EINVAL;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '-' || *p == '+' || *p == '\0')
+		return -EINVAL;
+	if (base == 16 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	if (!isxdigit((unsigned char)*p))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(p, &end, (int)base);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (errno != 0 || end == p)
+		return -EINVAL;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end != '\0')
+		return -EINVAL;
+	*ret = (uint64_t)v;
+	return 0;
+}
+
+int gb_safe_atou32(const char *s, unsigned base, uint32_t *ret)
+{
+	uint64_t v;
+	int r = gb_safe_atou64(s, base, &v);
+	if (r < 0)
+		return r;
+	if (v > UINT32_MAX)
+		return -ERANGE;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int gb_safe_atoi32(const char *s, int32_t *ret)
+{
+	const char *p = s;
+	char *end = NULL;
+	long v;
+
+	if (!s)
+		return -EINVAL;
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (errno == ERANGE || v > INT32_MAX || v < INT32_MIN)
+		return -ERANGE;
+	if (errno != 0 || end == p)
+		return -EINVAL;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end != '\0')
+		return -EINVAL;
+	*ret = (int32_t)v;
+	return 0;
+}
+
+char *gb_strstrip(char *s)
+{
+	char *b = s, *e;
+
+	while (isspace((unsigned char)*b))
+		b++;
+	e = b + strlen(b);
+	while (e > b && isspace((unsigned char)e[-1]))
+		e--;
+	*e = '\0';
+	if (b != s)
+		memmove(s, b, (size_t)(e - b) + 1);
+	return s;
+}
+
+const char *gb_startswith(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return strncmp(s, prefix, n) == 0 ? s + n : NULL;
+}
+
+int gb_strscpy(char *dst, size_t dstsz, const char *src)
+{
+	size_t n;
+
+	if (dstsz == 0)
+		return -ENAMETOOLONG;
+	n = strlen(src);
+	if (n >= dstsz) {
+		memcpy(dst, src, dstsz - 1);
+		dst[dstsz - 1] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+int gb_path_join(char *dst, size_t dstsz, const char *a, const char *b)
+{
+	int n = snprintf(dst, dstsz, "%s/%s", a, b);
+	if (n < 0 || (size_t)n >= dstsz)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int gb_sysfs_attr_parse(const char *buf, size_t len, char **ret)
+{
+	char *v;
+
+	/* One line: a newline is allowed only at the end. */
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		len--;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c < 0x20 && c != '\t')
+			return -EINVAL;
+		if (c == 0x7f)
+			return -EINVAL;
+	}
+	v = malloc(len + 1);
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, buf, len);
+	v[len] = '\0';
+	gb_strstrip(v);
+	*ret = v;
+	return 0;
+}
+
+int gb_version_cmp(const char *a, const char *b)
+{
+	while (*a || *b) {
+		unsigned long long x = 0, y = 0;
+		while (isdigit((unsigned char)*a))
+			x = x * 10 + (unsigned long long)(*a++ - '0');
+		while (isdigit((unsigned char)*b))
+			y = y * 10 + (unsigned long long)(*b++ - '0');
+		if (x != y)
+			return x < y ? -1 : 1;
+		if (*a && !isdigit((unsigned char)*a))
+			a++;
+		if (*b && !isdigit((unsigned char)*b))
+			b++;
+		if (!*a && *b)
+			return -1;
+		if (*a && !*b)
+			return 1;
+	}
+	return 0;
+}
+
+bool gb_version_valid(const char *s)
+{
+	int parts = 0, digits = 0;
+
+	if (!s || !*s || strlen(s) > 32)
+		return false;
+	for (const char *p = s;; p++) {
+		if (isdigit((unsigned char)*p)) {
+			digits++;
+		} else if (*p == '.' || *p == '\0') {
+			if (digits == 0)
+				return false;
+			parts++;
+			digits = 0;
+			if (*p == '\0')
+				break;
+		} else {
+			return false;
+		}
+	}
+	return parts >= 2 && parts <= 3;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Bounded parsers and string helpers. Every byte they see is input. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parse an unsigned decimal (or, with base 16, hex with optional 0x) number
+ * that fills the whole string, after trimming surrounding whitespace.
+ * Returns 0 or -EINVAL/-ERANGE; *ret untouched on failure. */
+int gb_safe_atou64(const char *s, unsigned base, uint64_t *ret);
+int gb_safe_atou32(const char *s, unsigned base, uint32_t *ret);
+int gb_safe_atoi32(const char *s, int32_t *ret);
+
+/* Strip leading and trailing whitespace in place; returns s. */
+char *gb_strstrip(char *s);
+
+/* Does s start with prefix? Returns the rest or NULL. */
+const char *gb_startswith(const char *s, const char *prefix);
+
+/* Copy with truncation; always NUL-terminates; returns -ENAMETOOLONG when cut. */
+int gb_strscpy(char *dst, size_t dstsz, const char *src);
+
+/* snprintf that reports truncation as -ENAMETOOLONG. */
+int gb_path_join(char *dst, size_t dstsz, const char *a, const char *b);
+
+/* Parse a sysfs attribute: one line, optionally newline-terminated, printable.
+ * Copies the trimmed value into ret (malloc'd). -EINVAL on control bytes. */
+int gb_sysfs_attr_parse(const char *buf, size_t len, char **ret);
+
+/* Compare two dotted version strings numerically ("580.65.06" < "580.159.04"). */
+int gb_version_cmp(const char *a, const char *b);
+
+/* True when s is a plausible NVIDIA driver version (digits and dots, 2-3 parts). */
+bool gb_version_valid(const char *s);
