@@ -18,14 +18,21 @@ DEV        := build/dev
 DEV_CFLAGS := $(BASE_CFLAGS) -O2 -g $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEV_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
+V ?= 0
+ifeq ($(V),0)
+Q = @
+endif
+
 all: $(DEV)/gpuboot
 
 $(DEV)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(DEV_CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(DEV_CFLAGS) -c $< -o $@
 
 $(DEV)/gpuboot: $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC) $(MAIN_SRC))
-	$(CC) -o $@ $^ $(DEV_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(DEV_LIBS)
 
 # --- the test build: ASan + UBSan, with the test hooks ---
 ASAN        := build/asan
@@ -36,14 +43,17 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRC))
 
 $(ASAN)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ASAN_CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) -c $< -o $@
 
 $(ASAN)/gpuboot: $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC) $(MAIN_SRC))
-	$(CC) $(SAN) -o $@ $^ $(DEV_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(SAN) -o $@ $^ $(DEV_LIBS)
 
 $(ASAN)/tests/%: tests/unit/%.c tests/unit/unit.h $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(ASAN_CFLAGS) -Itests/unit -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(DEV_LIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) -Itests/unit -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(DEV_LIBS)
 
 # --- fuzzers (clang + libFuzzer); `make test` replays their corpora ---
 FUZZ        := build/fuzz
@@ -53,7 +63,8 @@ FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined $(shell
 
 $(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(DEV_LIBS)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(DEV_LIBS)
 
 fuzz: $(FUZZ_BINS)
 
@@ -68,7 +79,8 @@ build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh
 	@mkdir -p $(STATIC)
 	$(eval DEPS := $(shell scripts/build-static-deps.sh))
 	@test -n "$(DEPS)" || { echo "static dependencies failed to build" >&2; exit 1; }
-	musl-gcc $(STATIC_CFLAGS) -static -Wl,--gc-sections -o $(STATIC)/gpuboot.unstripped \
+	@$(if $(Q),echo "  MUSL    $@")
+	$(Q)musl-gcc $(STATIC_CFLAGS) -static -Wl,--gc-sections -o $(STATIC)/gpuboot.unstripped \
 		$(LIB_SRC) $(MAIN_SRC) $(STATIC_LIBS)
 	strip -o $@ $(STATIC)/gpuboot.unstripped
 

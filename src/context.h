@@ -9,16 +9,16 @@
 #include "shared/root.h"
 
 struct gb_options {
-	const char *root;       /* --root, default "/" */
-	const char *profile;    /* --profile NAME|FILE */
-	const char *mirror;     /* --mirror URL */
-	const char *config;     /* --config FILE */
-	const char *state_dir;  /* --state-dir */
-	const char *ca_file;    /* --ca-file */
+	const char *root; /* --root, default "/" */
+	const char *profile; /* --profile NAME|FILE */
+	const char *mirror; /* --mirror URL */
+	const char *config; /* --config FILE */
+	const char *state_dir; /* --state-dir */
+	const char *ca_file; /* --ca-file */
 	const char *target_gpu; /* --target-gpu */
-	const char *target_os;  /* --target-os */
-	const char *capture;    /* detect --capture DIR */
-	const char *tier;       /* verify --tier */
+	const char *target_os; /* --target-os */
+	const char *capture; /* detect --capture DIR */
+	const char *tier; /* verify --tier */
 	bool dry_run, json, offline, no_verify, repair, prometheus, show_version;
 	int verbose;
 };

@@ -4,15 +4,15 @@
 #pragma once
 
 enum gb_exit {
-	GB_EXIT_OK = 0,              /* done and verified, or the answer was printed */
-	GB_EXIT_FAILED = 1,          /* see the status document */
-	GB_EXIT_USAGE = 2,           /* usage or configuration error; nothing changed */
-	GB_EXIT_REBOOT = 3,          /* reboot needed; the resume unit finishes the job */
-	GB_EXIT_UNSUPPORTED = 10,    /* musl, CPU architecture, distro or release */
-	GB_EXIT_NO_GPU = 11,         /* no NVIDIA GPU found */
-	GB_EXIT_UNSUPPORTED_GPU = 12,/* GPU or mix unsupported for the profile or branch */
-	GB_EXIT_FETCH = 13,          /* download or verification of an artifact failed */
-	GB_EXIT_MODULE = 14,         /* a kernel module could not be loaded */
-	GB_EXIT_VERIFY = 15,         /* installed, but verification failed */
-	GB_EXIT_LOCKED = 16,         /* another gpuboot holds the lock */
+	GB_EXIT_OK = 0, /* done and verified, or the answer was printed */
+	GB_EXIT_FAILED = 1, /* see the status document */
+	GB_EXIT_USAGE = 2, /* usage or configuration error; nothing changed */
+	GB_EXIT_REBOOT = 3, /* reboot needed; the resume unit finishes the job */
+	GB_EXIT_UNSUPPORTED = 10, /* musl, CPU architecture, distro or release */
+	GB_EXIT_NO_GPU = 11, /* no NVIDIA GPU found */
+	GB_EXIT_UNSUPPORTED_GPU = 12, /* GPU or mix unsupported for the profile or branch */
+	GB_EXIT_FETCH = 13, /* download or verification of an artifact failed */
+	GB_EXIT_MODULE = 14, /* a kernel module could not be loaded */
+	GB_EXIT_VERIFY = 15, /* installed, but verification failed */
+	GB_EXIT_LOCKED = 16, /* another gpuboot holds the lock */
 };

@@ -56,14 +56,17 @@ enum {
 
 static const struct option_doc options[] = {
 	{ "root", required_argument, OPT_ROOT, "DIR", "read the machine under DIR instead of / (fixtures, chroots)" },
-	{ "profile", required_argument, OPT_PROFILE, "NAME|FILE", "workload profile (training, inference, hpc, render, minimal)" },
+	{ "profile", required_argument, OPT_PROFILE, "NAME|FILE",
+	  "workload profile (training, inference, hpc, render, minimal)" },
 	{ "mirror", required_argument, OPT_MIRROR, "URL", "download from this mirror (https:// or file://)" },
 	{ "config", required_argument, OPT_CONFIG, "FILE", "site configuration (default /etc/gpuboot/gpuboot.conf)" },
 	{ "state-dir", required_argument, OPT_STATE_DIR, "DIR", "state, cache and status (default /var/lib/gpuboot)" },
 	{ "ca-file", required_argument, OPT_CA_FILE, "FILE", "CA bundle for HTTPS (default: the distro's bundle)" },
-	{ "target-gpu", required_argument, OPT_TARGET_GPU, "MODEL", "plan for a GPU that is not present (image builds)" },
+	{ "target-gpu", required_argument, OPT_TARGET_GPU, "MODEL",
+	  "plan for a GPU that is not present (image builds)" },
 	{ "target-os", required_argument, OPT_TARGET_OS, "ID:VERSION[:ARCH]", "plan for another OS than this one" },
-	{ "capture", required_argument, OPT_CAPTURE, "DIR", "detect: copy every path read into DIR, as a fixture tree" },
+	{ "capture", required_argument, OPT_CAPTURE, "DIR",
+	  "detect: copy every path read into DIR, as a fixture tree" },
 	{ "tier", required_argument, OPT_TIER, "TIER", "verify: passive, active or full" },
 	{ "repair", no_argument, OPT_REPAIR, NULL, "after a kernel upgrade: rebuild, reload and verify the modules" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, NULL, "decide and print, change nothing" },
@@ -96,7 +99,7 @@ static const char *current_command = "run";
 static void help(FILE *out)
 {
 	fprintf(out, "Usage: gpuboot [OPTIONS] [COMMAND]\n\n"
-		     "Turn a fresh Linux machine with NVIDIA GPUs into a verified GPU host.\n\nCommands:\n");
+	             "Turn a fresh Linux machine with NVIDIA GPUs into a verified GPU host.\n\nCommands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\nOptions:\n");
@@ -111,12 +114,12 @@ static void help(FILE *out)
 		fprintf(out, "  %-32s %s\n", left, options[i].help);
 	}
 	fprintf(out, "\nExit codes:\n"
-		     "  0 done and verified (or the answer was printed)   1 failed (see the status)\n"
-		     "  2 usage or configuration error                    3 reboot needed\n"
-		     " 10 unsupported platform                           11 no NVIDIA GPU found\n"
-		     " 12 unsupported GPU or GPU mix                     13 download or verification failed\n"
-		     " 14 kernel module could not be loaded              15 verification failed\n"
-		     " 16 another gpuboot holds the lock\n");
+	             "  0 done and verified (or the answer was printed)   1 failed (see the status)\n"
+	             "  2 usage or configuration error                    3 reboot needed\n"
+	             " 10 unsupported platform                           11 no NVIDIA GPU found\n"
+	             " 12 unsupported GPU or GPU mix                     13 download or verification failed\n"
+	             " 14 kernel module could not be loaded              15 verification failed\n"
+	             " 16 another gpuboot holds the lock\n");
 }
 
 static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv)
@@ -152,7 +155,7 @@ static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv)
 	if (ctx->opt.json) {
 		json_object *o = gb_facts_to_json(&f);
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-							       JSON_C_TO_STRING_NOSLASHESCAPE));
+		                                           JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		gb_facts_print(&f, stdout);
@@ -204,9 +207,7 @@ static int parse_options(int argc, char **argv, struct gb_options *o)
 		case ':':
 			gb_log_error("option '%s' needs a value; see gpuboot --help", argv[optind - 1]);
 			return -EINVAL;
-		default:
-			gb_log_error("unknown option '%s'; see gpuboot --help", argv[optind - 1]);
-			return -EINVAL;
+		default: gb_log_error("unknown option '%s'; see gpuboot --help", argv[optind - 1]); return -EINVAL;
 		}
 	}
 	return 0;

@@ -18,9 +18,9 @@ const struct gb_pci_name *gb_catalog_pci_lookup(uint16_t device)
 const char *gb_arch_to_string(enum gb_arch arch)
 {
 	static const char *const names[] = {
-		[GB_ARCH_UNKNOWN] = NULL,     [GB_ARCH_KEPLER] = "kepler", [GB_ARCH_MAXWELL] = "maxwell",
-		[GB_ARCH_PASCAL] = "pascal",  [GB_ARCH_VOLTA] = "volta",   [GB_ARCH_TURING] = "turing",
-		[GB_ARCH_AMPERE] = "ampere",  [GB_ARCH_ADA] = "ada",       [GB_ARCH_HOPPER] = "hopper",
+		[GB_ARCH_UNKNOWN] = NULL,          [GB_ARCH_KEPLER] = "kepler", [GB_ARCH_MAXWELL] = "maxwell",
+		[GB_ARCH_PASCAL] = "pascal",       [GB_ARCH_VOLTA] = "volta",   [GB_ARCH_TURING] = "turing",
+		[GB_ARCH_AMPERE] = "ampere",       [GB_ARCH_ADA] = "ada",       [GB_ARCH_HOPPER] = "hopper",
 		[GB_ARCH_BLACKWELL] = "blackwell",
 	};
 	if ((size_t)arch >= sizeof(names) / sizeof(names[0]))

@@ -21,10 +21,10 @@ enum gb_arch {
 
 struct gb_pci_name {
 	uint16_t device;
-	const char *chip;  /* "GH100", NULL when not a CUDA-era chip */
-	const char *name;  /* "H200 SXM 141GB" */
+	const char *chip; /* "GH100", NULL when not a CUDA-era chip */
+	const char *name; /* "H200 SXM 141GB" */
 	enum gb_arch arch;
-	const char *cc;    /* "9.0", NULL when unknown */
+	const char *cc; /* "9.0", NULL when unknown */
 };
 
 extern const struct gb_pci_name gb_pci_names[];

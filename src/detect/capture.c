@@ -105,7 +105,8 @@ int gb_capture_write(struct gb_root *root, const char *dir)
 				if (gb_root_readlink(root, p, &target) < 0)
 					continue;
 				r = mkparent(dfd, p);
-				if (r >= 0 && fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 && symlinkat(target, dfd, p) < 0)
+				if (r >= 0 && fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+				    symlinkat(target, dfd, p) < 0)
 					r = negative_errno();
 			} else if (pass == 3 && rec[i].kind == GB_ROOT_STAT) {
 				if (fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0)

@@ -55,12 +55,9 @@ static const struct {
 	const char *loader;
 	const char *arch;
 } loader_arch[] = {
-	{ "lib64/ld-linux-x86-64.so.2", "x86_64" },
-	{ "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "x86_64" },
-	{ "lib/ld-linux-aarch64.so.1", "aarch64" },
-	{ "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "aarch64" },
-	{ "lib64/ld64.so.2", "ppc64le" },
-	{ "lib/ld-musl-x86_64.so.1", "x86_64" },
+	{ "lib64/ld-linux-x86-64.so.2", "x86_64" }, { "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "x86_64" },
+	{ "lib/ld-linux-aarch64.so.1", "aarch64" }, { "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "aarch64" },
+	{ "lib64/ld64.so.2", "ppc64le" },           { "lib/ld-musl-x86_64.so.1", "x86_64" },
 	{ "lib/ld-musl-aarch64.so.1", "aarch64" },
 };
 

@@ -55,7 +55,7 @@ int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret
 
 static const char *const lib_dirs[] = {
 	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib",
-	"usr/local/nvidia/lib64", "lib/x86_64-linux-gnu", "lib64",
+	"usr/local/nvidia/lib64",   "lib/x86_64-linux-gnu",      "lib64",
 };
 
 /* The userspace driver: libnvidia-ml.so.<version> in a library directory. */
@@ -122,6 +122,10 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 		snprintf(path, sizeof(path), "usr/local/%s/version.json", *n);
 		if (gb_root_read_file(ctx->root, path, 256 * 1024, &text, NULL) >= 0) {
 			version = json_version(text);
+			if (!version) {
+				gb_log_warning("'%s' holds no valid cuda.version, ignoring", path);
+				f->warnings++;
+			}
 		} else {
 			/* CUDA 10 and older: "CUDA Version 10.2.89" */
 			snprintf(path, sizeof(path), "usr/local/%s/version.txt", *n);
@@ -132,12 +136,12 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 					version = s;
 				else
 					free(s);
+			} else {
+				/* No version file: a CUDA install only if it has nvcc. */
+				snprintf(path, sizeof(path), "usr/local/%s/bin/nvcc", *n);
+				if (!gb_root_lexists(ctx->root, path))
+					continue;
 			}
-		}
-		if (!version) {
-			snprintf(path, sizeof(path), "usr/local/%s/bin/nvcc", *n);
-			if (!gb_root_lexists(ctx->root, path))
-				continue; /* not a CUDA install */
 		}
 		a = realloc(f->nvidia.cuda, (f->nvidia.n_cuda + 1) * sizeof(*a));
 		if (!a) {
@@ -230,9 +234,12 @@ static const struct {
 	const char *path;
 	const char *name;
 } engines[] = {
-	{ "usr/bin/docker", "docker" },         { "usr/bin/podman", "podman" },
-	{ "usr/bin/containerd", "containerd" }, { "usr/local/bin/containerd", "containerd" },
-	{ "usr/bin/crio", "cri-o" },            { "usr/bin/nerdctl", "nerdctl" },
+	{ "usr/bin/docker", "docker" },
+	{ "usr/bin/podman", "podman" },
+	{ "usr/bin/containerd", "containerd" },
+	{ "usr/local/bin/containerd", "containerd" },
+	{ "usr/bin/crio", "cri-o" },
+	{ "usr/bin/nerdctl", "nerdctl" },
 };
 
 int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
@@ -288,8 +295,8 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 	f->nouveau.blacklisted = nouveau_blacklisted(ctx);
 	{
 		_cleanup_free_ char *st = NULL;
-		f->nouveau.loaded = gb_root_read_attr(ctx->root, "sys/module/nouveau/initstate", &st) >= 0 &&
-				    streq(st, "live");
+		f->nouveau.loaded =
+		    gb_root_read_attr(ctx->root, "sys/module/nouveau/initstate", &st) >= 0 && streq(st, "live");
 	}
 	return 0;
 }

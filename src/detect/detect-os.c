@@ -59,6 +59,8 @@ static int unquote(const char *v, size_t len, char *out)
 			return -EINVAL;
 		} else if (q == '"' && (c == '"' || c == '`' || c == '$')) {
 			return -EINVAL;
+		} else if (q == '\'' && c == '\'') {
+			return -EINVAL;
 		}
 		if ((unsigned char)c < 0x20 || c == 0x7f)
 			return -EINVAL;
@@ -177,9 +179,8 @@ static const struct {
 	const char *path;
 	const char *name;
 } package_managers[] = {
-	{ "usr/bin/apt-get", "apt" },  { "usr/bin/dnf", "dnf" },         { "usr/bin/tdnf", "tdnf" },
-	{ "usr/bin/yum", "yum" },      { "usr/bin/zypper", "zypper" },   { "sbin/apk", "apk" },
-	{ "usr/bin/apk", "apk" },
+	{ "usr/bin/apt-get", "apt" },   { "usr/bin/dnf", "dnf" }, { "usr/bin/tdnf", "tdnf" }, { "usr/bin/yum", "yum" },
+	{ "usr/bin/zypper", "zypper" }, { "sbin/apk", "apk" },    { "usr/bin/apk", "apk" },
 };
 
 int gb_detect_os(struct gb_ctx *ctx, struct gb_facts *f)

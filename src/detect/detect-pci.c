@@ -22,7 +22,7 @@ int gb_pci_speed_to_gen(const char *speed)
 		const char *prefix;
 		int gen;
 	} rates[] = {
-		{ "2.5 GT/s", 1 }, { "5.0 GT/s", 2 }, { "5 GT/s", 2 },   { "8.0 GT/s", 3 },
+		{ "2.5 GT/s", 1 }, { "5.0 GT/s", 2 },  { "5 GT/s", 2 },    { "8.0 GT/s", 3 },
 		{ "8 GT/s", 3 },   { "16.0 GT/s", 4 }, { "32.0 GT/s", 5 }, { "64.0 GT/s", 6 },
 	};
 	if (!speed)
@@ -35,8 +35,7 @@ int gb_pci_speed_to_gen(const char *speed)
 
 /* Read DIR/ADDR/ATTR as a hex or decimal number; -1 with a warning on garbage,
  * quietly -1 when absent (not every kernel has every attribute). */
-static int64_t attr_num(struct gb_ctx *ctx, struct gb_facts *f, const char *addr, const char *attr,
-			unsigned base)
+static int64_t attr_num(struct gb_ctx *ctx, struct gb_facts *f, const char *addr, const char *attr, unsigned base)
 {
 	_cleanup_free_ char *v = NULL;
 	char path[256];
@@ -84,7 +83,7 @@ static bool address_valid(const char *a)
 }
 
 static int read_function(struct gb_ctx *ctx, struct gb_facts *f, const char *addr, uint16_t vendor,
-			 struct gb_pci_fn *fn)
+                         struct gb_pci_fn *fn)
 {
 	_cleanup_free_ char *cur = NULL, *max = NULL, *link = NULL;
 	char path[256];

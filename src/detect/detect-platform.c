@@ -25,8 +25,8 @@ static int detect_secure_boot(struct gb_ctx *ctx, struct gb_facts *f)
 		return 0; /* EFI without the variable: Secure Boot is not on */
 	if (r < 0 || len != 5) {
 		/* efivarfs: 4 bytes of attributes, then the one-byte value. */
-		gb_log_warning("Failed to read '%s' (%zu bytes), Secure Boot state unknown, ignoring",
-			       SECUREBOOT_VAR, r < 0 ? 0 : len);
+		gb_log_warning("Failed to read '%s' (%zu bytes), Secure Boot state unknown, ignoring", SECUREBOOT_VAR,
+		               r < 0 ? 0 : len);
 		f->warnings++;
 		return -1;
 	}
@@ -88,9 +88,9 @@ int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f)
 		f->cloud.hypervisor = "hyperv";
 	else if (has(f->cloud.sys_vendor, "VMware"))
 		f->cloud.hypervisor = "vmware";
-	else if (has(f->cloud.sys_vendor, "QEMU") || has(f->cloud.product_name, "KVM") ||
-		 has(bios_vendor, "SeaBIOS") || has(f->cloud.sys_vendor, "Amazon EC2") ||
-		 has(f->cloud.product_name, "Google Compute Engine") || has(f->cloud.product_name, "Standard PC"))
+	else if (has(f->cloud.sys_vendor, "QEMU") || has(f->cloud.product_name, "KVM") || has(bios_vendor, "SeaBIOS") ||
+	         has(f->cloud.sys_vendor, "Amazon EC2") || has(f->cloud.product_name, "Google Compute Engine") ||
+	         has(f->cloud.product_name, "Standard PC"))
 		f->cloud.hypervisor = "kvm";
 	else if (has(f->cloud.product_name, "Firecracker"))
 		f->cloud.hypervisor = "firecracker";

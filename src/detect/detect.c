@@ -12,8 +12,7 @@
 int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret)
 {
 	static int (*const parts[])(struct gb_ctx *, struct gb_facts *) = {
-		gb_detect_os, gb_detect_kernel, gb_detect_platform,
-		gb_detect_pci, gb_detect_net, gb_detect_nvidia,
+		gb_detect_os, gb_detect_kernel, gb_detect_platform, gb_detect_pci, gb_detect_net, gb_detect_nvidia,
 	};
 	struct gb_facts f = { .secure_boot = -1 };
 	int r;
@@ -94,7 +93,8 @@ static json_object *pci_fn_to_json(const struct gb_pci_fn *fn)
 	snprintf(buf, sizeof(buf), "%04x", fn->device);
 	json_object_object_add(o, "device_id", json_object_new_string(buf));
 	if (fn->subsystem_vendor >= 0 && fn->subsystem_device >= 0) {
-		snprintf(buf, sizeof(buf), "%04x:%04x", (unsigned)fn->subsystem_vendor & 0xffffu, (unsigned)fn->subsystem_device & 0xffffu);
+		snprintf(buf, sizeof(buf), "%04x:%04x", (unsigned)fn->subsystem_vendor & 0xffffu,
+		         (unsigned)fn->subsystem_device & 0xffffu);
 		json_object_object_add(o, "subsystem_id", json_object_new_string(buf));
 	} else {
 		json_object_object_add(o, "subsystem_id", NULL);
@@ -217,34 +217,36 @@ static void print_link(FILE *out, const struct gb_pci_link *l)
 void gb_facts_print(const struct gb_facts *f, FILE *out)
 {
 	fprintf(out, "%-12s %s (%s %s), %s, %s\n", "os:", or_dash(f->os.pretty_name), or_dash(f->os.id),
-		or_dash(f->os.version_id), or_dash(f->os.libc), or_dash(f->os.package_manager));
+	        or_dash(f->os.version_id), or_dash(f->os.libc), or_dash(f->os.package_manager));
 	fprintf(out, "%-12s %s (flavour %s), headers %s\n", "kernel:", or_dash(f->kernel.release),
-		or_dash(f->kernel.flavour), f->kernel.headers ? "present" : "missing");
+	        or_dash(f->kernel.flavour), f->kernel.headers ? "present" : "missing");
 	fprintf(out, "%-12s %s (%s)\n", "cpu:", or_dash(f->cpu.arch), or_dash(f->cpu.nvidia_platform));
 	fprintf(out, "%-12s %s\n", "secure boot:",
-		f->secure_boot < 0 ? "not EFI / unknown" : f->secure_boot ? "on" : "off");
+	        f->secure_boot < 0 ? "not EFI / unknown"
+	        : f->secure_boot   ? "on"
+	                           : "off");
 	fprintf(out, "%-12s %s (hypervisor %s)\n", "cloud:", or_dash(f->cloud.provider), or_dash(f->cloud.hypervisor));
 	if (f->n_gpus == 0)
 		fprintf(out, "%-12s none\n", "gpus:");
 	for (size_t i = 0; i < f->n_gpus; i++) {
 		const struct gb_pci_fn *g = &f->gpus[i];
-		fprintf(out, "%-12s %s %04x %s [%s, sm_%s], driver %s, numa %d, ", i == 0 ? "gpus:" : "",
-			g->address, g->device, g->catalog ? g->catalog->name : "unknown device",
-			g->catalog ? or_dash(gb_arch_to_string(g->catalog->arch)) : "-",
-			g->catalog ? or_dash(g->catalog->cc) : "-", or_dash(g->bound_driver), g->numa_node);
+		fprintf(out, "%-12s %s %04x %s [%s, sm_%s], driver %s, numa %d, ", i == 0 ? "gpus:" : "", g->address,
+		        g->device, g->catalog ? g->catalog->name : "unknown device",
+		        g->catalog ? or_dash(gb_arch_to_string(g->catalog->arch)) : "-",
+		        g->catalog ? or_dash(g->catalog->cc) : "-", or_dash(g->bound_driver), g->numa_node);
 		print_link(out, &g->link);
 		fputc('\n', out);
 	}
 	if (f->n_nvswitches)
 		fprintf(out, "%-12s %zu\n", "nvswitches:", f->n_nvswitches);
 	fprintf(out, "%-12s %u Mellanox function(s), %zu InfiniBand port(s)\n", "network:", f->network.mellanox,
-		f->network.n_ib);
+	        f->network.n_ib);
 	fprintf(out, "%-12s module %s (%s), userspace %s, toolkit %s\n", "nvidia:", or_dash(f->nvidia.loaded_version),
-		or_dash(f->nvidia.module_flavor), or_dash(f->nvidia.userspace_version),
-		or_dash(f->nvidia.container_toolkit));
+	        or_dash(f->nvidia.module_flavor), or_dash(f->nvidia.userspace_version),
+	        or_dash(f->nvidia.container_toolkit));
 	for (size_t i = 0; i < f->nvidia.n_cuda; i++)
 		fprintf(out, "%-12s %s %s\n", i == 0 ? "cuda:" : "", f->nvidia.cuda[i].path,
-			or_dash(f->nvidia.cuda[i].version));
+		        or_dash(f->nvidia.cuda[i].version));
 	fprintf(out, "%-12s %s, %s\n", "nouveau:", f->nouveau.loaded ? "loaded" : "not loaded",
-		f->nouveau.blacklisted ? "blacklisted" : "not blacklisted");
+	        f->nouveau.blacklisted ? "blacklisted" : "not blacklisted");
 }

@@ -14,7 +14,7 @@
 struct gb_ctx;
 
 struct gb_pci_link {
-	int current_gen, max_gen;     /* -1 = unknown */
+	int current_gen, max_gen; /* -1 = unknown */
 	int current_width, max_width; /* -1 = unknown */
 };
 
@@ -22,11 +22,11 @@ struct gb_pci_fn {
 	char address[32]; /* "0000:00:06.0" */
 	uint16_t vendor, device;
 	int subsystem_vendor, subsystem_device; /* -1 = unknown */
-	uint32_t class_code;                    /* 0x030200 */
-	int revision;                           /* -1 = unknown */
-	const struct gb_pci_name *catalog;      /* NULL: pci.ids does not know it */
-	char *bound_driver;                     /* NULL = none */
-	int numa_node;                          /* -1 = none or unknown */
+	uint32_t class_code; /* 0x030200 */
+	int revision; /* -1 = unknown */
+	const struct gb_pci_name *catalog; /* NULL: pci.ids does not know it */
+	char *bound_driver; /* NULL = none */
+	int numa_node; /* -1 = none or unknown */
 	bool has_numa;
 	struct gb_pci_link link;
 };
@@ -34,20 +34,20 @@ struct gb_pci_fn {
 struct gb_ib_port {
 	char *device; /* "mlx5_0" */
 	unsigned port;
-	char *state;      /* "ACTIVE" */
-	char *rate;       /* "400 Gb/sec (4X NDR)" */
+	char *state; /* "ACTIVE" */
+	char *rate; /* "400 Gb/sec (4X NDR)" */
 	char *link_layer; /* "InfiniBand" | "Ethernet" */
 };
 
 struct gb_cuda_install {
-	char *path;    /* "/usr/local/cuda-13.0" */
+	char *path; /* "/usr/local/cuda-13.0" */
 	char *version; /* "13.0.88" or NULL */
 };
 
 struct gb_facts {
 	struct {
 		char *id, *version_id, *id_like, *pretty_name, *version_codename;
-		const char *libc;            /* "glibc" | "musl" | NULL */
+		const char *libc; /* "glibc" | "musl" | NULL */
 		const char *package_manager; /* "apt" | ... | NULL */
 	} os;
 	struct {
@@ -55,7 +55,7 @@ struct gb_facts {
 		bool headers;
 	} kernel;
 	struct {
-		char *arch;                  /* "x86_64" */
+		char *arch; /* "x86_64" */
 		const char *nvidia_platform; /* "linux-x86_64" | "linux-sbsa" | NULL */
 	} cpu;
 	int secure_boot; /* 1, 0, -1 = not booted with EFI / unknown */

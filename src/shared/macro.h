@@ -24,11 +24,11 @@
 		_tp_;                     \
 	})
 
-#define TAKE_FD(fd)                    \
-	({                             \
-		int _tf_ = (fd);       \
-		(fd) = -1;             \
-		_tf_;                  \
+#define TAKE_FD(fd)              \
+	({                       \
+		int _tf_ = (fd); \
+		(fd) = -1;       \
+		_tf_;            \
 	})
 
 static inline void freep(void *p)

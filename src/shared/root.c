@@ -143,8 +143,18 @@ int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char *
 		ssize_t n;
 		if (len + 1 >= cap) {
 			char *nb;
-			if (cap > max)
+			if (cap > max) {
+				/* Full at the cap: it fits only if this is the end. */
+				char probe;
+				ssize_t m = read(fd, &probe, 1);
+				if (m < 0 && errno == EINTR)
+					continue;
+				if (m < 0)
+					return negative_errno();
+				if (m == 0)
+					break;
 				return -EFBIG;
+			}
 			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
 			nb = realloc(buf, cap);
 			if (!nb)

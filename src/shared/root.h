@@ -19,9 +19,9 @@ enum gb_root_kind {
 
 struct gb_root {
 	int fd;
-	char *path;         /* as given, for messages */
-	bool is_host;       /* the root is "/" (the live machine) */
-	bool have_openat2;  /* probed once */
+	char *path; /* as given, for messages */
+	bool is_host; /* the root is "/" (the live machine) */
+	bool have_openat2; /* probed once */
 	/* capture recorder (NULL when off): every successful read is appended */
 	struct gb_root_record *records;
 	size_t n_records, cap_records;

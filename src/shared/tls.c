@@ -20,11 +20,11 @@ int gb_tls_init(void)
 }
 
 static const char *const ca_bundles[] = {
-	"/etc/ssl/certs/ca-certificates.crt",                /* Debian, Ubuntu, Alpine */
-	"/etc/pki/tls/certs/ca-bundle.crt",                  /* RHEL, Amazon Linux */
+	"/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine */
+	"/etc/pki/tls/certs/ca-bundle.crt", /* RHEL, Amazon Linux */
 	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", /* RHEL 7+ */
-	"/etc/ssl/ca-bundle.pem",                            /* SUSE */
-	"/etc/ssl/cert.pem",                                 /* Alpine, BSD layout */
+	"/etc/ssl/ca-bundle.pem", /* SUSE */
+	"/etc/ssl/cert.pem", /* Alpine, BSD layout */
 };
 
 int gb_ca_bundle_find(const char *override, const char **ret)

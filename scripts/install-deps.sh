@@ -1,0 +1,22 @@
+#!/bin/sh
+# Install what the build and the default test tier need, on Debian 12, with
+# apt-get, only when something is missing. Run as root (or it says what to run).
+set -eu
+PKGS="make gcc libc6-dev pkgconf file patch perl python3 xz-utils ca-certificates debian-archive-keyring
+libcurl4-openssl-dev libssl-dev libarchive-dev libkmod-dev libjson-c-dev
+musl-tools dpkg-dev autoconf automake libtool cmake ninja-build
+clang libclang-rt-14-dev clang-format cppcheck"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing:$missing; run as root: apt-get install$missing" >&2
+	exit 1
+fi
+echo "install-deps: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null

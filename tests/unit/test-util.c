@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "shared/util.h"
+#include "unit.h"
+
+static void test_atou(void)
+{
+	uint64_t v = 7;
+	uint32_t u = 7;
+	int32_t i = 7;
+
+	CHECK_INT(gb_safe_atou64("0x10de", 16, &v), 0);
+	CHECK_INT(v, 0x10de);
+	CHECK_INT(gb_safe_atou64("10de\n", 16, &v), 0);
+	CHECK_INT(v, 0x10de);
+	CHECK_INT(gb_safe_atou64("", 10, &v), -EINVAL);
+	CHECK_INT(gb_safe_atou64("-1", 10, &v), -EINVAL);
+	CHECK_INT(gb_safe_atou64("12abc", 10, &v), -EINVAL);
+	CHECK_INT(gb_safe_atou64("0x", 16, &v), -EINVAL);
+	CHECK_INT(gb_safe_atou64("99999999999999999999999", 10, &v), -ERANGE);
+	CHECK_INT(v, 0x10de); /* untouched on failure */
+	CHECK_INT(gb_safe_atou32("4294967296", 10, &u), -ERANGE);
+	CHECK_INT(u, 7);
+	CHECK_INT(gb_safe_atoi32("-1\n", &i), 0);
+	CHECK_INT(i, -1);
+	CHECK_INT(gb_safe_atoi32("1 2", &i), -EINVAL);
+	CHECK_INT(gb_safe_atou64(NULL, 10, &v), -EINVAL);
+}
+
+static void test_version(void)
+{
+	CHECK(gb_version_cmp("580.65.06", "580.159.04") < 0);
+	CHECK(gb_version_cmp("580.159.04", "580.159.04") == 0);
+	CHECK(gb_version_cmp("590", "580.159.04") > 0);
+	CHECK(gb_version_cmp("12.8", "12.8.0") < 0);
+	CHECK(gb_version_valid("580.159.04"));
+	CHECK(gb_version_valid("570.26"));
+	CHECK(!gb_version_valid("580"));
+	CHECK(!gb_version_valid("580..1"));
+	CHECK(!gb_version_valid("580.1.2.3"));
+	CHECK(!gb_version_valid("5a0.1"));
+	CHECK(!gb_version_valid(""));
+	CHECK(!gb_version_valid(NULL));
+}
+
+static void test_attr(void)
+{
+	char *v = NULL;
+
+	CHECK_INT(gb_sysfs_attr_parse("0x10de\n", 7, &v), 0);
+	CHECK_STREQ(v, "0x10de");
+	free(v);
+	CHECK_INT(gb_sysfs_attr_parse("32.0 GT/s PCIe\n", 15, &v), 0);
+	CHECK_STREQ(v, "32.0 GT/s PCIe");
+	free(v);
+	v = NULL;
+	CHECK_INT(gb_sysfs_attr_parse("a\nb\n", 4, &v), -EINVAL);
+	CHECK_INT(gb_sysfs_attr_parse("a\0b", 3, &v), -EINVAL);
+	CHECK(v == NULL);
+	CHECK_INT(gb_sysfs_attr_parse("", 0, &v), 0);
+	CHECK_STREQ(v, "");
+	free(v);
+}
+
+static void test_str(void)
+{
+	char buf[8];
+	char s[] = "  x y \n";
+
+	CHECK_STREQ(gb_strstrip(s), "x y");
+	CHECK_INT(gb_strscpy(buf, sizeof(buf), "1234567"), 0);
+	CHECK_INT(gb_strscpy(buf, sizeof(buf), "12345678"), -ENAMETOOLONG);
+	CHECK_STREQ(buf, "1234567");
+	CHECK(gb_startswith("NVRM version: x", "NVRM version:") != NULL);
+	CHECK(gb_startswith("NVR", "NVRM") == NULL);
+}
+
+int main(void)
+{
+	test_atou();
+	test_version();
+	test_attr();
+	test_str();
+	UNIT_DONE();
+}
