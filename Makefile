@@ -9,7 +9,7 @@ WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -
               -Wmissing-prototypes -Wno-missing-field-initializers -Wvla -Wpointer-arith
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DGPUBOOT_VERSION='"$(VERSION)"' -Isrc $(WARN)
 
-LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c))
+LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c src/plan/*.c))
 MAIN_SRC   := src/main.c
 HDRS       := $(wildcard src/*.h src/*/*.h)
 
@@ -87,6 +87,7 @@ build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh
 # --- catalog ---
 catalog:
 	python3 scripts/gen-catalog.py
+	python3 scripts/gen-profiles.py
 
 # --- tests ---
 deps:

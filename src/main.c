@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -13,6 +14,8 @@
 #include "context.h"
 #include "detect/capture.h"
 #include "detect/detect.h"
+#include "plan/plan.h"
+#include "plan/profile.h"
 #include "exit-codes.h"
 #include "shared/log.h"
 #include "shared/tls.h"
@@ -82,11 +85,12 @@ static const struct option_doc options[] = {
 static int cmd_run(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "run", cmd_run, "the whole pipeline (what cloud-init runs); the default" },
 	{ "detect", cmd_detect, "print the facts about this machine (--json, --capture DIR)" },
-	{ "plan", cmd_not_yet, "print the decisions and their reasons; changes nothing" },
+	{ "plan", cmd_plan, "print the decisions and their reasons; changes nothing" },
 	{ "fetch", cmd_not_yet, "download and verify into the cache only" },
 	{ "verify", cmd_not_yet, "run the verification stage on the live machine" },
 	{ "status", cmd_not_yet, "print the last status (--json, --prometheus)" },
@@ -171,6 +175,90 @@ static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv)
 }
 
 /* GNU getopt permutes: options may come before or after the command. */
+/* Today's date (UTC) from the operations table's clock: EOL dates are compared with it. */
+static void today(struct gb_ctx *ctx, char *buf, size_t n)
+{
+	time_t t = (time_t)(ctx->ops->now_realtime_ns() / 1000000000ull);
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%d", &tm) == 0)
+		gb_strscpy(buf, n, "1970-01-01");
+}
+
+static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
+{
+	struct gb_facts f = { .secure_boot = -1 };
+	struct gb_plan_input in;
+	struct gb_profile prof = { 0 };
+	struct gb_site_config site = { 0 };
+	struct gb_gpu_overrides ov = { 0 };
+	struct gb_plan plan;
+	char err[1024] = "", date[16];
+	int r, code = GB_EXIT_USAGE;
+
+	if (argc > 0) {
+		gb_log_error("plan takes no arguments (got '%s'); see gpuboot --help", argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	r = gb_detect(ctx, &f);
+	if (r < 0) {
+		gb_log_error_errno(r, "Failed to detect the machine under '%s': %m", ctx->root->path);
+		return GB_EXIT_FAILED;
+	}
+	gb_plan_input_from_facts(&f, &in);
+	gb_facts_done(&f);
+	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &in, err, sizeof(err)) < 0) ||
+	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &in, err, sizeof(err)) < 0))
+		goto config_error;
+	r = gb_profile_load(ctx, ctx->opt.profile ? ctx->opt.profile : "training", &prof, err, sizeof(err));
+	if (r == -ENOMEM)
+		goto oom;
+	if (r < 0)
+		goto config_error;
+	r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, &site, err, sizeof(err));
+	if (r == -ENOMEM)
+		goto oom;
+	if (r < 0)
+		goto config_error;
+	r = gb_gpu_overrides_load(ctx, &ov, err, sizeof(err));
+	if (r == -ENOMEM)
+		goto oom;
+	if (r < 0)
+		goto config_error;
+	today(ctx, date, sizeof(date));
+	r = gb_plan_make(&in, &prof, &site, &ov, date, &plan, err, sizeof(err));
+	if (r == -ENOMEM)
+		goto oom;
+	if (r < 0)
+		goto config_error;
+	if (ctx->opt.json) {
+		json_object *o = gb_plan_to_json(&plan);
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+		                                           JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(o);
+	} else {
+		gb_plan_print(&plan, stdout);
+	}
+	code = plan.refusal_code ? plan.refusal_code : GB_EXIT_OK;
+	if (plan.refusal_code)
+		gb_log_error("%s", plan.refusal);
+	gb_plan_done(&plan);
+	goto out;
+oom:
+	gb_log_error("Out of memory while planning");
+	code = GB_EXIT_FAILED;
+	goto out;
+config_error:
+	gb_log_error("%s", err);
+	code = GB_EXIT_USAGE;
+out:
+	gb_profile_done(&prof);
+	gb_site_config_done(&site);
+	gb_gpu_overrides_done(&ov);
+	if (fflush(stdout) != 0)
+		return GB_EXIT_FAILED;
+	return code;
+}
+
 static int parse_options(int argc, char **argv, struct gb_options *o)
 {
 	struct option longopts[ARRAY_SIZE(options) + 1];
@@ -188,7 +276,10 @@ static int parse_options(int argc, char **argv, struct gb_options *o)
 		case OPT_ROOT: o->root = optarg; break;
 		case OPT_PROFILE: o->profile = optarg; break;
 		case OPT_MIRROR: o->mirror = optarg; break;
-		case OPT_CONFIG: o->config = optarg; break;
+		case OPT_CONFIG:
+			o->config = optarg;
+			o->config_given = true;
+			break;
 		case OPT_STATE_DIR: o->state_dir = optarg; break;
 		case OPT_CA_FILE: o->ca_file = optarg; break;
 		case OPT_TARGET_GPU: o->target_gpu = optarg; break;

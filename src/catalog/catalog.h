@@ -3,6 +3,7 @@
  * scripts/gen-catalog.py from the real data in data/. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,13 +20,92 @@ enum gb_arch {
 	GB_ARCH_BLACKWELL,
 };
 
+/* Open kernel module support, and where the answer came from. */
+enum gb_open {
+	GB_OPEN_NO = 0, /* pre-Turing: proprietary module only */
+	GB_OPEN_LISTED, /* listed by NVIDIA (supported-gpus.json kernelopen, open modules README) */
+	GB_OPEN_BY_ARCH, /* not listed (the data predates it), Turing or newer */
+};
+
 struct gb_pci_name {
 	uint16_t device;
 	const char *chip; /* "GH100", NULL when not a CUDA-era chip */
 	const char *name; /* "H200 SXM 141GB" */
 	enum gb_arch arch;
 	const char *cc; /* "9.0", NULL when unknown */
+	enum gb_open open;
+	unsigned legacy_branch; /* last branch that supports it (470), 0 = current */
 };
+
+enum gb_branch_type {
+	GB_BRANCH_LTSB,
+	GB_BRANCH_PRODUCTION,
+	GB_BRANCH_NEW_FEATURE,
+	GB_BRANCH_LEGACY,
+};
+
+struct gb_branch {
+	unsigned branch; /* 580 */
+	enum gb_branch_type type;
+	const char *eol; /* "2028-08-31", NULL when not announced */
+	const char *min_kernel; /* "4.15" */
+};
+
+struct gb_runfile {
+	const char *version; /* "580.159.04" */
+	const char *arch; /* "x86_64" | "aarch64" */
+	const char *category; /* "PRODUCTION" | "TESLA" | "NEW_FEATURE" | "LEGACY" */
+	const char *sha256;
+	unsigned long long size;
+	const char *url;
+};
+
+struct gb_cuda_release {
+	const char *version; /* "12.8" */
+	const char *min_driver; /* "570.26" */
+	enum gb_arch oldest_arch; /* the oldest architecture it still supports */
+	const char *manifest; /* "12.8.0" when the redistrib manifest is in the catalog */
+	const char *manifest_sha256;
+};
+
+struct gb_cuda_component {
+	const char *release; /* "12.8.0" */
+	const char *name; /* "cuda_cudart" */
+	const char *version;
+	bool x86_64, sbsa;
+};
+
+struct gb_distro {
+	const char *id, *version_id;
+	const char *repo; /* NVIDIA repository directory: "ubuntu2204" */
+	const char *hwe_meta; /* "linux-generic-hwe-22.04" or NULL */
+	const char *ga_kernel; /* "5.15" */
+	const char *hwe_kernel; /* "6.8" or NULL */
+};
+
+struct gb_distro_min {
+	const char *id, *version_id;
+};
+
+extern const struct gb_branch gb_branches[];
+extern const size_t gb_branches_len;
+extern const struct gb_runfile gb_runfiles[];
+extern const size_t gb_runfiles_len;
+extern const struct gb_cuda_release gb_cuda_releases[];
+extern const size_t gb_cuda_releases_len;
+extern const struct gb_cuda_component gb_cuda_components[];
+extern const size_t gb_cuda_components_len;
+extern const struct gb_distro gb_distros[];
+extern const size_t gb_distros_len;
+extern const struct gb_distro_min gb_distro_mins[];
+extern const size_t gb_distro_mins_len;
+
+const struct gb_branch *gb_catalog_branch(unsigned branch);
+const char *gb_branch_type_to_string(enum gb_branch_type t);
+/* The newest runfile of a branch for an arch ("x86_64"), NULL when none. */
+const struct gb_runfile *gb_catalog_newest_runfile(unsigned branch, const char *arch);
+const struct gb_runfile *gb_catalog_runfile(const char *version, const char *arch);
+enum gb_arch gb_arch_from_string(const char *s);
 
 extern const struct gb_pci_name gb_pci_names[];
 extern const size_t gb_pci_names_len;

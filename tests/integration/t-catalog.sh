@@ -1,6 +1,15 @@
-# The compiled-in catalog is exactly what the generator makes from data/.
+# The compiled-in catalog and built-in profiles are exactly what the
+# generators make from data/ and profiles/ (make catalog regenerates them).
 . tests/integration/lib.sh
 command -v python3 >/dev/null || skip "python3 missing"
-python3 scripts/gen-catalog.py --out "$TMP/catalog-pci.c"
+python3 scripts/gen-catalog.py --out "$TMP/catalog-pci.c" --out-data "$TMP/catalog-data.c"
 diff -q "$TMP/catalog-pci.c" src/catalog/catalog-pci.c || fail "src/catalog/catalog-pci.c is stale: run make catalog"
+diff -q "$TMP/catalog-data.c" src/catalog/catalog-data.c || fail "src/catalog/catalog-data.c is stale: run make catalog"
+python3 scripts/gen-profiles.py --out "$TMP/profiles-builtin.c"
+diff -q "$TMP/profiles-builtin.c" src/plan/profiles-builtin.c || fail "src/plan/profiles-builtin.c is stale: run make catalog"
+# Spot checks against the data, so a generator bug cannot hide behind regeneration.
+grep -q '{ 0x2335, "GH100", "H200 SXM 141GB", GB_ARCH_HOPPER, "9.0", GB_OPEN_LISTED, 0 }' src/catalog/catalog-pci.c || fail "H200 row"
+grep -q '{ 0x102d, "GK210", "Tesla K80", GB_ARCH_KEPLER, "3.7", GB_OPEN_NO, 470 }' src/catalog/catalog-pci.c || fail "K80 row"
+grep -q '"580.159.04", "x86_64", "TESLA", "[0-9a-f]\{64\}"' src/catalog/catalog-data.c || fail "580.159.04 runfile"
+grep -q 'vulkan-beta' src/catalog/catalog-data.c && fail "Vulkan betas leaked into the runfile catalog"
 echo ok

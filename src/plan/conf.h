@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* The syntax profiles, gpuboot.conf and gpus.d share: sections, key = value,
+ * comments. Errors name the file, the line and what is wrong. */
+#pragma once
+
+#include <stddef.h>
+
+struct gb_conf_entry {
+	char *section; /* "driver", or "gpu 2bb5" */
+	char *key;
+	char *value;
+	unsigned line;
+};
+
+struct gb_conf {
+	char *path;
+	struct gb_conf_entry *entries;
+	size_t n;
+};
+
+#define GB_CONF_MAX_BYTES (256u * 1024u)
+#define GB_CONF_MAX_ENTRIES 4096
+#define GB_CONF_MAX_VALUE 1024
+
+/* Parse text (not NUL-terminated, len bytes). On a syntax error returns
+ * -EINVAL and writes "PATH:LINE: what" into err. */
+int gb_conf_parse(const char *path, const char *text, size_t len, struct gb_conf *ret, char *err, size_t errsz);
+void gb_conf_done(struct gb_conf *c);
+
+/* Split a comma-separated value into trimmed, non-empty items (NULL-terminated). */
+int gb_conf_split_list(const char *value, char ***ret);
+
+/* Parse "yes"/"no"/"true"/"false"/"on"/"off"; -EINVAL otherwise. */
+int gb_conf_parse_bool(const char *v, int *ret);
+/* Parse a non-negative decimal ("16", "0.5"); -EINVAL otherwise. */
+int gb_conf_parse_number(const char *v, double *ret);

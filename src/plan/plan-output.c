@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* The plan as JSON (the keys others rely on) and as a console table. */
+#include <string.h>
+
+#include "plan.h"
+#include "shared/macro.h"
+
+static json_object *jstr(const char *s)
+{
+	return s && *s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *named_array(const struct gb_plan_named *a, size_t n, const char *value_key)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, value_key ? "module" : "name", json_object_new_string(a[i].name));
+		if (value_key)
+			json_object_object_add(o, value_key, json_object_new_string(a[i].value));
+		json_object_object_add(o, "reason", json_object_new_string(a[i].reason));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+json_object *gb_plan_to_json(const struct gb_plan *p)
+{
+	json_object *root = json_object_new_object();
+	json_object *target = json_object_new_object(), *gpus = json_object_new_array();
+	bool refused = p->refusal_code != 0;
+
+	json_object_object_add(root, "profile", json_object_new_string(p->profile));
+	json_object_object_add(root, "profile_source", json_object_new_string(p->profile_source));
+	json_object_object_add(root, "date", json_object_new_string(p->today));
+	json_object_object_add(target, "os", jstr(p->in.os_id));
+	json_object_object_add(target, "version", jstr(p->in.os_version));
+	json_object_object_add(target, "arch", jstr(p->in.arch));
+	json_object_object_add(target, "kernel", jstr(p->in.kernel_release));
+	json_object_object_add(target, "source", json_object_new_string(p->in.target_os ? "target" : "detected"));
+	json_object_object_add(target, "gpus_source", json_object_new_string(p->in.target_gpu ? "target" : "detected"));
+	json_object_object_add(root, "target", target);
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_plan_gpu *g = &p->gpus[i];
+		json_object *o = json_object_new_object();
+		char id[8];
+		snprintf(id, sizeof(id), "%04x", g->device);
+		json_object_object_add(o, "device_id", json_object_new_string(id));
+		json_object_object_add(o, "name", json_object_new_string(g->name));
+		json_object_object_add(o, "count", json_object_new_int((int)g->count));
+		json_object_object_add(o, "architecture", jstr(gb_arch_to_string(g->arch)));
+		json_object_object_add(o, "compute_capability", jstr(g->cc));
+		json_object_object_add(o, "open_module",
+		                       json_object_new_string(g->open_required        ? "required"
+		                                              : g->open == GB_OPEN_NO ? "unsupported"
+		                                                                      : "supported"));
+		json_object_object_add(o, "min_branch", g->min_branch ? json_object_new_int((int)g->min_branch) : NULL);
+		json_object_object_add(o, "last_branch",
+		                       g->last_branch ? json_object_new_int((int)g->last_branch) : NULL);
+		json_object_object_add(o, "held_back", json_object_new_boolean(g->held_back));
+		json_object_object_add(o, "source", json_object_new_string(g->source));
+		json_object_array_add(gpus, o);
+	}
+	json_object_object_add(root, "gpus", gpus);
+
+	if (refused) {
+		json_object *r = json_object_new_object();
+		json_object_object_add(r, "code", json_object_new_int(p->refusal_code));
+		json_object_object_add(r, "reason", json_object_new_string(p->refusal));
+		json_object_object_add(root, "refusal", r);
+		return root;
+	}
+	json_object_object_add(root, "refusal", NULL);
+
+	{
+		json_object *d = json_object_new_object(), *pk = json_object_new_array();
+		const struct gb_runfile *rf = p->driver.runfile;
+		json_object_object_add(d, "version", json_object_new_string(p->driver.version));
+		json_object_object_add(d, "branch", json_object_new_int((int)p->driver.branch));
+		json_object_object_add(d, "branch_type", jstr(p->driver.branch_type));
+		json_object_object_add(d, "end_of_life", jstr(p->driver.eol));
+		json_object_object_add(d, "module_flavor", json_object_new_string(p->driver.flavor));
+		json_object_object_add(d, "method", json_object_new_string(p->driver.method));
+		json_object_object_add(d, "repository", jstr(p->driver.repo));
+		json_object_object_add(d, "repository_arch", jstr(p->driver.repo_arch));
+		for (size_t i = 0; i < p->driver.n_packages; i++)
+			json_object_array_add(pk, json_object_new_string(p->driver.packages[i]));
+		json_object_object_add(d, "packages", pk);
+		json_object_object_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
+		json_object_object_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
+		json_object_object_add(d, "size", rf ? json_object_new_int64((int64_t)rf->size) : NULL);
+		json_object_object_add(d, "reason", json_object_new_string(p->driver.reason));
+		json_object_object_add(d, "module_flavor_reason", json_object_new_string(p->driver.flavor_reason));
+		json_object_object_add(d, "method_reason", json_object_new_string(p->driver.method_reason));
+		json_object_object_add(root, "driver", d);
+	}
+	{
+		json_object *c = json_object_new_object(), *comp = json_object_new_array();
+		json_object_object_add(c, "version", jstr(p->cuda.version));
+		json_object_object_add(c, "min_driver", jstr(p->cuda.release ? p->cuda.release->min_driver : NULL));
+		json_object_object_add(c, "manifest_sha256",
+		                       jstr(p->cuda.release ? p->cuda.release->manifest_sha256 : NULL));
+		json_object_object_add(c, "platform", jstr(p->cuda.release ? p->in.platform : NULL));
+		for (char **x = p->cuda.components; x && *x; x++)
+			json_object_array_add(comp, json_object_new_string(*x));
+		json_object_object_add(c, "components", comp);
+		json_object_object_add(c, "reason", json_object_new_string(p->cuda.reason));
+		json_object_object_add(root, "cuda", c);
+	}
+	{
+		json_object *t = json_object_new_object();
+		json_object_object_add(t, "version", jstr(p->toolkit.version));
+		json_object_object_add(t, "reason", json_object_new_string(p->toolkit.reason));
+		json_object_object_add(root, "toolkit", t);
+	}
+	{
+		json_object *k = json_object_new_object();
+		json_object_object_add(k, "action", json_object_new_string(p->kernel.action));
+		json_object_object_add(k, "package", jstr(p->kernel.package));
+		json_object_object_add(k, "minimum", jstr(p->kernel.minimum));
+		json_object_object_add(k, "reboot_required", json_object_new_boolean(p->kernel.reboot_required));
+		json_object_object_add(k, "reason", json_object_new_string(p->kernel.reason));
+		json_object_object_add(root, "kernel", k);
+	}
+	{
+		json_object *n = json_object_new_object();
+		json_object_object_add(n, "action", json_object_new_string(p->nouveau.action));
+		json_object_object_add(n, "reason", json_object_new_string(p->nouveau.reason));
+		json_object_object_add(root, "nouveau", n);
+	}
+	{
+		json_object *s = json_object_new_object();
+		json_object_object_add(s, "strategy", json_object_new_string(p->secure_boot.strategy));
+		json_object_object_add(s, "package", jstr(p->secure_boot.package));
+		json_object_object_add(s, "reason", json_object_new_string(p->secure_boot.reason));
+		json_object_object_add(root, "secure_boot", s);
+	}
+	json_object_object_add(root, "daemons", named_array(p->daemons, p->n_daemons, NULL));
+	json_object_object_add(root, "modules", named_array(p->modules, p->n_modules, NULL));
+	json_object_object_add(root, "module_params", named_array(p->params, p->n_params, "params"));
+	{
+		json_object *v = json_object_new_object(), *skip = json_object_new_array();
+		json_object_object_add(v, "tier", json_object_new_string(p->verify.tier));
+		json_object_object_add(v, "min_gpu_memory_gib", json_object_new_double(p->verify.min_gpu_memory_gib));
+		json_object_object_add(v, "fp64_gate", json_object_new_boolean(p->verify.fp64_gate));
+		json_object_object_add(v, "ecc_required", json_object_new_boolean(p->verify.ecc_required));
+		json_object_object_add(v, "min_network_gbps", json_object_new_double(p->verify.min_network_gbps));
+		json_object_object_add(v, "min_disk_write_mbps", json_object_new_double(p->verify.min_disk_write_mbps));
+		for (char **x = p->verify.skip; x && *x; x++)
+			json_object_array_add(skip, json_object_new_string(*x));
+		json_object_object_add(v, "skip", skip);
+		json_object_object_add(v, "reason", json_object_new_string(p->verify.reason));
+		json_object_object_add(root, "verify", v);
+	}
+	return root;
+}
+
+static void row(FILE *out, const char *what, const char *value, const char *reason)
+{
+	fprintf(out, "%-12s %-28s %s\n", what, value && *value ? value : "-", reason ? reason : "");
+}
+
+void gb_plan_print(const struct gb_plan *p, FILE *out)
+{
+	char buf[128];
+
+	fprintf(out, "profile %s (%s), %s %s %s%s, %s\n", p->profile, p->profile_source,
+	        p->in.os_id[0] ? p->in.os_id : "?", p->in.os_version, p->in.arch, p->in.target_os ? " (target)" : "",
+	        p->today);
+	for (size_t i = 0; i < p->n_gpus; i++)
+		fprintf(out, "gpu          %ux %s (%04x, %s, sm_%s)%s\n", p->gpus[i].count, p->gpus[i].name,
+		        p->gpus[i].device,
+		        gb_arch_to_string(p->gpus[i].arch) ? gb_arch_to_string(p->gpus[i].arch) : "?",
+		        p->gpus[i].cc[0] ? p->gpus[i].cc : "?", p->in.target_gpu ? " (target)" : "");
+	if (p->refusal_code) {
+		fprintf(out, "REFUSED      exit %d: %s\n", p->refusal_code, p->refusal);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s (R%u %s)", p->driver.version, p->driver.branch,
+	         p->driver.branch_type ? p->driver.branch_type : "");
+	row(out, "driver", buf, p->driver.reason);
+	row(out, "flavour", p->driver.flavor, p->driver.flavor_reason);
+	snprintf(buf, sizeof(buf), "%s%s%s", p->driver.method, p->driver.repo[0] ? " " : "", p->driver.repo);
+	row(out, "method", buf, p->driver.method_reason);
+	row(out, "cuda", p->cuda.version[0] ? p->cuda.version : "none", p->cuda.reason);
+	row(out, "toolkit", p->toolkit.version ? p->toolkit.version : "none", p->toolkit.reason);
+	snprintf(buf, sizeof(buf), "%s%s%s%s", p->kernel.action, p->kernel.package[0] ? " " : "", p->kernel.package,
+	         p->kernel.reboot_required ? " +reboot" : "");
+	row(out, "kernel", buf, p->kernel.reason);
+	row(out, "nouveau", p->nouveau.action, p->nouveau.reason);
+	row(out, "secure boot", p->secure_boot.strategy, p->secure_boot.reason);
+	for (size_t i = 0; i < p->n_daemons; i++)
+		row(out, i ? "" : "daemons", p->daemons[i].name, p->daemons[i].reason);
+	for (size_t i = 0; i < p->n_params; i++) {
+		snprintf(buf, sizeof(buf), "%s %s", p->params[i].name, p->params[i].value);
+		row(out, "module param", buf, p->params[i].reason);
+	}
+	row(out, "verify", p->verify.tier, p->verify.reason);
+}

@@ -1,0 +1,895 @@
+/* SPDX-License-Identifier: MIT */
+/* The decisions. Each records its value and a one-line reason a person can
+ * check against the catalog, the facts and the profile. */
+#include "plan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exit-codes.h"
+#include "shared/macro.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+/* What each architecture needs and allows (NVIDIA's release notes; data/SOURCES.md). */
+static const struct {
+	enum gb_arch arch;
+	unsigned min_branch; /* the first branch that supports it */
+	unsigned last_branch; /* 0: still supported */
+	bool open_required;
+} arch_rules[] = {
+	{ GB_ARCH_KEPLER, 0, 470, false }, { GB_ARCH_MAXWELL, 0, 580, false }, { GB_ARCH_PASCAL, 0, 580, false },
+	{ GB_ARCH_VOLTA, 0, 580, false },  { GB_ARCH_TURING, 410, 0, false },  { GB_ARCH_AMPERE, 450, 0, false },
+	{ GB_ARCH_ADA, 525, 0, false },    { GB_ARCH_HOPPER, 525, 0, false },  { GB_ARCH_BLACKWELL, 570, 0, true },
+};
+
+/* GPUs that cloud vendors keep on the proprietary module after GSP firmware
+ * problems on the open one (docs/plan.md says which and why). */
+static const uint16_t held_back[] = { 0x1db1, 0x1db5, 0x1eb8, 0x1eb4, 0x2237, 0x27b8, 0x26b9 };
+
+/* Grace-based boards: the open module is required, and GH200 with R580+
+ * needs the driver to manage its coherent memory. */
+static bool is_grace_board(uint16_t d)
+{
+	return d == 0x2342 || d == 0x2348 || d == 0x2941 || d == 0x31c2;
+}
+
+/* Branches Ubuntu ships as signed precompiled modules (linux-modules-nvidia-*-server). */
+static const unsigned ubuntu_signed_branches[] = { 535, 550, 570, 580 };
+
+#define NVIDIA_CONTAINER_TOOLKIT_MIN "1.17.8"
+
+_printf_(3, 4) static void say(char *dst, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, n, fmt, ap);
+	va_end(ap);
+}
+
+#define SAY(field, ...) say(field, sizeof(field), __VA_ARGS__)
+
+static void refuse(struct gb_plan *p, int code, const char *fmt, ...) _printf_(3, 4);
+static void refuse(struct gb_plan *p, int code, const char *fmt, ...)
+{
+	va_list ap;
+	if (p->refusal_code)
+		return;
+	p->refusal_code = code;
+	va_start(ap, fmt);
+	vsnprintf(p->refusal, sizeof(p->refusal), fmt, ap);
+	va_end(ap);
+}
+
+void gb_plan_done(struct gb_plan *p)
+{
+	gb_strv_free(p->cuda.components);
+	gb_strv_free(p->verify.skip);
+	memset(p, 0, sizeof(*p));
+}
+
+static const char *arch_name(enum gb_arch a)
+{
+	const char *s = gb_arch_to_string(a);
+	return s ? s : "unknown";
+}
+
+/* ---- GPUs ---- */
+
+static int resolve_gpus(struct gb_plan *p, const struct gb_profile *prof, const struct gb_gpu_overrides *ov)
+{
+	for (size_t i = 0; i < p->in.n_devices && p->n_gpus < GB_PLAN_MAX_GPUS; i++) {
+		struct gb_plan_gpu *g = &p->gpus[p->n_gpus++];
+		uint16_t d = p->in.devices[i].device;
+		const struct gb_pci_name *c = gb_catalog_pci_lookup(d);
+		const struct gb_gpu_override *o = gb_gpu_override_find(ov, d);
+
+		memset(g, 0, sizeof(*g));
+		g->device = d;
+		g->count = p->in.devices[i].count;
+		if (c) {
+			SAY(g->name, "%s", c->name);
+			g->arch = c->arch;
+			SAY(g->cc, "%s", c->cc ? c->cc : "");
+			g->open = c->open;
+			g->last_branch = c->legacy_branch;
+			SAY(g->source, "catalog (pci.ids%s)",
+			    c->open == GB_OPEN_LISTED    ? ", NVIDIA's open-module list"
+			    : c->open == GB_OPEN_BY_ARCH ? "; open support by architecture"
+			                                 : "");
+			g->vgpu = strstr(c->name, "vGPU") != NULL;
+		}
+		if (o) {
+			if (o->name)
+				SAY(g->name, "%s", o->name);
+			if (o->arch != GB_ARCH_UNKNOWN)
+				g->arch = o->arch;
+			if (o->cc[0])
+				SAY(g->cc, "%s", o->cc);
+			g->open = o->open;
+			g->open_required = o->open_required;
+			if (o->min_branch)
+				g->min_branch = o->min_branch;
+			if (o->last_branch)
+				g->last_branch = o->last_branch;
+			g->pinned_branch = o->pinned_branch;
+			g->vgpu = o->vgpu;
+			SAY(g->source, "site override %s", o->source);
+		}
+		if (!c && !o) {
+			if (!prof->allow_unknown_gpus) {
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+				       "NVIDIA device 10de:%04x is not in the catalog; describe it in "
+				       "/etc/gpuboot/gpus.d/%04x.conf "
+				       "([gpu %04x] architecture = ..., open_module = ...) or use a profile with "
+				       "allow_unknown_gpus = yes",
+				       d, d, d);
+				return 0;
+			}
+			SAY(g->name, "unknown NVIDIA device %04x", d);
+			g->unknown = true;
+			g->arch = GB_ARCH_BLACKWELL; /* newest rules: newest branch, open module */
+			g->open = GB_OPEN_LISTED;
+			g->open_required = true;
+			SAY(g->source,
+			    "not in the catalog: newest branch with the open module (profile allows unknown GPUs)");
+		}
+		if (g->arch == GB_ARCH_UNKNOWN) {
+			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+			       "%s (10de:%04x) predates Kepler: no supported driver branch can drive it (the last were "
+			       "R390 and older)",
+			       g->name, d);
+			return 0;
+		}
+		for (size_t r = 0; r < ARRAY_SIZE(arch_rules); r++)
+			if (arch_rules[r].arch == g->arch) {
+				if (!g->min_branch)
+					g->min_branch = arch_rules[r].min_branch;
+				if (!g->last_branch)
+					g->last_branch = arch_rules[r].last_branch;
+				g->open_required |= arch_rules[r].open_required;
+			}
+		if (c && c->chip && (streq(c->chip, "GB110") || streq(c->chip, "GB112")) && g->min_branch < 580)
+			g->min_branch = 580; /* Blackwell Ultra: R580 */
+		if (is_grace_board(d)) {
+			g->open_required = true;
+			if (g->min_branch < 535)
+				g->min_branch = 535;
+		}
+		if (g->open == GB_OPEN_NO)
+			g->open_required = false;
+		for (size_t h = 0; h < ARRAY_SIZE(held_back); h++)
+			g->held_back |= held_back[h] == d;
+		if (g->vgpu && prof->graphics) {
+			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+			       "%s is a vGPU: rendering on it needs NVIDIA's licensed vGPU/RTX vWS guest driver, which "
+			       "cannot be "
+			       "downloaded; install it from your NVIDIA licensing portal",
+			       g->name);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Chips with double precision at 1/2 or 1/3 of single precision; the rest
+ * run FP64 at 1/32 or 1/64 and cannot pass an FP64 gate. */
+static const char *const full_fp64_chips[] = { "GK110", "GK110B", "GK180", "GK210", "GP100",
+	                                       "GV100", "GA100",  "GH100", "GB100" };
+
+static bool fp64_check(struct gb_plan *p)
+{
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_pci_name *c = gb_catalog_pci_lookup(p->gpus[i].device);
+		bool full = false;
+		if (!c || !c->chip || p->gpus[i].unknown)
+			continue; /* a site override or an unknown ID: measured at verify */
+		for (size_t j = 0; j < ARRAY_SIZE(full_fp64_chips); j++)
+			full |= streq(c->chip, full_fp64_chips[j]);
+		if (!full) {
+			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+			       "the profile gates on FP64 but %s (%s) runs FP64 at 1/32 to 1/64 of FP32: it cannot "
+			       "pass; use an A100/H100/B200-class GPU or a profile without fp64_gate",
+			       p->gpus[i].name, c->chip);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- driver branch and version ---- */
+
+static bool branch_alive(const struct gb_branch *b, const char *today)
+{
+	return !b->eol || strcmp(b->eol, today) >= 0;
+}
+
+static bool in_list(unsigned b, const unsigned *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == b)
+			return true;
+	return false;
+}
+
+static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
+{
+	unsigned lo = 0, hi = 0, pinned_gpu = 0;
+	const char *lo_by = NULL, *hi_by = NULL;
+	const char *rarch = streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64";
+	const struct gb_branch *chosen = NULL;
+	char policy_buf[40], hi_buf[16] = "";
+	const char *policy = gb_policy_to_string(prof, policy_buf, sizeof(policy_buf));
+	bool ubuntu_sb = p->in.secure_boot == 1 && streq(p->in.os_id, "ubuntu");
+	bool need_open = false, need_prop = false;
+	const char *need_open_by = NULL, *need_prop_by = NULL;
+	enum gb_branch_policy pol = prof->policy;
+	unsigned pin_branch = prof->pinned_branch;
+	const char *pin_version = prof->pinned_version;
+
+	if (site && site->pinned_driver[0]) {
+		pol = GB_POLICY_VERSION;
+		pin_version = site->pinned_driver;
+		policy = site->pinned_driver;
+	}
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_plan_gpu *g = &p->gpus[i];
+		if (g->min_branch > lo) {
+			lo = g->min_branch;
+			lo_by = g->name;
+		}
+		if (g->last_branch && (!hi || g->last_branch < hi)) {
+			hi = g->last_branch;
+			hi_by = g->name;
+		}
+		if (g->pinned_branch)
+			pinned_gpu = g->pinned_branch;
+		if (g->open_required && !need_open) {
+			need_open = true;
+			need_open_by = g->name;
+		}
+		if (g->open == GB_OPEN_NO && !need_prop) {
+			need_prop = true;
+			need_prop_by = g->name;
+		}
+	}
+	if (hi)
+		snprintf(hi_buf, sizeof(hi_buf), "%u", hi);
+	if (hi && lo > hi) {
+		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+		       "no driver branch supports this GPU mix: %s needs R%u or newer, %s's last branch is R%u", lo_by,
+		       lo, hi_by, hi);
+		return;
+	}
+	if (need_open && need_prop) {
+		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+		       "no module flavour fits this GPU mix: %s needs the open kernel module, %s only runs the "
+		       "proprietary one",
+		       need_open_by, need_prop_by);
+		return;
+	}
+	if (pinned_gpu)
+		pin_branch = pinned_gpu, pol = GB_POLICY_BRANCH;
+
+	if (pol == GB_POLICY_VERSION) {
+		unsigned b = (unsigned)strtoul(pin_version, NULL, 10);
+		p->driver.runfile = gb_catalog_runfile(pin_version, rarch);
+		if (!p->driver.runfile) {
+			refuse(p, GB_EXIT_USAGE, "pinned driver %s is not a known %s runfile in the catalog",
+			       pin_version, rarch);
+			return;
+		}
+		if (b < lo || (hi && b > hi)) {
+			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+			       "pinned driver %s is outside what the GPUs support (R%u%s%s)", pin_version, lo,
+			       hi ? " to R" : " and newer", hi_buf);
+			return;
+		}
+		chosen = gb_catalog_branch(b);
+		p->driver.branch = b;
+		SAY(p->driver.reason, "pinned to %s by %s; a real %s runfile", pin_version,
+		    site && site->pinned_driver[0] ? "the site configuration" : "the profile", rarch);
+	} else {
+		/* Newest branch of the policy's kind, alive today, with a runfile for
+		 * this arch, inside what every GPU supports. */
+		for (size_t i = gb_branches_len; i > 0 && !chosen; i--) {
+			const struct gb_branch *b = &gb_branches[i - 1];
+			bool kind_ok;
+			if (b->branch < lo || (hi && b->branch > hi))
+				continue;
+			if (!gb_catalog_newest_runfile(b->branch, rarch))
+				continue;
+			if (ubuntu_sb &&
+			    !in_list(b->branch, ubuntu_signed_branches, ARRAY_SIZE(ubuntu_signed_branches)))
+				continue;
+			if (pol == GB_POLICY_BRANCH) {
+				if (b->branch == pin_branch)
+					chosen = b;
+				continue;
+			}
+			if (!branch_alive(b, p->today))
+				continue;
+			kind_ok = pol == GB_POLICY_LATEST ? b->type != GB_BRANCH_LEGACY
+			          : pol == GB_POLICY_PRODUCTION
+			              ? (b->type == GB_BRANCH_PRODUCTION || b->type == GB_BRANCH_LTSB)
+			              : b->type == GB_BRANCH_LTSB;
+			if (kind_ok)
+				chosen = b;
+		}
+		if (!chosen && pol != GB_POLICY_BRANCH && hi) {
+			/* The GPUs' last branch is older than any branch of that kind: take it. */
+			const struct gb_runfile *rf = gb_catalog_newest_runfile(hi, rarch);
+			if (rf)
+				chosen = gb_catalog_branch(hi);
+			if (chosen)
+				SAY(p->driver.reason,
+				    "%s's last branch is R%u (legacy, no longer %s); newest %s runfile of it", hi_by,
+				    hi, policy, rarch);
+		}
+		if (!chosen) {
+			if (pol == GB_POLICY_BRANCH)
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+				       "pinned branch R%u is outside R%u%s for these GPUs, or has no %s runfile%s",
+				       pin_branch, lo, hi ? "..last" : "+", rarch,
+				       ubuntu_sb ? " signed by Ubuntu" : "");
+			else
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+				       "no %s driver branch alive on %s supports these GPUs (R%u%s) on %s%s", policy,
+				       p->today, lo, hi ? " up to their last branch" : " or newer", rarch,
+				       ubuntu_sb ? " with Ubuntu-signed modules" : "");
+			return;
+		}
+		p->driver.branch = chosen->branch;
+		p->driver.runfile = gb_catalog_newest_runfile(chosen->branch, rarch);
+		if (!p->driver.reason[0]) {
+			char range[48];
+			if (lo && hi)
+				snprintf(range, sizeof(range), "R%u to R%u", lo, hi);
+			else if (hi)
+				snprintf(range, sizeof(range), "up to R%u", hi);
+			else
+				snprintf(range, sizeof(range), "R%u and newer", lo);
+			SAY(p->driver.reason,
+			    "policy %s%s: the newest such branch alive on %s within what every GPU supports (%s) is "
+			    "R%u; newest %s runfile of it%s",
+			    policy, pinned_gpu ? " (pinned by a gpus.d override)" : "", p->today, range, chosen->branch,
+			    rarch, ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
+		}
+	}
+	SAY(p->driver.version, "%s", p->driver.runfile->version);
+	if (chosen) {
+		p->driver.branch_type = gb_branch_type_to_string(chosen->type);
+		p->driver.eol = chosen->eol;
+	}
+
+	/* Module flavour. */
+	{
+		const struct gb_plan_gpu *hb = NULL;
+		for (size_t i = 0; i < p->n_gpus; i++)
+			if (p->gpus[i].held_back)
+				hb = &p->gpus[i];
+		if (need_open) {
+			if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+				       "the profile asks for the proprietary module but %s requires the open one",
+				       need_open_by);
+				return;
+			}
+			p->driver.flavor = "open";
+			SAY(p->driver.flavor_reason, "%s requires the open kernel module", need_open_by);
+		} else if (need_prop) {
+			if (prof->flavor == GB_FLAVOR_OPEN) {
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+				       "the profile asks for the open module but %s (%s) only runs the proprietary one",
+				       need_prop_by, arch_name(p->gpus[0].arch));
+				return;
+			}
+			p->driver.flavor = "proprietary";
+			SAY(p->driver.flavor_reason, "%s predates Turing: the open module does not support it",
+			    need_prop_by);
+		} else if (prof->flavor == GB_FLAVOR_OPEN) {
+			p->driver.flavor = "open";
+			SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");
+		} else if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
+			p->driver.flavor = "proprietary";
+			SAY(p->driver.flavor_reason, "the profile asks for the proprietary module");
+		} else if (hb) {
+			p->driver.flavor = "proprietary";
+			SAY(p->driver.flavor_reason,
+			    "%s (%04x) is on the hold-back list: vendors keep it on the proprietary module after GSP "
+			    "firmware problems with the open one (module_flavor = open overrides)",
+			    hb->name, hb->device);
+		} else if (p->driver.branch < 560) {
+			p->driver.flavor = "proprietary";
+			SAY(p->driver.flavor_reason, "before R560 NVIDIA's default is the proprietary module where the "
+			                             "GPU does not require the open one");
+		} else {
+			p->driver.flavor = "open";
+			SAY(p->driver.flavor_reason, "every GPU is Turing or newer and supported by the open module, "
+			                             "NVIDIA's default from R560");
+		}
+	}
+}
+
+/* ---- distribution, method, kernel, Secure Boot ---- */
+
+static const struct gb_distro *find_distro(const struct gb_plan_input *in)
+{
+	char major[16];
+	bool rhel_like = streq(in->os_id, "rhel") || streq(in->os_id, "rocky") || streq(in->os_id, "almalinux") ||
+	                 streq(in->os_id, "centos") || streq(in->os_id, "ol");
+	const char *id = rhel_like ? "rhel" : streq(in->os_id, "sles") ? "sles" : in->os_id;
+
+	gb_strscpy(major, sizeof(major), in->os_version);
+	if (rhel_like || streq(id, "sles"))
+		major[strcspn(major, ".")] = '\0';
+	for (size_t i = 0; i < gb_distros_len; i++) {
+		const struct gb_distro *d = &gb_distros[i];
+		if (streq(d->id, id) && (streq(d->version_id, in->os_version) || streq(d->version_id, major)))
+			return d;
+	}
+	return NULL;
+}
+
+static bool platform_check(struct gb_plan *p)
+{
+	if (streq(p->in.libc, "musl")) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s uses musl libc; NVIDIA's driver userspace is built for glibc and cannot load there; use a "
+		       "glibc distribution (Ubuntu, Debian, RHEL, Amazon Linux)",
+		       p->in.os_id[0] ? p->in.os_id : "this system");
+		return false;
+	}
+	if (!streq(p->in.arch, "x86_64") && !streq(p->in.arch, "aarch64")) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "CPU architecture '%s' is not supported: NVIDIA's data-center drivers are built for x86_64 and "
+		       "aarch64",
+		       p->in.arch[0] ? p->in.arch : "unknown");
+		return false;
+	}
+	for (size_t i = 0; i < gb_distro_mins_len; i++)
+		if (streq(gb_distro_mins[i].id, p->in.os_id) && p->in.os_version[0] &&
+		    gb_version_cmp(p->in.os_version, gb_distro_mins[i].version_id) < 0) {
+			refuse(p, GB_EXIT_UNSUPPORTED,
+			       "%s %s is older than the oldest supported release (%s %s): NVIDIA publishes no driver "
+			       "for it",
+			       p->in.os_id, p->in.os_version, gb_distro_mins[i].id, gb_distro_mins[i].version_id);
+			return false;
+		}
+	return true;
+}
+
+static void kernel_xy(const char *release, char *out, size_t n)
+{
+	size_t dots = 0, i = 0;
+	for (; release[i] && i + 1 < n; i++) {
+		if (release[i] == '.' && ++dots == 2)
+			break;
+		if (release[i] != '.' && (release[i] < '0' || release[i] > '9'))
+			break;
+		out[i] = release[i];
+	}
+	out[i] = '\0';
+}
+
+static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
+{
+	const struct gb_distro *d = find_distro(&p->in);
+	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
+	bool ubuntu = streq(p->in.os_id, "ubuntu");
+	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
+	bool precompiled = false;
+	char kxy[16] = "";
+	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
+	bool grace = false;
+
+	for (size_t i = 0; i < p->n_gpus; i++)
+		grace |= is_grace_board(p->gpus[i].device);
+	if (grace && streq(p->in.arch, "aarch64"))
+		kmin = "6.5";
+
+	/* Secure Boot first: it can decide the method. */
+	if (p->in.secure_boot == 1) {
+		if (ubuntu && p->in.kernel_flavour[0]) {
+			precompiled = true;
+			p->secure_boot.strategy = "ubuntu-signed-modules";
+			SAY(p->secure_boot.package, "linux-modules-nvidia-%u-server%s-%s", p->driver.branch,
+			    streq(p->driver.flavor, "open") ? "-open" : "", p->in.kernel_flavour);
+			SAY(p->secure_boot.reason,
+			    "Secure Boot is on: Ubuntu's precompiled modules for the %s kernel are signed with "
+			    "Canonical's key, which shim trusts",
+			    p->in.kernel_flavour);
+		} else if (site && site->signing_key && site->signing_cert) {
+			p->secure_boot.strategy = "sign-with-key";
+			SAY(p->secure_boot.reason,
+			    "Secure Boot is on: modules are signed with the site key %s (enrolled MOK)",
+			    site->signing_key);
+		} else {
+			refuse(p, GB_EXIT_UNSUPPORTED,
+			       "Secure Boot is on and %s has no signed NVIDIA modules; set [secure_boot] signing_key "
+			       "and signing_cert (an enrolled MOK) in gpuboot.conf, or turn Secure Boot off",
+			       p->in.os_id[0] ? p->in.os_id : "this distribution");
+			return;
+		}
+	} else {
+		p->secure_boot.strategy = "not-needed";
+		SAY(p->secure_boot.reason, "%s",
+		    p->in.secure_boot == 0 ? "Secure Boot is off"
+		    : p->in.target_os      ? "target OS: Secure Boot is checked at first boot"
+		                           : "not booted with EFI: no Secure Boot");
+	}
+
+	/* Method. */
+	if (precompiled) {
+		p->driver.method = "packages";
+		SAY(p->driver.method_reason,
+		    "Ubuntu's archive: signed precompiled modules plus nvidia-driver-%u-server%s", p->driver.branch,
+		    streq(p->driver.flavor, "open") ? "-open" : "");
+		SAY(p->driver.packages[p->driver.n_packages++], "%s", p->secure_boot.package);
+		SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-%u-server%s", p->driver.branch,
+		    streq(p->driver.flavor, "open") ? "-open" : "");
+	} else if (d && (apt || dnf)) {
+		p->driver.method = "packages";
+		SAY(p->driver.repo, "%s", d->repo);
+		SAY(p->driver.repo_arch, "%s", streq(p->in.arch, "aarch64") ? "sbsa" : "x86_64");
+		SAY(p->driver.method_reason,
+		    "NVIDIA publishes a repository for %s %s: developer.download.nvidia.com/compute/cuda/repos/%s/%s/ "
+		    "(key pinned by fingerprint)",
+		    p->in.os_id, p->in.os_version, p->driver.repo, p->driver.repo_arch);
+		if (apt) {
+			SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-pinning-%u", p->driver.branch);
+			SAY(p->driver.packages[p->driver.n_packages++], "%s",
+			    streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+		} else {
+			SAY(p->driver.packages[p->driver.n_packages++], "@nvidia-driver:%u-%s", p->driver.branch,
+			    streq(p->driver.flavor, "open") ? "open" : "dkms");
+		}
+	} else {
+		p->driver.method = "runfile";
+		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256 and installed with the %s module",
+		    d ? "no package manager gpuboot drives here"
+		      : (p->in.os_id[0] ? "no NVIDIA repository for this distribution and release"
+		                        : "unknown distribution"),
+		    p->driver.flavor);
+	}
+
+	/* Kernel. */
+	SAY(p->kernel.minimum, "%s", kmin);
+	p->kernel.action = "none";
+	if (!p->in.kernel_known) {
+		SAY(p->kernel.reason,
+		    "the kernel is not known when planning for a target OS: checked against R%u's minimum %s at first "
+		    "boot",
+		    p->driver.branch, kmin);
+		return;
+	}
+	kernel_xy(p->in.kernel_release, kxy, sizeof(kxy));
+	if (gb_version_cmp(kxy, kmin) < 0) {
+		if (ubuntu && d && d->hwe_meta && d->hwe_kernel && gb_version_cmp(d->hwe_kernel, kmin) >= 0) {
+			p->kernel.action = "install-hwe";
+			if (streq(p->in.kernel_flavour, "nvidia-64k") || grace)
+				SAY(p->kernel.package, "linux-nvidia-64k-hwe-%s", p->in.os_version);
+			else
+				SAY(p->kernel.package, "%s", d->hwe_meta);
+			p->kernel.reboot_required = true;
+			SAY(p->kernel.reason,
+			    "kernel %s is older than %s (%s); Ubuntu %s's HWE kernel (%s) is new enough: install %s, "
+			    "reboot into it",
+			    p->in.kernel_release, kmin, grace ? "Grace platform support" : "the branch's minimum",
+			    p->in.os_version, d->hwe_kernel, p->kernel.package);
+		} else {
+			refuse(p, GB_EXIT_UNSUPPORTED,
+			       "kernel %s is older than %s, the minimum for %s, and no newer kernel is known for %s %s",
+			       p->in.kernel_release, kmin, grace ? "the Grace platform" : "this driver branch",
+			       p->in.os_id, p->in.os_version);
+		}
+		return;
+	}
+	if (precompiled) {
+		SAY(p->kernel.reason, "kernel %s meets R%u's minimum %s; precompiled modules need no headers",
+		    p->in.kernel_release, p->driver.branch, kmin);
+	} else if (!p->in.headers) {
+		p->kernel.action = "install-headers";
+		if (apt)
+			SAY(p->kernel.package, "linux-headers-%s", p->in.kernel_release);
+		else if (dnf)
+			SAY(p->kernel.package, "kernel-devel-%s", p->in.kernel_release);
+		else if (streq(p->in.pkgmgr, "zypper"))
+			SAY(p->kernel.package, "kernel-default-devel");
+		SAY(p->kernel.reason, "the modules are built for the running kernel %s, whose headers are missing%s",
+		    p->in.kernel_release, p->kernel.package[0] ? "" : ": install them before running gpuboot");
+	} else {
+		SAY(p->kernel.reason, "kernel %s meets R%u's minimum %s and its headers are present",
+		    p->in.kernel_release, p->driver.branch, kmin);
+	}
+}
+
+/* ---- nouveau ---- */
+
+static void decide_nouveau(struct gb_plan *p)
+{
+	const struct gb_plan_input *in = &p->in;
+	if (in->nouveau_loaded && in->nouveau_bound) {
+		if (p->kernel.reboot_required) {
+			p->nouveau.action = "reboot";
+			SAY(p->nouveau.reason, "nouveau drives a GPU; it is blacklisted (initramfs rebuilt if it holds "
+			                       "nouveau) and the kernel reboot already planned clears it");
+		} else {
+			p->nouveau.action = "unload";
+			SAY(p->nouveau.reason, "nouveau drives a GPU: blacklist it, rebuild the initramfs if it holds "
+			                       "nouveau, unload it; if a console holds it, reboot");
+		}
+	} else if (in->nouveau_loaded) {
+		p->nouveau.action = "unload";
+		SAY(p->nouveau.reason, "nouveau is loaded (no GPU bound): blacklist and unload it");
+	} else if (!in->nouveau_blacklisted) {
+		p->nouveau.action = "blacklist";
+		SAY(p->nouveau.reason,
+		    "nouveau is not loaded but not blacklisted: blacklist it so it never claims the GPU at boot");
+	} else {
+		p->nouveau.action = "none";
+		SAY(p->nouveau.reason, "nouveau is not loaded and already blacklisted");
+	}
+}
+
+/* ---- CUDA ---- */
+
+static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site, char *err,
+                       size_t errsz)
+{
+	enum gb_arch oldest = GB_ARCH_BLACKWELL;
+	const char *oldest_by = NULL;
+	const char *pinned = site && site->pinned_cuda[0]   ? site->pinned_cuda
+	                     : prof->cuda == GB_CUDA_PINNED ? prof->cuda_version
+	                                                    : NULL;
+	char skipped[160] = "";
+	bool sbsa = streq(p->in.platform, "linux-sbsa");
+	char dropped[256] = "";
+	size_t nd = 0, n = 0;
+
+	if (prof->cuda == GB_CUDA_NONE && !pinned) {
+		SAY(p->cuda.reason, "the profile installs no CUDA");
+		return 0;
+	}
+	for (size_t i = 0; i < p->n_gpus; i++)
+		if (p->gpus[i].arch < oldest) {
+			oldest = p->gpus[i].arch;
+			oldest_by = p->gpus[i].name;
+		}
+	for (size_t i = gb_cuda_releases_len; i > 0 && !p->cuda.release; i--) {
+		const struct gb_cuda_release *r = &gb_cuda_releases[i - 1];
+		if (pinned) {
+			size_t l = strlen(r->version);
+			if (strncmp(pinned, r->version, l) != 0 || (pinned[l] && pinned[l] != '.'))
+				continue;
+			if (!r->manifest) {
+				snprintf(err, errsz,
+				         "pinned CUDA %s: its redistrib manifest is not in the catalog, so it cannot "
+				         "be verified; pin one of 11.8, 12.8, 13.0",
+				         pinned);
+				return -EINVAL;
+			}
+			if (gb_version_cmp(r->min_driver, p->driver.version) > 0) {
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+				       "pinned CUDA %s needs driver %s or newer; the plan's driver is %s", pinned,
+				       r->min_driver, p->driver.version);
+				return 0;
+			}
+			if (r->oldest_arch > oldest) {
+				refuse(p, GB_EXIT_UNSUPPORTED_GPU, "pinned CUDA %s no longer supports %s (%s)", pinned,
+				       arch_name(oldest), oldest_by);
+				return 0;
+			}
+			p->cuda.release = r;
+			SAY(p->cuda.reason, "pinned to %s by %s; needs driver >= %s (plan: %s)", r->manifest,
+			    site && site->pinned_cuda[0] ? "the site configuration" : "the profile", r->min_driver,
+			    p->driver.version);
+			break;
+		}
+		if (gb_version_cmp(r->min_driver, p->driver.version) > 0 || r->oldest_arch > oldest)
+			continue;
+		if (!r->manifest) {
+			size_t o = strlen(skipped);
+			snprintf(skipped + o, sizeof(skipped) - o, "%s%s", o ? ", " : "", r->version);
+			continue;
+		}
+		p->cuda.release = r;
+		SAY(p->cuda.reason,
+		    "newest CUDA with a verified manifest in the catalog that driver %s runs natively (needs >= %s) "
+		    "and that still supports %s: %s%s%s%s",
+		    p->driver.version, r->min_driver, arch_name(oldest), r->manifest, skipped[0] ? "; " : "", skipped,
+		    skipped[0] ? " would also run but their manifests are not in the catalog" : "");
+	}
+	if (!pinned && !p->cuda.release) {
+		refuse(
+		    p, GB_EXIT_UNSUPPORTED_GPU,
+		    "the profile needs CUDA but no CUDA release in the catalog runs on driver %s and supports %s (%s)",
+		    p->driver.version, arch_name(oldest), oldest_by);
+		return 0;
+	}
+	if (!p->cuda.release) {
+		snprintf(err, errsz, "pinned CUDA %s is not a CUDA release the catalog knows", pinned);
+		return -EINVAL;
+	}
+	SAY(p->cuda.version, "%s", p->cuda.release->manifest);
+	p->cuda.components = calloc(1, sizeof(char *));
+	if (!p->cuda.components)
+		return -ENOMEM;
+	for (char **c = prof->cuda_components; c && *c; c++) {
+		const struct gb_cuda_component *found = NULL;
+		for (size_t i = 0; i < gb_cuda_components_len; i++) {
+			const struct gb_cuda_component *x = &gb_cuda_components[i];
+			if (streq(x->release, p->cuda.release->manifest) && streq(x->name, *c) &&
+			    (sbsa ? x->sbsa : x->x86_64))
+				found = x;
+		}
+		if (found) {
+			char **nv = realloc(p->cuda.components, (n + 2) * sizeof(char *));
+			char buf[96];
+			if (!nv)
+				return -ENOMEM;
+			p->cuda.components = nv;
+			snprintf(buf, sizeof(buf), "%s %s", found->name, found->version);
+			nv[n] = strdup(buf);
+			nv[++n] = NULL;
+			if (!nv[n - 1])
+				return -ENOMEM;
+		} else {
+			size_t o = strlen(dropped);
+			snprintf(dropped + o, sizeof(dropped) - o, "%s%s", nd++ ? ", " : "", *c);
+		}
+	}
+	if (dropped[0]) {
+		size_t o = strlen(p->cuda.reason);
+		snprintf(p->cuda.reason + o, sizeof(p->cuda.reason) - o, "; not in %s for %s: %s",
+		         p->cuda.release->manifest, p->in.platform, dropped);
+	}
+	return 0;
+}
+
+/* ---- the rest ---- */
+
+static void add_named(struct gb_plan_named *arr, size_t *n, size_t max, const char *name, const char *value,
+                      const char *reason)
+{
+	if (*n >= max)
+		return;
+	gb_strscpy(arr[*n].name, sizeof(arr[*n].name), name);
+	gb_strscpy(arr[*n].value, sizeof(arr[*n].value), value ? value : "");
+	gb_strscpy(arr[*n].reason, sizeof(arr[*n].reason), reason);
+	(*n)++;
+}
+
+static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *prof)
+{
+	char r[GB_REASON];
+	bool gh200_580 = false;
+
+	add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-persistenced", NULL,
+	          "keeps the driver initialised between jobs on a server (no X): fast CUDA start, stable clocks");
+	if (prof->fabricmanager == GB_NO) {
+		/* nothing */
+	} else if (p->in.n_nvswitches > 0 || prof->fabricmanager == GB_YES) {
+		snprintf(r, sizeof(r),
+		         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
+		         p->in.n_nvswitches ? "NVSwitches present" : "the profile asks for it");
+		add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-fabricmanager", NULL, r);
+	}
+	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia", NULL, "the driver");
+	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_uvm", NULL,
+	          "unified memory: CUDA needs it");
+	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_modeset", NULL, "needed by nvidia_drm");
+	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_drm", NULL,
+	          prof->graphics ? "graphics: DRM/KMS for Vulkan and EGL"
+	                         : "DRM device nodes (container runtimes expect them)");
+	if (p->in.mellanox > 0 && prof->gpudirect)
+		add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_peermem", NULL,
+		          "Mellanox NICs present and the profile wants GPUDirect RDMA");
+	for (size_t i = 0; i < p->n_gpus; i++)
+		gh200_580 |= (p->gpus[i].device == 0x2342 || p->gpus[i].device == 0x2348) && p->driver.branch >= 580;
+	if (gh200_580)
+		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia",
+		          "NVreg_CoherentGPUMemoryMode=driver",
+		          "GH200 with R580+: the driver manages the GPU's coherent memory instead of onlining it as a "
+		          "NUMA node");
+}
+
+static void decide_toolkit(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
+{
+	if (!prof->toolkit) {
+		SAY(p->toolkit.reason, "the profile installs no Container Toolkit");
+		return;
+	}
+	p->toolkit.version = site && site->pinned_toolkit[0] ? site->pinned_toolkit : NVIDIA_CONTAINER_TOOLKIT_MIN;
+	if (gb_version_cmp(p->toolkit.version, NVIDIA_CONTAINER_TOOLKIT_MIN) < 0) {
+		refuse(p, GB_EXIT_USAGE,
+		       "the site pins Container Toolkit %s, older than %s (container-escape fixes); raise the pin",
+		       p->toolkit.version, NVIDIA_CONTAINER_TOOLKIT_MIN);
+		return;
+	}
+	SAY(p->toolkit.reason,
+	    "nvidia-container-toolkit, -base, libnvidia-container-tools, libnvidia-container1 pinned to one version, "
+	    "%s%s; then nvidia-ctk runtime configure and CDI",
+	    p->toolkit.version,
+	    streq(p->toolkit.version, NVIDIA_CONTAINER_TOOLKIT_MIN) ? " (the first with the container-escape fixes)"
+	                                                            : " (site pin)");
+}
+
+static int decide_verify(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
+{
+	SAY(p->verify.tier, "%s", prof->tier);
+	p->verify.min_gpu_memory_gib = prof->min_gpu_memory_gib;
+	p->verify.fp64_gate = prof->fp64_gate;
+	p->verify.ecc_required = prof->ecc_required;
+	p->verify.min_network_gbps = prof->min_network_gbps;
+	p->verify.min_disk_write_mbps = prof->min_disk_write_mbps;
+	p->verify.skip = calloc(1, sizeof(char *));
+	if (!p->verify.skip)
+		return -ENOMEM;
+	for (char **s = site ? site->skip_checks : NULL; s && *s; s++) {
+		size_t n = 0;
+		char **nv;
+		while (p->verify.skip[n])
+			n++;
+		nv = realloc(p->verify.skip, (n + 2) * sizeof(char *));
+		if (!nv)
+			return -ENOMEM;
+		p->verify.skip = nv;
+		nv[n] = strdup(*s);
+		nv[n + 1] = NULL;
+	}
+	SAY(p->verify.reason,
+	    "tier %s from the profile; bandwidth and FLOPS thresholds are derived at run time from each device "
+	    "(clocks, bus width, SMs), the gates below from the profile",
+	    prof->tier);
+	return 0;
+}
+
+int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, const struct gb_site_config *site,
+                 const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz)
+{
+	struct gb_plan *p = ret;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	p->in = *in;
+	gb_strscpy(p->today, sizeof(p->today), today);
+	gb_strscpy(p->profile, sizeof(p->profile), prof->name);
+	gb_strscpy(p->profile_source, sizeof(p->profile_source), prof->source);
+
+	if (!platform_check(p))
+		goto out;
+	if (in->n_devices == 0) {
+		refuse(p, GB_EXIT_NO_GPU,
+		       "no NVIDIA GPU found (no PCI function of vendor 10de with a display or 3D class); for an image "
+		       "build, plan with --target-gpu MODEL");
+		goto out;
+	}
+	r = resolve_gpus(p, prof, ov);
+	if (r < 0 || p->refusal_code)
+		goto out;
+	if (prof->fp64_gate && !fp64_check(p))
+		goto out;
+	decide_driver(p, prof, site);
+	if (p->refusal_code)
+		goto out;
+	decide_method_kernel_sb(p, site);
+	if (p->refusal_code)
+		goto out;
+	decide_nouveau(p);
+	r = decide_cuda(p, prof, site, err, errsz);
+	if (r < 0)
+		return r;
+	if (p->refusal_code)
+		goto out;
+	decide_toolkit(p, prof, site);
+	decide_daemons_modules(p, prof);
+	r = decide_verify(p, prof, site);
+	if (r < 0)
+		return r;
+out:
+	return 0;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* plan: every decision with its reason, or a refusal with its exit code.
+ * Reads the facts (or a target), the profile, the site configuration and
+ * the catalog; changes nothing. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "catalog/catalog.h"
+#include "detect/detect.h"
+#include "profile.h"
+
+#define GB_PLAN_MAX_GPUS 16
+#define GB_REASON 640
+
+struct gb_plan_gpu {
+	uint16_t device;
+	char name[96];
+	enum gb_arch arch;
+	char cc[8];
+	unsigned count;
+	enum gb_open open;
+	bool open_required, held_back, vgpu, unknown;
+	unsigned min_branch, last_branch, pinned_branch;
+	char source[160];
+};
+
+/* What the decisions read: the detected facts, or a target (--target-os,
+ * --target-gpu) standing in for them. */
+struct gb_plan_input {
+	char os_id[32], os_version[32], os_id_like[64], libc[8], pkgmgr[8], arch[16], platform[16];
+	char kernel_release[80], kernel_flavour[40];
+	bool kernel_known, headers;
+	int secure_boot;
+	bool nouveau_loaded, nouveau_blacklisted, nouveau_bound;
+	unsigned n_nvswitches, mellanox;
+	bool target_os, target_gpu;
+	struct {
+		uint16_t device;
+		unsigned count;
+	} devices[GB_PLAN_MAX_GPUS];
+	size_t n_devices;
+};
+
+struct gb_plan_named {
+	char name[48];
+	char value[160];
+	char reason[GB_REASON];
+};
+
+struct gb_plan {
+	int refusal_code; /* 0 = none; else a GB_EXIT_* code */
+	char refusal[GB_REASON];
+	char today[16];
+	struct gb_plan_input in;
+	char profile[64], profile_source[256];
+
+	struct gb_plan_gpu gpus[GB_PLAN_MAX_GPUS];
+	size_t n_gpus;
+
+	struct {
+		char version[32];
+		unsigned branch;
+		const char *branch_type, *eol;
+		const char *flavor; /* "open" | "proprietary" */
+		const char *method; /* "packages" | "runfile" */
+		const struct gb_runfile *runfile;
+		char repo[32], repo_arch[16];
+		char packages[4][80];
+		size_t n_packages;
+		char reason[GB_REASON], flavor_reason[GB_REASON], method_reason[GB_REASON];
+	} driver;
+	struct {
+		char version[16];
+		const struct gb_cuda_release *release;
+		char **components; /* "cuda_cudart 13.0.48" */
+		char reason[GB_REASON];
+	} cuda;
+	struct {
+		const char *version;
+		char reason[GB_REASON];
+	} toolkit;
+	struct {
+		const char *action; /* "none" | "install-hwe" | "install-headers" */
+		char package[96];
+		char minimum[16];
+		bool reboot_required;
+		char reason[GB_REASON];
+	} kernel;
+	struct {
+		const char *action; /* "none" | "blacklist" | "unload" | "reboot" */
+		char reason[GB_REASON];
+	} nouveau;
+	struct {
+		const char *strategy; /* "not-needed" | "ubuntu-signed-modules" | "sign-with-key" */
+		char package[96];
+		char reason[GB_REASON];
+	} secure_boot;
+	struct gb_plan_named daemons[4];
+	size_t n_daemons;
+	struct gb_plan_named modules[6];
+	size_t n_modules;
+	struct gb_plan_named params[2];
+	size_t n_params;
+	struct {
+		char tier[16];
+		double min_gpu_memory_gib, min_network_gbps, min_disk_write_mbps;
+		bool fp64_gate, ecc_required;
+		char **skip;
+		char reason[GB_REASON];
+	} verify;
+};
+
+struct gb_ctx;
+
+/* Fill in from detected facts, and/or targets ("ubuntu:22.04[:aarch64]",
+ * "H100x8"). -EINVAL with a message in err for a bad target. */
+int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *ret);
+int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *err, size_t errsz);
+int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *err, size_t errsz);
+
+/* Decide. Returns 0 (a refusal is a decision too: see plan->refusal_code),
+ * or -EINVAL with err for a configuration error (exit 2), or -ENOMEM. */
+int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *profile, const struct gb_site_config *site,
+                 const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz);
+void gb_plan_done(struct gb_plan *p);
+
+json_object *gb_plan_to_json(const struct gb_plan *p);
+void gb_plan_print(const struct gb_plan *p, FILE *out);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* Property tests over generated fact sets: whatever the machine, the plan
+ * never puts CUDA above the driver, a branch above a GPU's last branch, the
+ * open module on a GPU without open support, and never refuses without a
+ * reason and a contract exit code. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exit-codes.h"
+#include "plan/plan.h"
+#include "plan/profile.h"
+#include "shared/macro.h"
+#include "shared/util.h"
+#include "unit.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned)(rng % n);
+}
+
+static const char *const oses[][3] = {
+	{ "ubuntu", "20.04", "apt" }, { "ubuntu", "22.04", "apt" }, { "ubuntu", "24.04", "apt" },
+	{ "debian", "12", "apt" },    { "rhel", "9.4", "dnf" },     { "rocky", "8.10", "dnf" },
+	{ "amzn", "2023", "dnf" },    { "fedora", "41", "dnf" },    { "sles", "15.6", "zypper" },
+	{ "alpine", "3.20", "apk" },  { "ubuntu", "18.04", "apt" }, { "", "", "" },
+};
+static const char *const kernels[] = { "5.4.0-200-generic", "5.15.0-105-generic",     "6.8.0-45-generic",
+	                               "4.14.1-1-default",  "3.10.0-1160.el7.x86_64", "6.17.0-5-generic",
+	                               "6.5.0-1020-gcp" };
+
+static void check_plan(const struct gb_plan *p)
+{
+	bool reasons = true;
+
+	if (p->refusal_code) {
+		CHECK(p->refusal[0] != '\0');
+		CHECK(p->refusal_code == GB_EXIT_USAGE || p->refusal_code == GB_EXIT_UNSUPPORTED ||
+		      p->refusal_code == GB_EXIT_NO_GPU || p->refusal_code == GB_EXIT_UNSUPPORTED_GPU);
+		return;
+	}
+	CHECK(p->driver.runfile != NULL);
+	if (!p->driver.runfile)
+		return;
+	CHECK(streq(p->driver.runfile->version, p->driver.version));
+	CHECK(streq(p->driver.runfile->arch, streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64"));
+	CHECK(p->driver.flavor && (streq(p->driver.flavor, "open") || streq(p->driver.flavor, "proprietary")));
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_plan_gpu *g = &p->gpus[i];
+		CHECK(!g->last_branch || p->driver.branch <= g->last_branch);
+		CHECK(p->driver.branch >= g->min_branch);
+		CHECK(!(streq(p->driver.flavor, "open") && g->open == GB_OPEN_NO));
+		CHECK(!(streq(p->driver.flavor, "proprietary") && g->open_required));
+		if (p->cuda.release)
+			CHECK(p->cuda.release->oldest_arch <= g->arch);
+	}
+	if (p->cuda.release) {
+		CHECK(gb_version_cmp(p->cuda.release->min_driver, p->driver.version) <= 0);
+		CHECK(p->cuda.release->manifest != NULL);
+	}
+	reasons &= p->driver.reason[0] && p->driver.flavor_reason[0] && p->driver.method_reason[0];
+	reasons &= p->cuda.reason[0] && p->toolkit.reason[0] && p->kernel.reason[0] && p->nouveau.reason[0];
+	reasons &= p->secure_boot.reason[0] && p->verify.reason[0];
+	for (size_t i = 0; i < p->n_daemons; i++)
+		reasons &= p->daemons[i].reason[0] != '\0';
+	CHECK(reasons);
+	CHECK(!p->kernel.reboot_required || streq(p->kernel.action, "install-hwe"));
+}
+
+int main(void)
+{
+	struct gb_profile prof[8];
+	size_t nprof = 0, plans = 0, refusals = 0;
+	struct gb_gpu_overrides ov = { 0 };
+	struct gb_site_config site = { 0 };
+	char err[512];
+
+	for (size_t i = 0; i < gb_builtin_profiles_len; i++) {
+		CHECK_INT(gb_profile_parse(gb_builtin_profiles[i].name, "built-in", gb_builtin_profiles[i].text,
+		                           strlen(gb_builtin_profiles[i].text), &prof[nprof], err, sizeof(err)),
+		          0);
+		nprof++;
+	}
+	/* Every GPU the catalog knows, alone, with every profile. */
+	for (size_t d = 0; d < gb_pci_names_len; d++) {
+		if (gb_pci_names[d].arch == GB_ARCH_UNKNOWN && rnd(8))
+			continue;
+		for (size_t pi = 0; pi < nprof; pi++) {
+			struct gb_plan_input in = { .secure_boot = -1, .kernel_known = true, .headers = true };
+			struct gb_plan p;
+			unsigned o = rnd(ARRAY_SIZE(oses));
+			gb_strscpy(in.os_id, sizeof(in.os_id), oses[o][0]);
+			gb_strscpy(in.os_version, sizeof(in.os_version), oses[o][1]);
+			gb_strscpy(in.pkgmgr, sizeof(in.pkgmgr), oses[o][2]);
+			gb_strscpy(in.libc, sizeof(in.libc), streq(oses[o][0], "alpine") ? "musl" : "glibc");
+			gb_strscpy(in.arch, sizeof(in.arch), rnd(4) ? "x86_64" : "aarch64");
+			gb_strscpy(in.platform, sizeof(in.platform),
+			           streq(in.arch, "x86_64") ? "linux-x86_64" : "linux-sbsa");
+			gb_strscpy(in.kernel_release, sizeof(in.kernel_release), kernels[rnd(ARRAY_SIZE(kernels))]);
+			gb_strscpy(in.kernel_flavour, sizeof(in.kernel_flavour), "generic");
+			in.secure_boot = (int)rnd(3) - 1;
+			in.headers = rnd(2);
+			in.nouveau_loaded = rnd(2);
+			in.nouveau_bound = in.nouveau_loaded && rnd(2);
+			in.n_devices = rnd(4) ? 1 : 2 + rnd(2);
+			for (size_t k = 0; k < in.n_devices; k++) {
+				in.devices[k].device = k == 0 ? gb_pci_names[d].device
+				                              : gb_pci_names[rnd((unsigned)gb_pci_names_len)].device;
+				in.devices[k].count = 1 + rnd(8);
+			}
+			in.n_nvswitches = rnd(3) ? 0 : 4;
+			in.mellanox = rnd(2) * 8;
+			CHECK_INT(gb_plan_make(&in, &prof[pi], rnd(2) ? &site : NULL, &ov, "2026-11-30", &p, err,
+			                       sizeof(err)),
+			          0);
+			check_plan(&p);
+			plans++;
+			refusals += p.refusal_code != 0;
+			gb_plan_done(&p);
+		}
+	}
+	printf("%zu plans checked, %zu refused\n", plans, refusals);
+	CHECK(plans > 5000);
+	CHECK(refusals > 0 && plans - refusals > 1000);
+	for (size_t i = 0; i < nprof; i++)
+		gb_profile_done(&prof[i]);
+	UNIT_DONE();
+}
