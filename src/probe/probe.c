@@ -1,0 +1,842 @@
+/* SPDX-License-Identifier: MIT */
+/* gpuboot-probe: the GPU checks, in a small glibc program that dlopens the
+ * driver's libnvidia-ml.so.1 and libcuda.so.1 (a static musl program cannot).
+ * gpuboot runs it from a memfd under a timeout, so a hang or crash in the
+ * vendor's library never takes gpuboot down. It measures and reports; the
+ * verdict (thresholds, pass/fail) is gpuboot's.
+ *
+ * usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N]
+ *                      [--bw-mib N] [--load-ms N]
+ * stdout: one JSON document. exit: 0 measured (even if a GPU is bad),
+ * 2 bad usage, 3 the driver libraries could not be used (JSON says why).
+ *
+ * Portability: it must run on the oldest glibc gpuboot supports, so it
+ * binds the old symbol versions explicitly (probe-start.S, the .symver lines
+ * below) and a test reads its symbol versions. JSON is written by hand here:
+ * json-c's static library pulls getrandom (GLIBC_2.25). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nvapi.h"
+
+#if defined(__x86_64__)
+__asm__(".symver dlopen,dlopen@GLIBC_2.2.5");
+__asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
+__asm__(".symver dlerror,dlerror@GLIBC_2.2.5");
+__asm__(".symver dlclose,dlclose@GLIBC_2.2.5");
+__asm__(".symver memcpy,memcpy@GLIBC_2.2.5");
+__asm__(".symver clock_gettime,clock_gettime@GLIBC_2.2.5");
+#endif
+
+#define PROBE_VERSION 1
+#define MAX_GPUS 64
+
+extern const char gb_probe_ptx[];
+
+#define DECL(type, field, sym, req) __typeof__(type) field;
+struct nvml {
+	void *h;
+	GB_NVML_FUNCS(DECL)
+};
+struct cuda {
+	void *h;
+	GB_CUDA_FUNCS(DECL)
+};
+#undef DECL
+
+static struct nvml nv;
+static struct cuda cu;
+
+/* ---- a minimal JSON writer: objects, arrays, escaped strings ---- */
+
+static int depth;
+static int first[32] = { 1 };
+
+static void jsep(void)
+{
+	if (!first[depth])
+		fputc(',', stdout);
+	first[depth] = 0;
+}
+
+static void jkey(const char *k)
+{
+	jsep();
+	if (k)
+		printf("\"%s\":", k);
+}
+
+static void jopen(const char *k, char c)
+{
+	jkey(k);
+	fputc(c, stdout);
+	depth++;
+	first[depth] = 1;
+}
+
+static void jclose(char c)
+{
+	fputc(c, stdout);
+	depth--;
+}
+
+static void jstr(const char *k, const char *v)
+{
+	jkey(k);
+	if (!v) {
+		fputs("null", stdout);
+		return;
+	}
+	fputc('"', stdout);
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			printf("\\u%04x", *p);
+		else
+			fputc(*p, stdout);
+	}
+	fputc('"', stdout);
+}
+
+static void jint(const char *k, long long v)
+{
+	jkey(k);
+	printf("%lld", v);
+}
+
+static void jdbl(const char *k, double v)
+{
+	jkey(k);
+	if (v != v)
+		fputs("null", stdout);
+	else
+		printf("%.4f", v);
+}
+
+static void jbool(const char *k, int v)
+{
+	jkey(k);
+	fputs(v ? "true" : "false", stdout);
+}
+
+static void jnull(const char *k)
+{
+	jkey(k);
+	fputs("null", stdout);
+}
+
+/* ---- helpers ---- */
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static const char *cu_err(CUresult r)
+{
+	const char *s = NULL;
+	if (cu.error_string && cu.error_string(r, &s) == CUDA_SUCCESS && s)
+		return s;
+	return "unknown CUDA error";
+}
+
+static int load(void **h, const char *lib, const char *const *syms, void ***fields, const int *req, size_t n,
+		char *err, size_t errsz)
+{
+	*h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!*h) {
+		const char *e = dlerror();
+		snprintf(err, errsz, "cannot load %s: %s", lib, e ? e : "not found");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		*fields[i] = dlsym(*h, syms[i]);
+		if (!*fields[i] && req[i]) {
+			snprintf(err, errsz, "%s has no %s (driver too old?)", lib, syms[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int load_nvml(char *err, size_t errsz)
+{
+#define SYM(type, field, sym, r) sym,
+#define FLD(type, field, sym, r) (void **)&nv.field,
+#define REQ(type, field, sym, r) r,
+	static const char *const syms[] = { GB_NVML_FUNCS(SYM) };
+	void **fields[] = { GB_NVML_FUNCS(FLD) };
+	static const int req[] = { GB_NVML_FUNCS(REQ) };
+	return load(&nv.h, "libnvidia-ml.so.1", syms, fields, req, sizeof(syms) / sizeof(syms[0]), err, errsz);
+}
+
+static int load_cuda(char *err, size_t errsz)
+{
+#undef FLD
+#define FLD(type, field, sym, r) (void **)&cu.field,
+	static const char *const syms[] = { GB_CUDA_FUNCS(SYM) };
+	void **fields[] = { GB_CUDA_FUNCS(FLD) };
+	static const int req[] = { GB_CUDA_FUNCS(REQ) };
+	return load(&cu.h, "libcuda.so.1", syms, fields, req, sizeof(syms) / sizeof(syms[0]), err, errsz);
+#undef SYM
+#undef FLD
+#undef REQ
+}
+
+/* ---- per-GPU state ---- */
+
+struct gpu {
+	nvmlDevice_t dev;
+	char bus_id[32]; /* "00000000:00:06.0" from NVML */
+	int cuda_index;  /* -1: not seen by CUDA */
+	CUdevice cudev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction f_fill, f_check, f_read, f_fma32, f_fma64;
+	CUdeviceptr buf, buf2, errs, sink;
+	size_t buf_bytes, bw_bytes;
+	int sm_count, cc_major, cc_minor, clock_khz, bus_width;
+	unsigned nvml_bus_width, mem_max_mhz, sm_max_mhz;
+	char error[256];
+	/* results */
+	double jit_ms, fill_check_ms, d2d_gbps, read_gbps, fp32_tflops, fp64_tflops, h2d_gbps, d2h_gbps;
+	long long pattern_errors;
+	int util_max, util_samples, load_gen, load_width;
+	unsigned sm_clock_load_mhz;
+	unsigned long long events_under_load;
+	CUevent e0, e1;
+};
+
+static struct gpu gpus[MAX_GPUS];
+static unsigned n_gpus;
+
+struct options {
+	int active, fp64;
+	size_t pattern_mib, bw_mib;
+	int load_ms;
+};
+
+static void passive_gpu(unsigned i)
+{
+	struct gpu *g = &gpus[i];
+	char name[96] = "", uuid[96] = "";
+	nvmlPciInfo_t pci;
+	nvmlMemory_t mem;
+	int cur, pend;
+	unsigned u1, u2, u3, u4;
+	unsigned long long ull;
+
+	jopen(NULL, '{');
+	jint("index", i);
+	if (nv.handle(i, &g->dev) != NVML_SUCCESS) {
+		jstr("error", "nvmlDeviceGetHandleByIndex failed");
+		jclose('}');
+		return;
+	}
+	if (nv.pci(g->dev, &pci) == NVML_SUCCESS) {
+		snprintf(g->bus_id, sizeof(g->bus_id), "%s", pci.busId);
+		jstr("pci_bus_id", pci.busId);
+		jint("pci_device_id", pci.pciDeviceId >> 16);
+	}
+	nv.name(g->dev, name, sizeof(name));
+	nv.uuid(g->dev, uuid, sizeof(uuid));
+	jstr("name", name);
+	jstr("uuid", uuid);
+	if (nv.memory(g->dev, &mem) == NVML_SUCCESS)
+		jint("memory_total_bytes", (long long)mem.total);
+
+	jopen("ecc", '{');
+	if (nv.ecc_mode && nv.ecc_mode(g->dev, &cur, &pend) == NVML_SUCCESS) {
+		jbool("supported", 1);
+		jbool("enabled", cur == 1);
+		jbool("pending_enabled", pend == 1);
+		if (nv.ecc_errors && nv.ecc_errors(g->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ull) == NVML_SUCCESS)
+			jint("volatile_uncorrected", (long long)ull);
+		if (nv.ecc_errors && nv.ecc_errors(g->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &ull) == NVML_SUCCESS)
+			jint("aggregate_uncorrected", (long long)ull);
+	} else {
+		jbool("supported", 0);
+	}
+	jclose('}');
+
+	jopen("remapped_rows", '{');
+	if (nv.remapped_rows && nv.remapped_rows(g->dev, &u1, &u2, &u3, &u4) == NVML_SUCCESS) {
+		jbool("supported", 1);
+		jint("correctable", u1);
+		jint("uncorrectable", u2);
+		jbool("pending", u3 != 0);
+		jbool("failure", u4 != 0);
+	} else {
+		jbool("supported", 0);
+	}
+	jclose('}');
+
+	jopen("retired_pages", '{');
+	if (nv.retired_pending && nv.retired_pending(g->dev, &cur) == NVML_SUCCESS) {
+		unsigned count = 0;
+		jbool("supported", 1);
+		jbool("pending", cur == 1);
+		if (nv.retired_pages)
+			(void)nv.retired_pages(g->dev, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &count, NULL);
+		jint("double_bit", count);
+	} else {
+		jbool("supported", 0);
+	}
+	jclose('}');
+
+	if ((nv.clock_events && nv.clock_events(g->dev, &ull) == NVML_SUCCESS) ||
+	    (nv.throttle_reasons && nv.throttle_reasons(g->dev, &ull) == NVML_SUCCESS))
+		jint("clock_event_reasons", (long long)ull);
+	else
+		jnull("clock_event_reasons");
+	if (nv.persistence && nv.persistence(g->dev, &cur) == NVML_SUCCESS)
+		jbool("persistence_mode", cur == 1);
+	if (nv.compute_mode && nv.compute_mode(g->dev, &cur) == NVML_SUCCESS)
+		jstr("compute_mode", cur == 0 ? "default" : cur == 2 ? "prohibited" : cur == 3 ? "exclusive_process" : "exclusive_thread");
+	if (nv.mig_mode && nv.mig_mode(g->dev, &u1, &u2) == NVML_SUCCESS)
+		jbool("mig_enabled", u1 == 1);
+	else
+		jbool("mig_enabled", 0);
+
+	jopen("pcie", '{');
+	if (nv.pcie_gen && nv.pcie_gen(g->dev, &u1) == NVML_SUCCESS)
+		jint("current_gen", u1);
+	if (nv.pcie_width && nv.pcie_width(g->dev, &u1) == NVML_SUCCESS)
+		jint("current_width", u1);
+	if (nv.pcie_max_gen && nv.pcie_max_gen(g->dev, &u1) == NVML_SUCCESS)
+		jint("max_gen", u1);
+	if (nv.pcie_max_width && nv.pcie_max_width(g->dev, &u1) == NVML_SUCCESS)
+		jint("max_width", u1);
+	jclose('}');
+
+	jopen("clocks", '{');
+	if (nv.max_clock && nv.max_clock(g->dev, NVML_CLOCK_SM, &g->sm_max_mhz) == NVML_SUCCESS)
+		jint("sm_max_mhz", g->sm_max_mhz);
+	if (nv.max_clock && nv.max_clock(g->dev, NVML_CLOCK_MEM, &g->mem_max_mhz) == NVML_SUCCESS)
+		jint("mem_max_mhz", g->mem_max_mhz);
+	if (nv.clock && nv.clock(g->dev, NVML_CLOCK_SM, &u1) == NVML_SUCCESS)
+		jint("sm_current_mhz", u1);
+	jclose('}');
+	if (nv.bus_width && nv.bus_width(g->dev, &g->nvml_bus_width) == NVML_SUCCESS)
+		jint("memory_bus_width_bits", g->nvml_bus_width);
+	if (nv.temperature && nv.temperature(g->dev, 0, &u1) == NVML_SUCCESS)
+		jint("temperature_c", u1);
+	if (nv.processes) {
+		unsigned count = 0;
+		nvmlReturn_t r = nv.processes(g->dev, &count, NULL);
+		if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE)
+			jint("compute_processes", count);
+	}
+	jclose('}');
+}
+
+/* ---- active checks ---- */
+
+#define CK(call, what)                                                                              \
+	do {                                                                                        \
+		CUresult _r = (call);                                                               \
+		if (_r != CUDA_SUCCESS) {                                                           \
+			snprintf(g->error, sizeof(g->error), "%s: %s (CUDA error %d)", what, cu_err(_r), _r); \
+			return -1;                                                                  \
+		}                                                                                   \
+	} while (0)
+
+static int launch(struct gpu *g, CUfunction f, unsigned blocks, unsigned threads, void **params)
+{
+	CK(cu.launch(f, blocks, 1, 1, threads, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+	return 0;
+}
+
+static int setup(struct gpu *g, const struct options *o)
+{
+	double t;
+	size_t free_b = 0, total_b = 0;
+
+	CK(cu.get(&g->cudev, g->cuda_index), "cuDeviceGet");
+	cu.attribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->cudev);
+	cu.attribute(&g->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->cudev);
+	cu.attribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->cudev);
+	cu.attribute(&g->clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, g->cudev);
+	cu.attribute(&g->bus_width, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, g->cudev);
+	CK(cu.ctx_retain(&g->ctx, g->cudev), "cuDevicePrimaryCtxRetain");
+	CK(cu.ctx_set(g->ctx), "cuCtxSetCurrent");
+	t = now_ms();
+	{
+		CUresult r = cu.module_load(&g->mod, gb_probe_ptx);
+		if (r == CUDA_ERROR_JIT_COMPILER_NOT_FOUND) {
+			snprintf(g->error, sizeof(g->error),
+				 "PTX JIT compiler missing: libnvidia-ptxjitcompiler.so.1 is not installed (CUDA error 221)");
+			return -1;
+		}
+		CK(r, "cuModuleLoadData (PTX JIT)");
+	}
+	g->jit_ms = now_ms() - t;
+	CK(cu.function(&g->f_fill, g->mod, "gb_fill"), "cuModuleGetFunction gb_fill");
+	CK(cu.function(&g->f_check, g->mod, "gb_check"), "cuModuleGetFunction gb_check");
+	CK(cu.function(&g->f_read, g->mod, "gb_read"), "cuModuleGetFunction gb_read");
+	CK(cu.function(&g->f_fma32, g->mod, "gb_fma32"), "cuModuleGetFunction gb_fma32");
+	CK(cu.function(&g->f_fma64, g->mod, "gb_fma64"), "cuModuleGetFunction gb_fma64");
+	CK(cu.mem_info(&free_b, &total_b), "cuMemGetInfo");
+	/* The pattern buffer: what was asked, at most a quarter of free memory. */
+	g->buf_bytes = o->pattern_mib << 20;
+	if (g->buf_bytes > free_b / 4)
+		g->buf_bytes = (free_b / 4) & ~(size_t)0xfffff;
+	g->bw_bytes = o->bw_mib << 20;
+	if (g->bw_bytes > g->buf_bytes)
+		g->bw_bytes = g->buf_bytes;
+	CK(cu.mem_alloc(&g->buf, g->buf_bytes), "cuMemAlloc (pattern buffer)");
+	CK(cu.mem_alloc(&g->buf2, g->bw_bytes), "cuMemAlloc (copy buffer)");
+	CK(cu.mem_alloc(&g->errs, 64), "cuMemAlloc");
+	CK(cu.mem_alloc(&g->sink, 64), "cuMemAlloc");
+	CK(cu.memset32(g->errs, 0, 16), "cuMemsetD32");
+	CK(cu.event_create(&g->e0, 0), "cuEventCreate");
+	CK(cu.event_create(&g->e1, 0), "cuEventCreate");
+	return 0;
+}
+
+static unsigned blocks_for(const struct gpu *g)
+{
+	return (unsigned)(g->sm_count > 0 ? g->sm_count : 1) * 8;
+}
+
+/* Time one operation with events; best of reps after one warm-up. */
+static int timed(struct gpu *g, int (*op)(struct gpu *, void *), void *arg, int reps, double *best_ms)
+{
+	float ms;
+	*best_ms = 1e30;
+	if (op(g, arg) < 0)
+		return -1;
+	for (int i = 0; i < reps; i++) {
+		CK(cu.event_record(g->e0, NULL), "cuEventRecord");
+		if (op(g, arg) < 0)
+			return -1;
+		CK(cu.event_record(g->e1, NULL), "cuEventRecord");
+		CK(cu.event_sync(g->e1), "cuEventSynchronize");
+		CK(cu.event_elapsed(&ms, g->e0, g->e1), "cuEventElapsedTime");
+		if (ms < *best_ms)
+			*best_ms = ms;
+	}
+	return 0;
+}
+
+static int op_d2d(struct gpu *g, void *arg)
+{
+	(void)arg;
+	CK(cu.copy_dtod(g->buf2, g->buf, g->bw_bytes, NULL), "cuMemcpyDtoDAsync");
+	return 0;
+}
+
+static int op_read(struct gpu *g, void *arg)
+{
+	unsigned long long nvec = g->buf_bytes / 16;
+	void *params[] = { &g->buf, &nvec, &g->sink };
+	(void)arg;
+	return launch(g, g->f_read, blocks_for(g) * 2, 256, params);
+}
+
+struct host_copy {
+	void *host;
+	size_t bytes;
+	int to_device;
+};
+
+static int op_host(struct gpu *g, void *arg)
+{
+	struct host_copy *h = arg;
+	if (h->to_device)
+		CK(cu.copy_htod(g->buf2, h->host, h->bytes, NULL), "cuMemcpyHtoDAsync");
+	else
+		CK(cu.copy_dtoh(h->host, g->buf2, h->bytes, NULL), "cuMemcpyDtoHAsync");
+	return 0;
+}
+
+static int pattern(struct gpu *g)
+{
+	unsigned long long n = g->buf_bytes / 4;
+	unsigned seed = 0x5eed1234u ^ (unsigned)g->cuda_index;
+	unsigned errs[16];
+	void *pf[] = { &g->buf, &n, &seed };
+	void *pc[] = { &g->buf, &n, &seed, &g->errs };
+	double t = now_ms();
+
+	if (launch(g, g->f_fill, blocks_for(g), 256, pf) < 0 || launch(g, g->f_check, blocks_for(g), 256, pc) < 0)
+		return -1;
+	/* A second pass with the complement catches cells stuck at the first value. */
+	seed = ~seed;
+	if (launch(g, g->f_fill, blocks_for(g), 256, pf) < 0 || launch(g, g->f_check, blocks_for(g), 256, pc) < 0)
+		return -1;
+	CK(cu.copy_dtoh_sync(errs, g->errs, sizeof(errs)), "cuMemcpyDtoH (pattern errors)");
+	g->pattern_errors = errs[0];
+	g->fill_check_ms = now_ms() - t;
+	return 0;
+}
+
+/* FP32/FP64 FMA throughput, with NVML read while it runs: utilisation,
+ * the SM clock under load and the clock event reasons. */
+static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
+{
+	unsigned blocks = blocks_for(g), threads = 256;
+	double peak_guess = (double)g->sm_count * (fp64 ? 64 : 128) * 2 * (g->clock_khz > 0 ? g->clock_khz * 1e3 : 1.5e9);
+	double per_iter = (double)blocks * threads * 256; /* 128 FMA per iteration */
+	unsigned iters = (unsigned)(peak_guess * (load_ms / 1000.0) / per_iter);
+	void *params[] = { &g->sink, &iters };
+	float ms;
+	CUresult q;
+
+	if (iters < 16)
+		iters = 16;
+	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0) /* warm-up, short */
+		return -1;
+	CK(cu.ctx_sync(), "cuCtxSynchronize");
+	CK(cu.event_record(g->e0, NULL), "cuEventRecord");
+	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0)
+		return -1;
+	CK(cu.event_record(g->e1, NULL), "cuEventRecord");
+	if (!fp64) {
+		double start = now_ms();
+		while ((q = cu.event_query(g->e1)) == CUDA_ERROR_NOT_READY) {
+			nvmlUtilization_t u;
+			unsigned mhz;
+			unsigned long long ev;
+			usleep(20000);
+			if (now_ms() - start < load_ms * 0.4)
+				continue; /* NVML averages over its sample period: let it fill with load */
+			if (nv.utilization && nv.utilization(g->dev, &u) == NVML_SUCCESS) {
+				if ((int)u.gpu > g->util_max)
+					g->util_max = (int)u.gpu;
+				g->util_samples++;
+			}
+			if (nv.clock && nv.clock(g->dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS)
+				g->sm_clock_load_mhz = mhz;
+			if ((nv.clock_events && nv.clock_events(g->dev, &ev) == NVML_SUCCESS) ||
+			    (nv.throttle_reasons && nv.throttle_reasons(g->dev, &ev) == NVML_SUCCESS))
+				g->events_under_load |= ev;
+		}
+		CK(q, "kernel gb_fma32");
+	}
+	CK(cu.event_sync(g->e1), "cuEventSynchronize");
+	CK(cu.event_elapsed(&ms, g->e0, g->e1), "cuEventElapsedTime");
+	*tflops = per_iter * iters / (ms / 1e3) / 1e12;
+	return 0;
+}
+
+static int host_copies(struct gpu *g, void *host, size_t bytes)
+{
+	struct host_copy h = { host, bytes, 1 };
+	double ms;
+	unsigned v;
+
+	if (timed(g, op_host, &h, 5, &ms) < 0)
+		return -1;
+	g->h2d_gbps = bytes / (ms / 1e3) / 1e9;
+	/* The link as trained while loaded (an idle link reads low). */
+	if (op_host(g, &h) < 0)
+		return -1;
+	if (nv.pcie_gen && nv.pcie_gen(g->dev, &v) == NVML_SUCCESS)
+		g->load_gen = (int)v;
+	if (nv.pcie_width && nv.pcie_width(g->dev, &v) == NVML_SUCCESS)
+		g->load_width = (int)v;
+	CK(cu.ctx_sync(), "cuCtxSynchronize");
+	h.to_device = 0;
+	if (timed(g, op_host, &h, 5, &ms) < 0)
+		return -1;
+	g->d2h_gbps = bytes / (ms / 1e3) / 1e9;
+	return 0;
+}
+
+static void active_gpu_json(const struct gpu *g)
+{
+	jopen("active", '{');
+	if (g->error[0]) {
+		jstr("error", g->error);
+		jclose('}');
+		return;
+	}
+	jint("cuda_index", g->cuda_index);
+	{
+		char cc[16];
+		snprintf(cc, sizeof(cc), "%d.%d", g->cc_major, g->cc_minor);
+		jstr("compute_capability", cc);
+	}
+	jint("sm_count", g->sm_count);
+	jint("sm_clock_max_khz", g->clock_khz);
+	jint("memory_bus_width_bits", g->bus_width);
+	jdbl("jit_ms", g->jit_ms);
+	jint("pattern_bytes", (long long)g->buf_bytes);
+	jint("pattern_errors", g->pattern_errors);
+	jdbl("pattern_ms", g->fill_check_ms);
+	jint("bandwidth_bytes", (long long)g->bw_bytes);
+	jdbl("d2d_copy_gbps", g->d2d_gbps);
+	jdbl("read_gbps", g->read_gbps);
+	jdbl("fp32_tflops", g->fp32_tflops);
+	if (g->fp64_tflops > 0)
+		jdbl("fp64_tflops", g->fp64_tflops);
+	jint("utilization_max_pct", g->util_samples ? g->util_max : -1);
+	jint("sm_clock_under_load_mhz", g->sm_clock_load_mhz);
+	jint("clock_event_reasons_under_load", (long long)g->events_under_load);
+	jdbl("h2d_pinned_gbps", g->h2d_gbps);
+	jdbl("d2h_pinned_gbps", g->d2h_gbps);
+	jint("pcie_gen_under_load", g->load_gen);
+	jint("pcie_width_under_load", g->load_width);
+	jclose('}');
+}
+
+static int parse_size(const char *s, size_t *ret)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || v == 0 || v > (1ul << 22))
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .load_ms = 600 };
+	char err[512] = "", drv[96] = "";
+	double t0 = now_ms(), t_nvml, t_cuinit = 0, t_ctx = 0;
+	int cuda_count = 0, cuda_version = 0;
+	unsigned count = 0;
+	nvmlReturn_t nr;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--tier") && i + 1 < argc) {
+			const char *t = argv[++i];
+			if (!strcmp(t, "passive"))
+				o.active = 0;
+			else if (!strcmp(t, "active") || !strcmp(t, "full"))
+				o.active = 1;
+			else
+				goto usage;
+		} else if (!strcmp(argv[i], "--fp64")) {
+			o.fp64 = 1;
+		} else if (!strcmp(argv[i], "--pattern-mib") && i + 1 < argc) {
+			if (parse_size(argv[++i], &o.pattern_mib) < 0)
+				goto usage;
+		} else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) {
+			if (parse_size(argv[++i], &o.bw_mib) < 0)
+				goto usage;
+		} else if (!strcmp(argv[i], "--load-ms") && i + 1 < argc) {
+			size_t v;
+			if (parse_size(argv[++i], &v) < 0 || v > 10000)
+				goto usage;
+			o.load_ms = (int)v;
+		} else {
+			goto usage;
+		}
+	}
+
+	jopen(NULL, '{');
+	jint("probe_version", PROBE_VERSION);
+	jstr("tier", o.active ? "active" : "passive");
+	if (load_nvml(err, sizeof(err)) < 0) {
+		jstr("error", err);
+		jstr("stage", "nvml");
+		jclose('}');
+		fputc('\n', stdout);
+		return 3;
+	}
+	nr = nv.init();
+	t_nvml = now_ms() - t0;
+	if (nr != NVML_SUCCESS) {
+		snprintf(err, sizeof(err), "nvmlInit failed: %s (NVML error %d); is the nvidia module loaded?",
+			 nv.error_string(nr), nr);
+		jstr("error", err);
+		jstr("stage", "nvml");
+		jclose('}');
+		fputc('\n', stdout);
+		return 3;
+	}
+	nv.driver_version(drv, sizeof(drv));
+	jstr("driver_version", drv);
+	nv.count(&count);
+	if (count > MAX_GPUS)
+		count = MAX_GPUS;
+	n_gpus = count;
+	jint("nvml_gpu_count", count);
+	jopen("gpus", '[');
+	for (unsigned i = 0; i < count; i++)
+		passive_gpu(i);
+	jclose(']');
+
+	if (o.active) {
+		void *host = NULL;
+		size_t host_bytes = o.bw_mib << 20;
+		CUresult r;
+		double t;
+
+		if (load_cuda(err, sizeof(err)) < 0)
+			goto cuda_error;
+		t = now_ms();
+		r = cu.init(0);
+		t_cuinit = now_ms() - t;
+		if (r == CUDA_ERROR_SYSTEM_NOT_READY) {
+			snprintf(err, sizeof(err), "cuInit: system not ready (CUDA error 802): on an NVSwitch system the fabric manager is not running or not ready");
+			goto cuda_error;
+		}
+		if (r != CUDA_SUCCESS) {
+			snprintf(err, sizeof(err), "cuInit: %s (CUDA error %d)", cu_err(r), r);
+			goto cuda_error;
+		}
+		cu.driver_version(&cuda_version);
+		cu.count(&cuda_count);
+		/* Match CUDA devices to NVML's by PCI address. */
+		for (unsigned i = 0; i < n_gpus; i++)
+			gpus[i].cuda_index = -1;
+		for (int c = 0; c < cuda_count; c++) {
+			CUdevice d;
+			int dom = 0, bus = 0, dev = 0;
+			char id[32];
+			if (cu.get(&d, c) != CUDA_SUCCESS)
+				continue;
+			cu.attribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+			cu.attribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+			cu.attribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+			snprintf(id, sizeof(id), "%08x:%02x:%02x.0", (unsigned)dom, (unsigned)bus, (unsigned)dev);
+			for (unsigned i = 0; i < n_gpus; i++)
+				if (!strcasecmp(id, gpus[i].bus_id))
+					gpus[i].cuda_index = c;
+		}
+		t = now_ms();
+		for (unsigned i = 0; i < n_gpus; i++)
+			if (gpus[i].cuda_index < 0)
+				snprintf(gpus[i].error, sizeof(gpus[i].error), "CUDA does not see this GPU");
+			else
+				(void)setup(&gpus[i], &o);
+		t_ctx = now_ms() - t;
+		/* Each phase runs on every GPU at once: launch everywhere, then wait. */
+		for (unsigned i = 0; i < n_gpus; i++)
+			if (!gpus[i].error[0]) {
+				cu.ctx_set(gpus[i].ctx);
+				(void)pattern(&gpus[i]);
+			}
+		for (unsigned i = 0; i < n_gpus; i++) {
+			struct gpu *g = &gpus[i];
+			double ms;
+			if (g->error[0])
+				continue;
+			cu.ctx_set(g->ctx);
+			if (timed(g, op_d2d, NULL, 3, &ms) == 0)
+				g->d2d_gbps = 2.0 * g->bw_bytes / (ms / 1e3) / 1e9;
+			if (!g->error[0] && timed(g, op_read, NULL, 3, &ms) == 0)
+				g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
+		}
+		for (unsigned i = 0; i < n_gpus; i++) {
+			struct gpu *g = &gpus[i];
+			if (g->error[0])
+				continue;
+			cu.ctx_set(g->ctx);
+			(void)fma_run(g, 0, o.load_ms, &g->fp32_tflops);
+			if (o.fp64 && !g->error[0])
+				(void)fma_run(g, 1, o.load_ms / 2, &g->fp64_tflops);
+		}
+		for (unsigned i = 0; i < n_gpus && !host; i++)
+			if (!gpus[i].error[0]) {
+				cu.ctx_set(gpus[i].ctx);
+				if (cu.host_alloc(&host, host_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+					host = NULL;
+				else
+					memset(host, 0x5a, host_bytes);
+			}
+		for (unsigned i = 0; i < n_gpus && host; i++) {
+			struct gpu *g = &gpus[i];
+			if (g->error[0])
+				continue;
+			cu.ctx_set(g->ctx);
+			(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
+		}
+		if (host)
+			cu.host_free(host);
+	}
+
+	if (o.active) {
+		jopen("cuda", '{');
+		jint("driver_api_version", cuda_version);
+		jint("device_count", cuda_count);
+		jclose('}');
+		jopen("active", '[');
+		for (unsigned i = 0; i < n_gpus; i++) {
+			jopen(NULL, '{');
+			jint("index", i);
+			active_gpu_json(&gpus[i]);
+			jclose('}');
+		}
+		jclose(']');
+		/* Peer bandwidth for every pair that can reach each other. */
+		jopen("peers", '[');
+		for (unsigned a = 0; a < n_gpus; a++)
+			for (unsigned b = 0; b < n_gpus; b++) {
+				struct gpu *ga = &gpus[a], *gb = &gpus[b];
+				int can = 0;
+				float ms = 0, best = 1e30f;
+				if (a == b || ga->error[0] || gb->error[0] || !cu.can_access_peer || !cu.copy_peer)
+					continue;
+				jopen(NULL, '{');
+				jint("src", a);
+				jint("dst", b);
+				cu.can_access_peer(&can, ga->cudev, gb->cudev);
+				jbool("can_access", can);
+				if (can) {
+					size_t bytes = ga->bw_bytes / 4;
+					cu.ctx_set(ga->ctx);
+					cu.enable_peer(gb->ctx, 0);
+					cu.ctx_set(gb->ctx);
+					cu.enable_peer(ga->ctx, 0);
+					cu.ctx_set(ga->ctx);
+					for (int rep = 0; rep < 4; rep++) {
+						cu.event_record(ga->e0, NULL);
+						cu.copy_peer(gb->buf2, gb->ctx, ga->buf, ga->ctx, bytes, NULL);
+						cu.event_record(ga->e1, NULL);
+						cu.event_sync(ga->e1);
+						cu.event_elapsed(&ms, ga->e0, ga->e1);
+						if (rep > 0 && ms < best)
+							best = ms;
+					}
+					jdbl("gbps", bytes / (best / 1e3) / 1e9);
+				}
+				jclose('}');
+			}
+		jclose(']');
+		for (unsigned i = 0; i < n_gpus; i++)
+			if (gpus[i].ctx) {
+				cu.ctx_set(gpus[i].ctx);
+				cu.mem_free(gpus[i].buf);
+				cu.mem_free(gpus[i].buf2);
+				cu.ctx_release(gpus[i].cudev);
+			}
+	}
+	jopen("timings_ms", '{');
+	jdbl("nvml_init", t_nvml);
+	jdbl("cu_init", t_cuinit);
+	jdbl("contexts_and_jit", t_ctx);
+	jdbl("total", now_ms() - t0);
+	jclose('}');
+	jclose('}');
+	fputc('\n', stdout);
+	nv.shutdown();
+	return 0;
+
+cuda_error:
+	jopen("cuda", '{');
+	jstr("error", err);
+	jclose('}');
+	jopen("timings_ms", '{');
+	jdbl("total", now_ms() - t0);
+	jclose('}');
+	jclose('}');
+	fputc('\n', stdout);
+	nv.shutdown();
+	return 0;
+usage:
+	fprintf(stderr, "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] [--load-ms N]\n");
+	return 2;
+}
