@@ -9,7 +9,11 @@ WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -
               -Wmissing-prototypes -Wno-missing-field-initializers -Wvla -Wpointer-arith
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DGPUBOOT_VERSION='"$(VERSION)"' -Isrc $(WARN)
 
-LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c src/plan/*.c))
+LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c src/plan/*.c src/verify/*.c src/status/*.c))
+LIB_ASM    := src/verify/probe-blob.S
+PROBE      := build/probe/gpuboot-probe
+ASM_FLAGS  := -DPROBE_BIN='"$(PROBE)"'
+
 MAIN_SRC   := src/main.c
 HDRS       := $(wildcard src/*.h src/*/*.h)
 
@@ -30,7 +34,22 @@ $(DEV)/%.o: %.c $(HDRS)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(DEV_CFLAGS) -c $< -o $@
 
-$(DEV)/gpuboot: $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC) $(MAIN_SRC))
+# --- gpuboot-probe: a small glibc program, baseline GLIBC_2.2.5 symbols ---
+PROBE_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror -fno-stack-protector -D_FORTIFY_SOURCE=0 -fPIE
+$(PROBE): src/probe/probe.c src/probe/nvapi.h src/probe/probe-start.S src/probe/kernels.ptx
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  PROBE   $@")
+	$(Q)gcc $(PROBE_CFLAGS) -pie -nostartfiles -DPTX_FILE='"src/probe/kernels.ptx"' -o $@ \
+		src/probe/probe.c src/probe/probe-start.S -l:libdl.so.2
+	$(Q)strip $@
+
+probe: $(PROBE)
+
+%/src/verify/probe-blob.o: src/verify/probe-blob.S $(PROBE)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ASM_FLAGS) -c $< -o $@
+
+$(DEV)/gpuboot: $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC) $(MAIN_SRC)) $(DEV)/src/verify/probe-blob.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(DEV_LIBS)
 
@@ -46,14 +65,14 @@ $(ASAN)/%.o: %.c $(HDRS)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) -c $< -o $@
 
-$(ASAN)/gpuboot: $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC) $(MAIN_SRC))
+$(ASAN)/gpuboot: $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC) $(MAIN_SRC)) $(ASAN)/src/verify/probe-blob.o
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(SAN) -o $@ $^ $(DEV_LIBS)
 
-$(ASAN)/tests/%: tests/unit/%.c tests/unit/unit.h $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC))
+$(ASAN)/tests/%: tests/unit/%.c tests/unit/unit.h $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(ASAN_CFLAGS) -Itests/unit -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(DEV_LIBS)
+	$(Q)$(CC) $(ASAN_CFLAGS) -Itests/unit -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o $(DEV_LIBS)
 
 # --- fuzzers (clang + libFuzzer); `make test` replays their corpora ---
 FUZZ        := build/fuzz
@@ -61,10 +80,10 @@ FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ)/%,$(FUZZ_SRC))
 FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 
-$(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS)
+$(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(PROBE)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(DEV_LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) $(ASM_FLAGS) -o $@ $< $(LIB_SRC) $(LIB_ASM) $(DEV_LIBS)
 
 fuzz: $(FUZZ_BINS)
 
@@ -75,13 +94,13 @@ STATIC_LIBS   = -L$(DEPS)/lib -lcurl -lssl -lcrypto -larchive -lkmod -ljson-c -l
 
 static: build/gpuboot
 
-build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh
+build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh $(LIB_ASM) $(PROBE)
 	@mkdir -p $(STATIC)
 	$(eval DEPS := $(shell scripts/build-static-deps.sh))
 	@test -n "$(DEPS)" || { echo "static dependencies failed to build" >&2; exit 1; }
 	@$(if $(Q),echo "  MUSL    $@")
 	$(Q)musl-gcc $(STATIC_CFLAGS) -static -Wl,--gc-sections -o $(STATIC)/gpuboot.unstripped \
-		$(LIB_SRC) $(MAIN_SRC) $(STATIC_LIBS)
+		$(ASM_FLAGS) $(LIB_SRC) $(LIB_ASM) $(MAIN_SRC) $(STATIC_LIBS)
 	strip -o $@ $(STATIC)/gpuboot.unstripped
 
 # --- catalog ---
@@ -106,4 +125,4 @@ bench: $(DEV)/gpuboot
 clean:
 	rm -rf build
 
-.PHONY: all static catalog deps test lint bench clean fuzz
+.PHONY: all static catalog deps test lint bench clean fuzz probe

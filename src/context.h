@@ -19,6 +19,7 @@ struct gb_options {
 	const char *target_os; /* --target-os */
 	const char *capture; /* detect --capture DIR */
 	const char *tier; /* verify --tier */
+	const char *run_dir; /* --run-dir: the ready flags */
 	bool dry_run, json, offline, no_verify, repair, prometheus, show_version, config_given;
 	int verbose;
 };

@@ -16,6 +16,8 @@
 #include "detect/detect.h"
 #include "plan/plan.h"
 #include "plan/profile.h"
+#include "status/status.h"
+#include "verify/verify.h"
 #include "exit-codes.h"
 #include "shared/log.h"
 #include "shared/tls.h"
@@ -55,6 +57,7 @@ enum {
 	OPT_TIER,
 	OPT_PROMETHEUS,
 	OPT_VERSION,
+	OPT_RUN_DIR,
 };
 
 static const struct option_doc options[] = {
@@ -70,7 +73,8 @@ static const struct option_doc options[] = {
 	{ "target-os", required_argument, OPT_TARGET_OS, "ID:VERSION[:ARCH]", "plan for another OS than this one" },
 	{ "capture", required_argument, OPT_CAPTURE, "DIR",
 	  "detect: copy every path read into DIR, as a fixture tree" },
-	{ "tier", required_argument, OPT_TIER, "TIER", "verify: passive, active or full" },
+	{ "tier", required_argument, OPT_TIER, "TIER", "verify: passive, active or full (default: the profile's)" },
+	{ "run-dir", required_argument, OPT_RUN_DIR, "DIR", "where the ready flags go (default /run/gpuboot)" },
 	{ "repair", no_argument, OPT_REPAIR, NULL, "after a kernel upgrade: rebuild, reload and verify the modules" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, NULL, "decide and print, change nothing" },
 	{ "json", no_argument, OPT_JSON, NULL, "print JSON instead of text" },
@@ -86,14 +90,16 @@ static int cmd_run(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_status(struct gb_ctx *ctx, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "run", cmd_run, "the whole pipeline (what cloud-init runs); the default" },
 	{ "detect", cmd_detect, "print the facts about this machine (--json, --capture DIR)" },
 	{ "plan", cmd_plan, "print the decisions and their reasons; changes nothing" },
 	{ "fetch", cmd_not_yet, "download and verify into the cache only" },
-	{ "verify", cmd_not_yet, "run the verification stage on the live machine" },
-	{ "status", cmd_not_yet, "print the last status (--json, --prometheus)" },
+	{ "verify", cmd_verify, "run the verification stage on the live machine" },
+	{ "status", cmd_status, "print the last status (--json, --prometheus)" },
 	{ "mirror", cmd_not_yet, "build an offline mirror for a profile (mirror DIR)" },
 	{ "repair", cmd_not_yet, "the same as --repair" },
 };
@@ -259,6 +265,156 @@ out:
 	return code;
 }
 
+static int cmd_status(struct gb_ctx *ctx, int argc, char **argv)
+{
+	if (argc > 0) {
+		gb_log_error("status takes no arguments (got '%s'); see gpuboot --help", argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	return gb_status_show(ctx);
+}
+
+static void stage_time(struct gb_ctx *ctx, struct gb_stage *st, uint64_t t0)
+{
+	st->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+}
+
+static bool check_passed(const struct gb_verify_result *r, const char *name, bool all)
+{
+	bool seen = false;
+	for (size_t i = 0; i < r->n; i++)
+		if (streq(r->checks[i].name, name)) {
+			if (r->checks[i].state == GB_CHECK_FAIL)
+				return false;
+			seen = true;
+			if (!all)
+				return true;
+		}
+	return seen;
+}
+
+static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
+{
+	struct gb_facts f = { .secure_boot = -1 };
+	struct gb_profile prof = { 0 };
+	struct gb_site_config site = { 0 };
+	struct gb_verify_result res = { 0 };
+	struct gb_status st = { .command = "verify" };
+	struct gb_verify_opts o = { 0 };
+	struct gb_stage *stage;
+	char err[1024];
+	uint64_t t0;
+	int r, code;
+
+	if (argc > 0) {
+		gb_log_error("verify takes no arguments (got '%s'); see gpuboot --help", argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	if (ctx->opt.tier && !streq(ctx->opt.tier, "passive") && !streq(ctx->opt.tier, "active") && !streq(ctx->opt.tier, "full")) {
+		gb_log_error("--tier must be passive, active or full, not '%s'", ctx->opt.tier);
+		return GB_EXIT_USAGE;
+	}
+	r = gb_profile_load(ctx, ctx->opt.profile ? ctx->opt.profile : "training", &prof, err, sizeof(err));
+	if (r >= 0)
+		r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, &site, err, sizeof(err));
+	if (r < 0) {
+		gb_log_error("%s", r == -ENOMEM ? "out of memory" : err);
+		gb_profile_done(&prof);
+		return GB_EXIT_USAGE;
+	}
+	st.started_ns = ctx->ops->now_realtime_ns();
+	t0 = ctx->ops->now_monotonic_ns();
+	stage = gb_status_stage(&st, "detect");
+	r = gb_detect(ctx, &f);
+	stage_time(ctx, stage, t0);
+	if (r < 0) {
+		stage->err = r;
+		gb_strscpy(stage->result, sizeof(stage->result), "failed");
+		snprintf(stage->error, sizeof(stage->error), "detect failed: %s", strerror(-r));
+		code = GB_EXIT_FAILED;
+		goto out;
+	}
+	st.facts = gb_facts_to_json(&f);
+	t0 = ctx->ops->now_monotonic_ns();
+	stage = gb_status_stage(&st, "verify");
+	if (f.n_gpus == 0) {
+		gb_strscpy(stage->result, sizeof(stage->result), "refused");
+		stage->err = -ENODEV;
+		snprintf(stage->error, sizeof(stage->error), "no NVIDIA GPU found (no PCI function of vendor 10de with a display or 3D class)");
+		snprintf(stage->hint, sizeof(stage->hint), "check the instance type has a GPU attached (lspci -d 10de:)");
+		gb_log_error("%s", stage->error);
+		code = GB_EXIT_NO_GPU;
+		goto out;
+	}
+	o.tier = ctx->opt.tier ? ctx->opt.tier : prof.tier;
+	o.min_gpu_memory_gib = prof.min_gpu_memory_gib;
+	o.min_network_gbps = prof.min_network_gbps;
+	o.min_disk_write_mbps = prof.min_disk_write_mbps;
+	o.fp64_gate = prof.fp64_gate;
+	o.ecc_required = prof.ecc_required;
+	o.skip = site.skip_checks;
+	o.probe_timeout_ms = streq(o.tier, "passive") ? 20000 : 120000;
+#ifdef GB_TEST_HOOKS
+	{
+		const char *e = getenv("GPUBOOT_PROBE_TIMEOUT_MS");
+		uint32_t ms;
+		if (e && gb_safe_atou32(e, 10, &ms) == 0)
+			o.probe_timeout_ms = (int)ms;
+		o.disk_path = getenv("GPUBOOT_DISK_PATH");
+	}
+#endif
+	r = gb_verify(ctx, &f, &o, &res);
+	stage_time(ctx, stage, t0);
+	if (r < 0) {
+		stage->err = r;
+		gb_strscpy(stage->result, sizeof(stage->result), "failed");
+		snprintf(stage->error, sizeof(stage->error), "verification could not run: %s", strerror(-r));
+		code = GB_EXIT_FAILED;
+		goto out;
+	}
+	st.verify = &res;
+	st.driver_ready = check_passed(&res, "driver.loaded", true) && check_passed(&res, "driver.userspace", true) &&
+			  check_passed(&res, "driver.version_match", true);
+	st.cuda_ready = !streq(o.tier, "passive") && check_passed(&res, "cuda.context", true);
+	st.toolkit_ready = f.nvidia.container_toolkit && (!streq(o.tier, "full") || check_passed(&res, "container.gpu_visible", true));
+	st.verified = res.failed == 0;
+	if (res.failed) {
+		gb_strscpy(stage->result, sizeof(stage->result), "failed");
+		snprintf(stage->error, sizeof(stage->error), "%u check(s) failed", res.failed);
+		for (size_t i = 0; i < res.n; i++)
+			if (res.checks[i].state == GB_CHECK_FAIL) {
+				snprintf(stage->hint, sizeof(stage->hint), "%.47s (%.47s): %.200s", res.checks[i].name, res.checks[i].subject,
+					 res.checks[i].hint);
+				break;
+			}
+	}
+	code = res.failed ? GB_EXIT_VERIFY : GB_EXIT_OK;
+	if (ctx->opt.json) {
+		json_object *j = json_object_new_object();
+		json_object_object_add(j, "tier", json_object_new_string(o.tier));
+		json_object_object_add(j, "failed", json_object_new_int((int)res.failed));
+		json_object_object_add(j, "wall_ms", json_object_new_double(res.wall_ms));
+		json_object_object_add(j, "probe_ms", json_object_new_double(res.probe_ms));
+		json_object_object_add(j, "checks", gb_checks_to_json(&res));
+		json_object_object_add(j, "probe", res.probe ? json_object_get(res.probe) : NULL);
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(j);
+	} else {
+		gb_verify_print(&res, stdout);
+	}
+out:
+	st.exit_code = code;
+	if (gb_status_write(ctx, &st) < 0 && code == GB_EXIT_OK)
+		code = GB_EXIT_FAILED;
+	gb_status_done(&st);
+	gb_verify_result_done(&res);
+	gb_facts_done(&f);
+	gb_profile_done(&prof);
+	gb_site_config_done(&site);
+	fflush(stdout);
+	return code;
+}
+
 static int parse_options(int argc, char **argv, struct gb_options *o)
 {
 	struct option longopts[ARRAY_SIZE(options) + 1];
@@ -286,6 +442,7 @@ static int parse_options(int argc, char **argv, struct gb_options *o)
 		case OPT_TARGET_OS: o->target_os = optarg; break;
 		case OPT_CAPTURE: o->capture = optarg; break;
 		case OPT_TIER: o->tier = optarg; break;
+		case OPT_RUN_DIR: o->run_dir = optarg; break;
 		case OPT_REPAIR: o->repair = true; break;
 		case OPT_DRY_RUN: o->dry_run = true; break;
 		case OPT_JSON: o->json = true; break;
@@ -315,6 +472,7 @@ int main(int argc, char **argv)
 	ctx.opt.root = "/";
 	ctx.opt.config = "/etc/gpuboot/gpuboot.conf";
 	ctx.opt.state_dir = "/var/lib/gpuboot";
+	ctx.opt.run_dir = "/run/gpuboot";
 
 	r = parse_options(argc, argv, &ctx.opt);
 	if (r > 0)

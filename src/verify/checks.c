@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT */
+/* The verification stage: gather the checks, each with its value, its
+ * threshold and where that came from, and one line of hint on failure. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/root.h"
+#include "shared/util.h"
+#include "verify.h"
+
+const char *gb_check_state_to_string(enum gb_check_state s)
+{
+	switch (s) {
+	case GB_CHECK_PASS: return "pass";
+	case GB_CHECK_FAIL: return "fail";
+	case GB_CHECK_SKIP: return "skip";
+	case GB_CHECK_INFO: return "info";
+	}
+	return "?";
+}
+
+void gb_verify_result_done(struct gb_verify_result *r)
+{
+	free(r->checks);
+	json_object_put(r->probe);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct gb_check *add(struct gb_verify_result *r, const char *name, const char *subject)
+{
+	struct gb_check *c;
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 64;
+		struct gb_check *nv = realloc(r->checks, nc * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		r->checks = nv;
+		r->cap = nc;
+	}
+	c = &r->checks[r->n++];
+	memset(c, 0, sizeof(*c));
+	gb_strscpy(c->name, sizeof(c->name), name);
+	gb_strscpy(c->subject, sizeof(c->subject), subject);
+	c->state = GB_CHECK_INFO;
+	return c;
+}
+
+_printf_(2, 3) static void set_hint(struct gb_check *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->hint, sizeof(c->hint), fmt, ap);
+	va_end(ap);
+}
+
+_printf_(2, 3) static void set_text(struct gb_check *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->text, sizeof(c->text), fmt, ap);
+	va_end(ap);
+}
+
+/* A numeric check against a minimum (op ">=") or exact value ("=="). */
+static struct gb_check *num(struct gb_verify_result *r, const char *name, const char *subject, double value,
+			    const char *op, double threshold, const char *unit, const char *source)
+{
+	struct gb_check *c = add(r, name, subject);
+	bool ok;
+	if (!c)
+		return NULL;
+	c->has_value = c->has_threshold = true;
+	c->value = value;
+	c->threshold = threshold;
+	gb_strscpy(c->op, sizeof(c->op), op);
+	gb_strscpy(c->unit, sizeof(c->unit), unit ? unit : "");
+	gb_strscpy(c->source, sizeof(c->source), source ? source : "");
+	ok = streq(op, ">=") ? value >= threshold : streq(op, "<=") ? value <= threshold : value == threshold;
+	c->state = ok ? GB_CHECK_PASS : GB_CHECK_FAIL;
+	return c;
+}
+
+static struct gb_check *flag(struct gb_verify_result *r, const char *name, const char *subject, bool ok,
+			     const char *text, const char *source)
+{
+	struct gb_check *c = add(r, name, subject);
+	if (!c)
+		return NULL;
+	gb_strscpy(c->text, sizeof(c->text), text);
+	gb_strscpy(c->source, sizeof(c->source), source ? source : "");
+	c->state = ok ? GB_CHECK_PASS : GB_CHECK_FAIL;
+	return c;
+}
+
+static bool skipped(const struct gb_verify_opts *o, const char *name)
+{
+	for (char *const *s = o->skip; s && *s; s++) {
+		size_t n = strlen(*s);
+		if (strncmp(name, *s, n) == 0 && (name[n] == '\0' || name[n] == '.'))
+			return true;
+	}
+	return false;
+}
+
+static json_object *get(json_object *o, const char *k)
+{
+	json_object *v = NULL;
+	if (o && json_object_object_get_ex(o, k, &v))
+		return v;
+	return NULL;
+}
+
+static bool get_num(json_object *o, const char *k, double *ret)
+{
+	json_object *v = get(o, k);
+	if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+		return false;
+	*ret = json_object_get_double(v);
+	return true;
+}
+
+static bool get_bool(json_object *o, const char *k, bool def)
+{
+	json_object *v = get(o, k);
+	return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : def;
+}
+
+static const char *get_str(json_object *o, const char *k)
+{
+	json_object *v = get(o, k);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* XIDs the driver logged since boot: /dev/kmsg (root only) under the root. */
+static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r)
+{
+	static const unsigned critical[] = { 48, 63, 64, 74, 79, 92, 94, 95, 119, 120 };
+	int fd = gb_root_openat(ctx->root, "dev/kmsg", O_RDONLY | O_NONBLOCK);
+	char rec[8192], last[160] = "";
+	unsigned total = 0, bad = 0;
+	struct gb_check *c;
+
+	if (fd < 0) {
+		c = add(r, "driver.xid", "system");
+		if (c) {
+			c->state = GB_CHECK_SKIP;
+			set_text(c, "kernel log not readable (%s)", strerror(-fd));
+		}
+		return;
+	}
+	for (int i = 0; i < 100000; i++) {
+		ssize_t n = read(fd, rec, sizeof(rec) - 1);
+		const char *x;
+		if (n < 0 && errno == EPIPE)
+			continue; /* overwritten records */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		if (!(x = strstr(rec, "NVRM: Xid")))
+			continue;
+		total++;
+		{
+			/* "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus." */
+			const char *colon = strstr(x, "): ");
+			uint32_t code = 0;
+			char num_s[8] = "";
+			if (colon) {
+				size_t k = strspn(colon + 3, "0123456789");
+				if (k > 0 && k < sizeof(num_s)) {
+					memcpy(num_s, colon + 3, k);
+					num_s[k] = '\0';
+					(void)gb_safe_atou32(num_s, 10, &code);
+				}
+			}
+			for (size_t j = 0; j < ARRAY_SIZE(critical); j++)
+				if (code == critical[j]) {
+					bad++;
+					snprintf(last, sizeof(last), "%.150s", x);
+					last[strcspn(last, "\n")] = '\0';
+				}
+		}
+	}
+	close(fd);
+	c = num(r, "driver.xid_critical", "system", bad, "<=", 0, "events", "critical XIDs (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) in the kernel log since boot");
+	if (c) {
+		set_text(c, "%u XID(s), %u critical%s%s", total, bad, last[0] ? "; last: " : "", last);
+		if (bad)
+			set_hint(c, "the GPU reported critical errors (%s); drain the node and check the GPU with the vendor", last);
+	}
+}
+
+static void check_device_nodes(struct gb_ctx *ctx, struct gb_verify_result *r, unsigned n_gpus, bool active)
+{
+	char missing[256] = "";
+	size_t o = 0;
+	const char *fixed[] = { "dev/nvidiactl", active ? "dev/nvidia-uvm" : NULL };
+	struct gb_check *c;
+
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		if (fixed[i] && !gb_root_lexists(ctx->root, fixed[i]) && o < sizeof(missing))
+			o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s/%s", o ? ", " : "", fixed[i]);
+	for (unsigned i = 0; i < n_gpus && o < sizeof(missing); i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "dev/nvidia%u", i);
+		if (!gb_root_lexists(ctx->root, p))
+			o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s/%s", o ? ", " : "", p);
+	}
+	c = flag(r, "driver.device_nodes", "system", o == 0, o ? missing : "present", "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidiaN per GPU");
+	if (c && o)
+		set_hint(c, "device nodes missing (%s): load nvidia_uvm, or run nvidia-modprobe -u -c=0 (gpuboot --repair does both)", missing);
+}
+
+static void gpu_subject(char *buf, size_t n, unsigned i, const char *bus)
+{
+	snprintf(buf, n, "gpu%u %s", i, bus ? bus : "");
+}
+
+static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, unsigned i,
+			const struct gb_facts *f)
+{
+	char s[48];
+	double v;
+	json_object *ecc = get(g, "ecc"), *rr = get(g, "remapped_rows"), *rp = get(g, "retired_pages"), *pcie = get(g, "pcie");
+	struct gb_check *c;
+
+	gpu_subject(s, sizeof(s), i, get_str(g, "pci_bus_id"));
+	c = add(r, "gpu.identity", s);
+	if (c) {
+		set_text(c, "%s %s", get_str(g, "name") ? get_str(g, "name") : "?", get_str(g, "uuid") ? get_str(g, "uuid") : "");
+		c->state = GB_CHECK_INFO;
+	}
+	if (get_num(g, "memory_total_bytes", &v) && o->min_gpu_memory_gib > 0) {
+		c = num(r, "gpu.memory", s, v / (1024.0 * 1024 * 1024), ">=", o->min_gpu_memory_gib, "GiB", "profile: min_gpu_memory_gib");
+		if (c && c->state == GB_CHECK_FAIL)
+			set_hint(c, "%.1f GiB is less than the profile needs (%.0f GiB): use a larger GPU or another profile", c->value, c->threshold);
+	}
+	if (get_bool(ecc, "supported", false)) {
+		bool on = get_bool(ecc, "enabled", false);
+		if (o->ecc_required) {
+			c = flag(r, "ecc.enabled", s, on, on ? "on" : "off", "profile: ecc_required");
+			if (c && !on)
+				set_hint(c, "ECC is off and the profile requires it: nvidia-smi -e 1, then reboot");
+		}
+		if (get_num(ecc, "volatile_uncorrected", &v)) {
+			c = num(r, "ecc.uncorrected_errors", s, v, "<=", 0, "errors", "volatile uncorrected ECC errors since the driver loaded");
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c, "uncorrectable memory errors: the data on this GPU cannot be trusted; drain it and reset, replace if they recur");
+		}
+	} else if (o->ecc_required) {
+		c = flag(r, "ecc.enabled", s, false, "not supported", "profile: ecc_required");
+		if (c)
+			set_hint(c, "this GPU has no ECC and the profile requires it: use a data-center GPU");
+	}
+	if (get_bool(rr, "supported", false)) {
+		bool pend = get_bool(rr, "pending", false), fail = get_bool(rr, "failure", false);
+		c = flag(r, "memory.remapped_rows", s, !pend && !fail, pend ? "remap pending" : fail ? "remap failed" : "none pending",
+			 "NVML remapped rows: pending or failed remaps");
+		if (c && (pend || fail))
+			set_hint(c, "%s", pend ? "a row remap is pending: reset the GPU (or reboot) to apply it before use"
+					       : "row remapping failed: the GPU's memory is out of spare rows; replace the GPU");
+	} else if (get_bool(rp, "supported", false)) {
+		bool pend = get_bool(rp, "pending", false);
+		c = flag(r, "memory.retired_pages", s, !pend, pend ? "retirement pending" : "none pending", "NVML retired pages pending");
+		if (c && pend)
+			set_hint(c, "a page retirement is pending: reboot to apply it");
+	}
+	if (get_num(g, "clock_event_reasons", &v)) {
+		unsigned long long ev = (unsigned long long)v;
+		unsigned long long bad = ev & (0x8ull | 0x40ull | 0x80ull);
+		c = flag(r, "clocks.slowdown", s, bad == 0, bad ? "hardware slowdown active" : "no hardware slowdown", "NVML clock event reasons: HW slowdown, HW thermal, power brake");
+		if (c) {
+			set_text(c, "reasons 0x%llx%s", ev, bad ? " (hardware slowdown)" : "");
+			if (bad)
+				set_hint(c, "the GPU is throttled by hardware (thermal or power brake): check cooling and power delivery");
+		}
+	}
+	{
+		const char *cm = get_str(g, "compute_mode");
+		if (cm) {
+			c = flag(r, "gpu.compute_mode", s, !streq(cm, "prohibited"), cm, "compute mode must allow CUDA contexts");
+			if (c && streq(cm, "prohibited"))
+				set_hint(c, "compute mode is Prohibited: nvidia-smi -c DEFAULT");
+		}
+	}
+	c = add(r, "gpu.mig", s);
+	if (c)
+		set_text(c, "%s", get_bool(g, "mig_enabled", false) ? "MIG enabled" : "MIG disabled");
+	if (get(g, "persistence_mode")) {
+		c = add(r, "gpu.persistence_mode", s);
+		if (c)
+			set_text(c, "%s", get_bool(g, "persistence_mode", false) ? "on" : "off");
+	}
+	if (pcie) {
+		double mg = 0, mw = 0;
+		c = add(r, "pcie.link_idle", s);
+		if (c && get_num(pcie, "max_gen", &mg) && get_num(pcie, "max_width", &mw)) {
+			double cg = 0, cw = 0;
+			get_num(pcie, "current_gen", &cg);
+			get_num(pcie, "current_width", &cw);
+			set_text(c, "Gen%.0f x%.0f at idle (max Gen%.0f x%.0f); checked under load by the active tier", cg, cw, mg, mw);
+		}
+	}
+	(void)f;
+}
+
+static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, json_object *a,
+		       unsigned i)
+{
+	char s[48], src[200];
+	double sms = 0, clk = 0, memclk = 0, bus = 0, v, mg = 0, mw = 0;
+	int major = 0, minor = 0;
+	const char *cc = get_str(a, "compute_capability"), *err = get_str(a, "error");
+	json_object *clocks = get(g, "clocks"), *pcie = get(g, "pcie");
+	struct gb_check *c;
+
+	gpu_subject(s, sizeof(s), i, get_str(g, "pci_bus_id"));
+	if (err) {
+		c = flag(r, "cuda.context", s, false, err, "a CUDA context and the probe's kernels");
+		if (c)
+			set_hint(c, "CUDA cannot use this GPU: %s", err);
+		return;
+	}
+	flag(r, "cuda.context", s, true, "context, PTX JIT and kernels ran", "the probe's kernels");
+	if (cc)
+		sscanf(cc, "%d.%d", &major, &minor);
+	get_num(a, "sm_count", &sms);
+	get_num(clocks, "sm_max_mhz", &clk);
+	get_num(clocks, "mem_max_mhz", &memclk);
+	if (!get_num(g, "memory_bus_width_bits", &bus))
+		get_num(a, "memory_bus_width_bits", &bus);
+
+	if (get_num(a, "pattern_errors", &v)) {
+		double bytes = 0;
+		get_num(a, "pattern_bytes", &bytes);
+		c = num(r, "memory.pattern", s, v, "<=", 0, "bad words", "every word of the buffer written with an address-dependent pattern and its complement, then checked");
+		if (c) {
+			set_text(c, "%.0f bad words in %.1f GiB", v, bytes / (1u << 30));
+			if (v > 0)
+				set_hint(c, "GPU memory returned wrong data: drain the node, reset the GPU, replace it if it recurs");
+		}
+	}
+	if (memclk > 0 && bus > 0) {
+		double peak = gb_peak_memory_gbps((unsigned)memclk, (unsigned)bus);
+		if (get_num(a, "read_gbps", &v)) {
+			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (%.0f MHz x 2 x %.0f bit / 8)", GB_EFF_READ, peak, memclk, bus);
+			c = num(r, "memory.read_bandwidth", s, v, ">=", GB_EFF_READ * peak, "GB/s", src);
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c, "device memory reads at %.0f%% of its derived peak: another process may be using the GPU, or the memory is degraded", 100 * v / peak);
+		}
+		if (get_num(a, "d2d_copy_gbps", &v)) {
+			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (bytes read + written)", GB_EFF_COPY, peak);
+			c = num(r, "memory.copy_bandwidth", s, v, ">=", GB_EFF_COPY * peak, "GB/s", src);
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c, "device-to-device copies run at %.0f%% of the derived peak: the GPU is shared or degraded", 100 * v / peak);
+		}
+	}
+	if (sms > 0 && clk > 0) {
+		unsigned lanes = gb_fp32_lanes_per_sm(major, minor);
+		double peak = gb_peak_flops_tflops((unsigned)sms, lanes, (unsigned)clk);
+		double fp32 = 0;
+		if (lanes && get_num(a, "fp32_tflops", &fp32)) {
+			snprintf(src, sizeof(src), "%.2f x derived peak %.1f TFLOP/s (%.0f SMs x %u FP32 lanes x 2 x %.0f MHz)", GB_EFF_FP32, peak, sms, lanes, clk);
+			c = num(r, "compute.fp32", s, fp32, ">=", GB_EFF_FP32 * peak, "TFLOP/s", src);
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c, "FP32 throughput is %.0f%% of the derived peak: the GPU is throttled or shared", 100 * fp32 / peak);
+		}
+		if (o->fp64_gate) {
+			unsigned l64 = gb_fp64_lanes_per_sm(major, minor);
+			double p64 = gb_peak_flops_tflops((unsigned)sms, l64, (unsigned)clk);
+			if (get_num(a, "fp64_tflops", &v)) {
+				snprintf(src, sizeof(src), "%.2f x derived peak %.1f TFLOP/s (%u FP64 lanes/SM)", GB_EFF_FP64, p64, l64);
+				c = num(r, "compute.fp64", s, v, ">=", GB_EFF_FP64 * p64, "TFLOP/s", src);
+				if (c && c->state == GB_CHECK_FAIL)
+					set_hint(c, "FP64 throughput is %.0f%% of the derived peak", 100 * v / p64);
+				if (fp32 > 0) {
+					c = num(r, "compute.fp64_ratio", s, v / fp32, ">=", GB_FP64_GATE_RATIO, "FP64/FP32", "profile: fp64_gate (double precision at least 1/4 of single)");
+					if (c && c->state == GB_CHECK_FAIL)
+						set_hint(c, "this GPU's FP64 is %.0f%% of its FP32: scientific codes in double precision will crawl; use an A100/H100-class GPU", 100 * v / fp32);
+				}
+			} else {
+				c = flag(r, "compute.fp64", s, false, "not measured", "profile: fp64_gate");
+			}
+		}
+	}
+	if (get_num(a, "utilization_max_pct", &v) && v >= 0) {
+		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%", "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
+		if (c && c->state == GB_CHECK_FAIL)
+			set_hint(c, "the GPU was busy only %.0f%% of the time under a saturating kernel: it is shared or stalling", v);
+	}
+	if (get_num(a, "clock_event_reasons_under_load", &v)) {
+		unsigned long long bad = (unsigned long long)v & (0x8ull | 0x20ull | 0x40ull | 0x80ull);
+		c = flag(r, "clocks.throttle_under_load", s, bad == 0, bad ? "throttled" : "no thermal or hardware throttling",
+			 "NVML clock event reasons while loaded");
+		if (c && bad)
+			set_hint(c, "the GPU throttled under load (reasons 0x%llx): check cooling, power caps and airflow", bad);
+	}
+	if (pcie && get_num(pcie, "max_gen", &mg) && get_num(pcie, "max_width", &mw)) {
+		double lg = 0, lw = 0;
+		get_num(a, "pcie_gen_under_load", &lg);
+		get_num(a, "pcie_width_under_load", &lw);
+		c = flag(r, "pcie.link_under_load", s, lg >= mg && lw >= mw, "", "NVML link generation and width during a host copy, against the maximum");
+		if (c) {
+			set_text(c, "Gen%.0f x%.0f (max Gen%.0f x%.0f)", lg, lw, mg, mw);
+			if (c->state == GB_CHECK_FAIL)
+				set_hint(c, "the PCIe link trained at Gen%.0f x%.0f instead of Gen%.0f x%.0f: reseat the GPU or riser, check BIOS PCIe settings", lg, lw, mg, mw);
+		}
+		{
+			double peak = gb_peak_pcie_gbps((int)mg, (int)mw);
+			const char *dirs[] = { "h2d_pinned_gbps", "d2h_pinned_gbps" };
+			const char *names[] = { "pcie.host_to_device", "pcie.device_to_host" };
+			for (int d = 0; d < 2 && peak > 0; d++)
+				if (get_num(a, dirs[d], &v)) {
+					snprintf(src, sizeof(src), "%.2f x derived peak %.1f GB/s (Gen%.0f x%.0f)", GB_EFF_PCIE, peak, mg, mw);
+					c = num(r, names[d], s, v, ">=", GB_EFF_PCIE * peak, "GB/s", src);
+					if (c && c->state == GB_CHECK_FAIL)
+						set_hint(c, "pinned host copies reach %.0f%% of the link's peak: the link is degraded or shared", 100 * v / peak);
+				}
+		}
+	}
+	if (get_num(g, "compute_processes", &v)) {
+		c = num(r, "gpu.idle_before_test", s, v, "<=", 0, "processes", "NVML compute processes on the GPU when verify started");
+		if (c && c->state == GB_CHECK_FAIL)
+			set_hint(c, "%.0f other process(es) use this GPU: its measurements are not trustworthy; run verify on an idle GPU", v);
+	}
+}
+
+int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
+			  struct gb_verify_result *r);
+
+int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o, struct gb_verify_result *r)
+{
+	uint64_t t0 = ctx->ops->now_monotonic_ns(), tp;
+	bool active = !streq(o->tier, "passive");
+	char pattern[16] = "4096", bw[16] = "1024", err[512] = "";
+	char *args[12];
+	size_t na = 0;
+	int exit_code = -1, rc;
+	json_object *gpus, *act;
+	struct gb_check *c;
+	double v;
+
+	memset(r, 0, sizeof(*r));
+	/* The driver: loaded, and the same version as its userspace. */
+	c = flag(r, "driver.loaded", "system", f->nvidia.loaded_version != NULL,
+		 f->nvidia.loaded_version ? f->nvidia.loaded_version : "no nvidia module", "/proc/driver/nvidia/version");
+	if (c && !f->nvidia.loaded_version)
+		set_hint(c, "the nvidia kernel module is not loaded (nvidia-smi: \"couldn't communicate with the NVIDIA driver\"): run gpuboot --repair; dmesg says why it failed");
+
+	args[na++] = (char *)"--tier";
+	args[na++] = (char *)(active ? "active" : "passive");
+	if (active) {
+		if (o->fp64_gate)
+			args[na++] = (char *)"--fp64";
+#ifdef GB_TEST_HOOKS
+		{
+			const char *e = getenv("GPUBOOT_PROBE_PATTERN_MIB");
+			if (e)
+				gb_strscpy(pattern, sizeof(pattern), e);
+			e = getenv("GPUBOOT_PROBE_BW_MIB");
+			if (e)
+				gb_strscpy(bw, sizeof(bw), e);
+		}
+#endif
+		args[na++] = (char *)"--pattern-mib";
+		args[na++] = pattern;
+		args[na++] = (char *)"--bw-mib";
+		args[na++] = bw;
+	}
+	args[na] = NULL;
+	tp = ctx->ops->now_monotonic_ns();
+	rc = gb_probe_run(ctx, args, o->probe_timeout_ms, &r->probe, &exit_code, err, sizeof(err));
+	r->probe_ms = (double)(ctx->ops->now_monotonic_ns() - tp) / 1e6;
+	if (rc < 0) {
+		c = flag(r, "probe", "system", false, err, "gpuboot-probe run from a memfd under a timeout");
+		if (c)
+			set_hint(c, "%s", rc == -ENOENT ? "NVIDIA's drivers need glibc: use a glibc distribution"
+				 : rc == -ETIMEDOUT ? "NVIDIA's libraries hung: the GPU or driver is wedged; check dmesg for XIDs, reset or reboot"
+				 : rc == -ECHILD ? "NVIDIA's libraries crashed: reinstall the driver userspace (gpuboot --repair)"
+						 : "the probe failed; run gpuboot verify -v");
+		goto tail;
+	}
+	if (get_str(r->probe, "error")) {
+		c = flag(r, "driver.userspace", "system", false, get_str(r->probe, "error"), "libnvidia-ml.so.1 loads and initialises");
+		if (c)
+			set_hint(c, "the driver's userspace is missing or cannot talk to the kernel module: %s; run gpuboot --repair", get_str(r->probe, "error"));
+		goto tail;
+	}
+	flag(r, "driver.userspace", "system", true, "libnvidia-ml.so.1 loaded and initialised", "NVML");
+	{
+		const char *uv = get_str(r->probe, "driver_version");
+		bool same = uv && f->nvidia.loaded_version && streq(uv, f->nvidia.loaded_version);
+		c = flag(r, "driver.version_match", "system", same, "", "kernel module version (/proc/driver/nvidia/version) = userspace version (NVML)");
+		if (c) {
+			set_text(c, "module %s, userspace %s", f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
+			if (!same)
+				set_hint(c, "\"Driver/library version mismatch\": the module loaded (%s) is not the userspace installed (%s); reboot, or gpuboot --repair to reload the module",
+					 f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
+		}
+	}
+	gpus = get(r->probe, "gpus");
+	if (get_num(r->probe, "nvml_gpu_count", &v)) {
+		c = num(r, "gpu.count", "system", v, "==", (double)f->n_gpus, "GPUs", "NVML's GPU count = NVIDIA display/3D PCI functions");
+		if (c && c->state == GB_CHECK_FAIL)
+			set_hint(c, "NVML sees %.0f GPU(s) but PCI has %zu: a GPU failed to initialise (check dmesg for RmInitAdapter / XID 79) or is bound to another driver", v, f->n_gpus);
+	}
+	for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++)
+		passive_gpu(o, r, json_object_array_get_idx(gpus, i), (unsigned)i, f);
+	act = get(r->probe, "active");
+	if (active) {
+		json_object *cuda = get(r->probe, "cuda");
+		if (get_str(cuda, "error")) {
+			c = flag(r, "cuda.init", "system", false, get_str(cuda, "error"), "cuInit");
+			if (c)
+				set_hint(c, "%s", strstr(get_str(cuda, "error"), "802") ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
+											 : "CUDA cannot initialise: check dmesg and the driver installation");
+		}
+		for (size_t i = 0; act && i < json_object_array_length(act); i++) {
+			json_object *ai = json_object_array_get_idx(act, i);
+			double idx = 0;
+			get_num(ai, "index", &idx);
+			if (gpus && idx < json_object_array_length(gpus))
+				active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx), get(ai, "active"), (unsigned)idx);
+		}
+		{
+			json_object *peers = get(r->probe, "peers");
+			for (size_t i = 0; peers && i < json_object_array_length(peers); i++) {
+				json_object *pi = json_object_array_get_idx(peers, i);
+				double a = 0, b = 0, gbps = 0;
+				char subj[48];
+				get_num(pi, "src", &a);
+				get_num(pi, "dst", &b);
+				snprintf(subj, sizeof(subj), "gpu%.0f->gpu%.0f", a, b);
+				if (!get_bool(pi, "can_access", false)) {
+					c = add(r, "peer.bandwidth", subj);
+					if (c) {
+						c->state = GB_CHECK_SKIP;
+						set_text(c, "no peer access between these GPUs");
+					}
+				} else if (get_num(pi, "gbps", &gbps)) {
+					double floor = gb_peak_pcie_gbps(3, 16) * 0.5;
+					c = num(r, "peer.bandwidth", subj, gbps, ">=", floor, "GB/s", "peer copies must beat half a PCIe Gen3 x16 link (NVLink reaches far more)");
+					if (c && c->state == GB_CHECK_FAIL)
+						set_hint(c, "peer copies crawl: NVLink or the PCIe switch is degraded; check nvidia-smi topo -m and the fabric manager");
+				}
+			}
+		}
+	}
+tail:
+	check_device_nodes(ctx, r, (unsigned)f->n_gpus, active);
+	check_xids(ctx, r);
+	if (streq(o->tier, "full"))
+		gb_verify_integration(ctx, f, o, r);
+	/* Skipped by the site: keep the entry, mark it. */
+	for (size_t i = 0; i < r->n; i++)
+		if (skipped(o, r->checks[i].name) && r->checks[i].state == GB_CHECK_FAIL) {
+			r->checks[i].state = GB_CHECK_SKIP;
+			snprintf(r->checks[i].hint, sizeof(r->checks[i].hint), "skipped by the site configuration ([checks] skip)");
+		}
+	for (size_t i = 0; i < r->n; i++)
+		r->failed += r->checks[i].state == GB_CHECK_FAIL;
+	r->wall_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	(void)exit_code;
+	return 0;
+}
+
+json_object *gb_checks_to_json(const struct gb_verify_result *r)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < r->n; i++) {
+		const struct gb_check *c = &r->checks[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(c->name));
+		json_object_object_add(o, "subject", json_object_new_string(c->subject));
+		json_object_object_add(o, "result", json_object_new_string(gb_check_state_to_string(c->state)));
+		json_object_object_add(o, "value", c->has_value ? json_object_new_double(c->value) : NULL);
+		json_object_object_add(o, "text", c->text[0] ? json_object_new_string(c->text) : NULL);
+		json_object_object_add(o, "op", c->has_threshold ? json_object_new_string(c->op) : NULL);
+		json_object_object_add(o, "threshold", c->has_threshold ? json_object_new_double(c->threshold) : NULL);
+		json_object_object_add(o, "unit", c->unit[0] ? json_object_new_string(c->unit) : NULL);
+		json_object_object_add(o, "threshold_source", c->source[0] ? json_object_new_string(c->source) : NULL);
+		json_object_object_add(o, "hint", c->hint[0] ? json_object_new_string(c->hint) : NULL);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+void gb_verify_print(const struct gb_verify_result *r, FILE *out)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		const struct gb_check *c = &r->checks[i];
+		char val[200];
+		if (c->has_value)
+			snprintf(val, sizeof(val), "%.2f %s (%s %.2f)", c->value, c->unit, c->op, c->threshold);
+		else
+			snprintf(val, sizeof(val), "%s", c->text);
+		fprintf(out, "%-4s %-28s %-24s %s\n", gb_check_state_to_string(c->state), c->name, c->subject, val);
+		if (c->state == GB_CHECK_FAIL && c->hint[0])
+			fprintf(out, "     -> %s\n", c->hint);
+	}
+	fprintf(out, "%u failed of %zu checks in %.0f ms (probe %.0f ms)\n", r->failed, r->n, r->wall_ms, r->probe_ms);
+}

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* gpuboot-probe, embedded in read-only data. */
+	.section .rodata
+	.balign 16
+	.globl gb_probe_blob
+gb_probe_blob:
+	.incbin PROBE_BIN
+	.globl gb_probe_blob_end
+gb_probe_blob_end:
+	.section .note.GNU-stack,"",@progbits

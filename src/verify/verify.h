@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* verify: is the GPU alive, healthy and as fast as it should be? Passive
+ * checks (NVML state), active checks (CUDA kernels, bandwidth, FLOPS)
+ * through gpuboot-probe, integration checks (containers, disk, network).
+ * Thresholds are derived at run time from the device itself. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "detect/detect.h"
+
+struct gb_ctx;
+struct gb_plan;
+
+enum gb_check_state {
+	GB_CHECK_PASS,
+	GB_CHECK_FAIL,
+	GB_CHECK_SKIP,
+	GB_CHECK_INFO,
+};
+
+struct gb_check {
+	char name[48];    /* "memory.read_bandwidth" */
+	char subject[48]; /* "gpu0 00000000:1b:00.0", or "system" */
+	bool has_value, has_threshold;
+	double value, threshold;
+	char text[160];  /* the value as text, where it is not a number */
+	char op[4];      /* ">=", "==", "<=" */
+	char unit[16];   /* "GB/s" */
+	char source[200]; /* where the threshold came from */
+	enum gb_check_state state;
+	char hint[320]; /* one line: what is wrong and the fix */
+};
+
+struct gb_verify_opts {
+	const char *tier; /* "passive" | "active" | "full" */
+	double min_gpu_memory_gib, min_network_gbps, min_disk_write_mbps;
+	bool fp64_gate, ecc_required;
+	char *const *skip; /* check names (or prefixes) to skip, NULL-terminated */
+	int probe_timeout_ms;
+	const char *disk_path; /* where to measure write bandwidth; NULL: the largest local filesystem */
+};
+
+struct gb_verify_result {
+	struct gb_check *checks;
+	size_t n, cap;
+	double wall_ms, probe_ms;
+	unsigned failed;
+	json_object *probe; /* the probe's document, owned */
+};
+
+int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
+	      struct gb_verify_result *ret);
+void gb_verify_result_done(struct gb_verify_result *r);
+json_object *gb_checks_to_json(const struct gb_verify_result *r);
+void gb_verify_print(const struct gb_verify_result *r, FILE *out);
+const char *gb_check_state_to_string(enum gb_check_state s);
+
+/* Thresholds derived from the device (thresholds.c). */
+unsigned gb_fp32_lanes_per_sm(int cc_major, int cc_minor);
+unsigned gb_fp64_lanes_per_sm(int cc_major, int cc_minor);
+double gb_peak_memory_gbps(unsigned mem_max_mhz, unsigned bus_width_bits);
+double gb_peak_flops_tflops(unsigned sms, unsigned lanes, unsigned sm_max_mhz);
+double gb_peak_pcie_gbps(int gen, int width);
+
+/* Efficiency factors: the share of the derived peak a healthy GPU reaches,
+ * with margin (docs/verification.md gives the measurements behind them). */
+#define GB_EFF_READ 0.80
+#define GB_EFF_COPY 0.70
+#define GB_EFF_FP32 0.80
+#define GB_EFF_FP64 0.80
+#define GB_EFF_PCIE 0.70
+#define GB_MIN_UTILIZATION 70.0
+#define GB_FP64_GATE_RATIO 0.25
+
+/* Run the embedded probe (probe-run.c): from a memfd (or a 0700 temporary
+ * directory where memfd is missing or noexec), in a child, under a timeout.
+ * On success *ret is the parsed JSON. On failure a negative errno and a
+ * one-line reason in err: hung (-ETIMEDOUT), crashed (-ECHILD, with the
+ * signal), no glibc loader (-ENOENT), unparsable output (-EBADMSG). */
+int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit,
+		 char *err, size_t errsz);
