@@ -113,7 +113,7 @@ deps:
 	scripts/install-deps.sh
 
 test: deps
-	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot
+	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot fake-nvidia
 	tests/run.sh
 
 lint:
@@ -126,3 +126,15 @@ clean:
 	rm -rf build
 
 .PHONY: all static catalog deps test lint bench clean fuzz probe
+
+# --- the fake NVIDIA libraries the probe is pointed at in tests ---
+FAKE_NV := build/fake-nvidia
+$(FAKE_NV)/libnvidia-ml.so.1: tests/fake-nvidia/fake-nvml.c tests/fake-nvidia/fake.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FAKE    $@")
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+$(FAKE_NV)/libcuda.so.1: tests/fake-nvidia/fake-cuda.c tests/fake-nvidia/fake.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FAKE    $@")
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+fake-nvidia: $(FAKE_NV)/libnvidia-ml.so.1 $(FAKE_NV)/libcuda.so.1

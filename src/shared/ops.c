@@ -187,6 +187,14 @@ static uint64_t fake_now(void)
 	return fake.clock;
 }
 
+static uint64_t fake_now_realtime(void)
+{
+	if (!fake.has_clock)
+		return real_now_realtime_ns();
+	fake.clock += 1000000ull;
+	return fake.clock;
+}
+
 static int fake_uname(struct utsname *ret)
 {
 	int r = real_uname(ret);
@@ -206,7 +214,7 @@ static const struct gb_ops gb_ops_fake = {
 	.reboot = fake_reboot,
 	.run_command = fake_run_command,
 	.now_monotonic_ns = fake_now,
-	.now_realtime_ns = fake_now,
+	.now_realtime_ns = fake_now_realtime,
 	.uname = fake_uname,
 };
 

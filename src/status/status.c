@@ -322,7 +322,19 @@ int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
 	doc = gb_status_to_json(s);
 	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
-	r = gb_write_file_atomic(path, text, strlen(text), 0644);
+	{
+		size_t n = strlen(text);
+		char *withnl = malloc(n + 2);
+		if (withnl) {
+			memcpy(withnl, text, n);
+			withnl[n] = '\n';
+			withnl[n + 1] = '\0';
+			r = gb_write_file_atomic(path, withnl, n + 1, 0644);
+			free(withnl);
+		} else {
+			r = -ENOMEM;
+		}
+	}
 	if (r < 0) {
 		gb_log_error_errno(r, "Failed to write the status document '%s': %m", path);
 		first = r;

@@ -439,8 +439,8 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 {
 	uint64_t t0 = ctx->ops->now_monotonic_ns(), tp;
 	bool active = !streq(o->tier, "passive");
-	char pattern[16] = "4096", bw[16] = "1024", err[512] = "";
-	char *args[12];
+	char pattern[16] = "4096", bw[16] = "1024", load[16] = "600", err[512] = "";
+	char *args[14];
 	size_t na = 0;
 	int exit_code = -1, rc;
 	json_object *gpus, *act;
@@ -467,12 +467,17 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 			e = getenv("GPUBOOT_PROBE_BW_MIB");
 			if (e)
 				gb_strscpy(bw, sizeof(bw), e);
+			e = getenv("GPUBOOT_PROBE_LOAD_MS");
+			if (e)
+				gb_strscpy(load, sizeof(load), e);
 		}
 #endif
 		args[na++] = (char *)"--pattern-mib";
 		args[na++] = pattern;
 		args[na++] = (char *)"--bw-mib";
 		args[na++] = bw;
+		args[na++] = (char *)"--load-ms";
+		args[na++] = load;
 	}
 	args[na] = NULL;
 	tp = ctx->ops->now_monotonic_ns();
@@ -597,8 +602,10 @@ void gb_verify_print(const struct gb_verify_result *r, FILE *out)
 	for (size_t i = 0; i < r->n; i++) {
 		const struct gb_check *c = &r->checks[i];
 		char val[200];
-		if (c->has_value)
+		if (c->has_value && c->has_threshold)
 			snprintf(val, sizeof(val), "%.2f %s (%s %.2f)", c->value, c->unit, c->op, c->threshold);
+		else if (c->has_value)
+			snprintf(val, sizeof(val), "%.2f %s; %s", c->value, c->unit, c->text);
 		else
 			snprintf(val, sizeof(val), "%s", c->text);
 		fprintf(out, "%-4s %-28s %-24s %s\n", gb_check_state_to_string(c->state), c->name, c->subject, val);

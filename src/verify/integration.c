@@ -122,7 +122,7 @@ static void disk_check(struct gb_ctx *ctx, const struct gb_verify_opts *o, struc
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); /* tmpfs and friends: no O_DIRECT */
 	if (fd < 0) {
 		c->state = GB_CHECK_SKIP;
-		snprintf(c->text, sizeof(c->text), "cannot write in %s: %s", dir, strerror(errno));
+		snprintf(c->text, sizeof(c->text), "cannot write in %.100s: %.40s", dir, strerror(errno));
 		free(buf);
 		return;
 	}
@@ -141,7 +141,7 @@ static void disk_check(struct gb_ctx *ctx, const struct gb_verify_opts *o, struc
 	c->has_value = true;
 	c->value = (double)done / 1e6 / ((double)(t1 - t0) / 1e9);
 	snprintf(c->unit, sizeof(c->unit), "MB/s");
-	snprintf(c->text, sizeof(c->text), "%zu MiB direct writes to %s", done >> 20, dir);
+	snprintf(c->text, sizeof(c->text), "%zu MiB direct writes to %.100s", done >> 20, dir);
 	if (o->min_disk_write_mbps > 0) {
 		c->has_threshold = true;
 		c->threshold = o->min_disk_write_mbps;

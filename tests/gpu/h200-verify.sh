@@ -3,7 +3,8 @@
 # figures measured in the same run as the reference. Writes into $OUT (or ./gpu-out).
 # usage: tests/gpu/h200-verify.sh [RUNS]     (docs/verification.md records the results)
 set -u
-OUT=${OUT:-gpu-out}
+FINAL=${OUT:-gpu-out}
+OUT=$FINAL/r
 RUNS=${1:-20}
 GB=${GB:-build/gpuboot}
 mkdir -p "$OUT"
@@ -54,5 +55,9 @@ sleep 8
 echo "loaded exit $? (15 expected)" >>"$OUT/summary.txt"
 kill "$LOAD" 2>/dev/null
 wait "$LOAD" 2>/dev/null
+for d in $(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null); do
+	python3 tests/gpu/reference.py "$d" >"$OUT/reference-gpu$d.json" 2>&1
+done
 rm -rf "$S"
 cat "$OUT/summary.txt"
+tar czf "$FINAL/results.tgz" -C "$FINAL" r && rm -rf "$OUT"

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* A fake libnvidia-ml.so.1: the ABI subset gpuboot-probe uses, answering
+ * from the scenario in fake.h. */
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fake.h"
+
+typedef int nvmlReturn_t;
+typedef struct {
+	char busIdLegacy[16];
+	unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} nvmlPciInfo_t;
+typedef struct {
+	unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+	unsigned gpu, memory;
+} nvmlUtilization_t;
+
+#define OK 0
+#define NOT_SUPPORTED 3
+#define INVALID 2
+#define INSUFFICIENT 7
+
+static unsigned idx(void *d)
+{
+	return (unsigned)((unsigned long)d - 1);
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+	if (fake_is("hang"))
+		sleep(3600);
+	if (fake_is("crash"))
+		raise(SIGSEGV);
+	return OK;
+}
+nvmlReturn_t nvmlShutdown(void)
+{
+	return OK;
+}
+const char *nvmlErrorString(nvmlReturn_t r)
+{
+	return r == OK ? "Success" : "Unknown Error";
+}
+nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned n)
+{
+	const char *d = getenv("FAKE_NV_DRIVER");
+	snprintf(v, n, "%s", fake_is("mismatch") ? "535.161.08" : d ? d : "535.183.01");
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
+{
+	*n = fake_gpus();
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d)
+{
+	if (i >= fake_gpus())
+		return INVALID;
+	*d = (void *)(unsigned long)(i + 1);
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetName(void *d, char *n, unsigned len)
+{
+	(void)d;
+	snprintf(n, len, "NVIDIA H100 80GB HBM3");
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetUUID(void *d, char *n, unsigned len)
+{
+	snprintf(n, len, "GPU-fake0000-0000-0000-0000-00000000000%u", idx(d));
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(void *d, nvmlPciInfo_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->bus = fake_bus[idx(d)];
+	p->pciDeviceId = 0x233010de;
+	snprintf(p->busId, sizeof(p->busId), "00000000:%02x:00.0", fake_bus[idx(d)]);
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMemoryInfo(void *d, nvmlMemory_t *m)
+{
+	(void)d;
+	m->total = 85520809984ull;
+	m->used = 0;
+	m->free = m->total;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetEccMode(void *d, int *cur, int *pend)
+{
+	(void)d;
+	*cur = *pend = 1;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(void *d, int type, int counter, unsigned long long *n)
+{
+	(void)type;
+	(void)counter;
+	*n = fake_is("ecc") && idx(d) == 1 ? 2 : 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetRemappedRows(void *d, unsigned *corr, unsigned *unc, unsigned *pending, unsigned *failure)
+{
+	int p = fake_is("remap-pending") && idx(d) == 2;
+	*corr = 0;
+	*unc = p ? 1 : 0;
+	*pending = p;
+	*failure = 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(void *d, int *p)
+{
+	(void)d;
+	(void)p;
+	return NOT_SUPPORTED; /* Hopper: remapped rows instead */
+}
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(void *d, unsigned long long *r)
+{
+	(void)d;
+	*r = 0x1; /* GPU idle */
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetPersistenceMode(void *d, int *m)
+{
+	(void)d;
+	*m = 1;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetComputeMode(void *d, int *m)
+{
+	(void)d;
+	*m = 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMigMode(void *d, unsigned *cur, unsigned *pend)
+{
+	(void)d;
+	*cur = *pend = 0;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(void *d, unsigned *v)
+{
+	*v = (unsigned)fake_link_gen(idx(d));
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(void *d, unsigned *v)
+{
+	*v = (unsigned)fake_link_width(idx(d));
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(void *d, unsigned *v)
+{
+	(void)d;
+	*v = 5;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(void *d, unsigned *v)
+{
+	(void)d;
+	*v = 16;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(void *d, int type, unsigned *mhz)
+{
+	(void)d;
+	*mhz = type == 2 ? FAKE_MEM_MHZ : FAKE_SM_MHZ;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz)
+{
+	return nvmlDeviceGetMaxClockInfo(d, type, mhz);
+}
+nvmlReturn_t nvmlDeviceGetMemoryBusWidth(void *d, unsigned *w)
+{
+	(void)d;
+	*w = FAKE_BUS_WIDTH;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetUtilizationRates(void *d, nvmlUtilization_t *u)
+{
+	u->gpu = fake_is("busy") && idx(d) == 0 ? 55 : 100;
+	u->memory = 20;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *count, void *infos)
+{
+	(void)infos;
+	*count = fake_is("busy") && idx(d) == 0 ? 1 : 0;
+	return *count ? INSUFFICIENT : OK;
+}
+nvmlReturn_t nvmlDeviceGetTemperature(void *d, int s, unsigned *t)
+{
+	(void)d;
+	(void)s;
+	*t = 38;
+	return OK;
+}

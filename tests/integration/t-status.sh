@@ -1,0 +1,35 @@
+# The status document: its schema (docs/status.md), atomic replacement, the
+# Prometheus text (promtool check metrics), and `gpuboot status`.
+. tests/integration/lib.sh
+FAKE=$PWD/build/fake-nvidia
+M=$TMP/machine
+cp -a "$FIX/h100x8-ubuntu2204" "$M"
+mkdir -p "$M/dev"
+for n in nvidiactl nvidia-uvm nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7; do : >"$M/dev/$n"; done
+export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS=50
+S=$TMP/state
+expect_exit 1 "$GB" status --state-dir "$S"
+grep -q "has not run here yet" "$TMP/err" || fail "missing status not explained"
+FAKE_NV_SCENARIO=slow-gpu LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --state-dir "$S" --run-dir "$S/run"
+python3 tests/status_schema.py "$S/status.json" docs/status.md || fail "status.json breaks its documented schema"
+[ "$(ls -A "$S" | grep -c '^\.')" -eq 0 ] || fail "temporary files left in the state directory: $(ls -A "$S")"
+expect_exit 0 "$GB" status --state-dir "$S"
+grep -q "verify-failed (exit 15)" "$TMP/out" && grep -q "compute.fp32 gpu3" "$TMP/out" || fail "status text: $(cat "$TMP/out")"
+expect_exit 0 "$GB" status --json --state-dir "$S"
+cmp -s "$TMP/out" "$S/status.json" || fail "status --json is not the document"
+expect_exit 0 "$GB" status --prometheus --state-dir "$S"
+cmp -s "$TMP/out" "$S/gpuboot.prom" || fail "status --prometheus differs from the textfile"
+grep -q '^gpuboot_check_passed{check="compute.fp32",subject="gpu3 00000000:61:00.0"} 0$' "$S/gpuboot.prom" || fail "metric for the failed check"
+grep -q '^gpuboot_verified 0$' "$S/gpuboot.prom" || fail "gpuboot_verified"
+grep -q '^gpuboot.dev/verified=false$' "$S/nfd-features" || fail "NFD features"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$S/gpuboot.prom" || fail "promtool rejects the metrics"
+else
+	echo "promtool missing: metrics checked by the grep above only" >&2
+fi
+# A corrupt document is reported, not trusted; the next run replaces it.
+printf '{ not json' >"$S/status.json"
+expect_exit 1 "$GB" status --state-dir "$S"
+LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier passive --state-dir "$S" --run-dir "$S/run"
+python3 tests/status_schema.py "$S/status.json" docs/status.md || fail "status.json after recovery"
+echo ok
