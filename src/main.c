@@ -310,7 +310,8 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		gb_log_error("verify takes no arguments (got '%s'); see gpuboot --help", argv[0]);
 		return GB_EXIT_USAGE;
 	}
-	if (ctx->opt.tier && !streq(ctx->opt.tier, "passive") && !streq(ctx->opt.tier, "active") && !streq(ctx->opt.tier, "full")) {
+	if (ctx->opt.tier && !streq(ctx->opt.tier, "passive") && !streq(ctx->opt.tier, "active") &&
+	    !streq(ctx->opt.tier, "full")) {
 		gb_log_error("--tier must be passive, active or full, not '%s'", ctx->opt.tier);
 		return GB_EXIT_USAGE;
 	}
@@ -340,8 +341,10 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 	if (f.n_gpus == 0) {
 		gb_strscpy(stage->result, sizeof(stage->result), "refused");
 		stage->err = -ENODEV;
-		snprintf(stage->error, sizeof(stage->error), "no NVIDIA GPU found (no PCI function of vendor 10de with a display or 3D class)");
-		snprintf(stage->hint, sizeof(stage->hint), "check the instance type has a GPU attached (lspci -d 10de:)");
+		snprintf(stage->error, sizeof(stage->error),
+		         "no NVIDIA GPU found (no PCI function of vendor 10de with a display or 3D class)");
+		snprintf(stage->hint, sizeof(stage->hint),
+		         "check the instance type has a GPU attached (lspci -d 10de:)");
 		gb_log_error("%s", stage->error);
 		code = GB_EXIT_NO_GPU;
 		goto out;
@@ -374,17 +377,18 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 	}
 	st.verify = &res;
 	st.driver_ready = check_passed(&res, "driver.loaded", true) && check_passed(&res, "driver.userspace", true) &&
-			  check_passed(&res, "driver.version_match", true);
+	                  check_passed(&res, "driver.version_match", true);
 	st.cuda_ready = !streq(o.tier, "passive") && check_passed(&res, "cuda.context", true);
-	st.toolkit_ready = f.nvidia.container_toolkit && (!streq(o.tier, "full") || check_passed(&res, "container.gpu_visible", true));
+	st.toolkit_ready =
+	    f.nvidia.container_toolkit && (!streq(o.tier, "full") || check_passed(&res, "container.gpu_visible", true));
 	st.verified = res.failed == 0;
 	if (res.failed) {
 		gb_strscpy(stage->result, sizeof(stage->result), "failed");
 		snprintf(stage->error, sizeof(stage->error), "%u check(s) failed", res.failed);
 		for (size_t i = 0; i < res.n; i++)
 			if (res.checks[i].state == GB_CHECK_FAIL) {
-				snprintf(stage->hint, sizeof(stage->hint), "%.47s (%.47s): %.200s", res.checks[i].name, res.checks[i].subject,
-					 res.checks[i].hint);
+				snprintf(stage->hint, sizeof(stage->hint), "%.47s (%.47s): %.200s", res.checks[i].name,
+				         res.checks[i].subject, res.checks[i].hint);
 				break;
 			}
 	}
@@ -397,7 +401,8 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		json_object_object_add(j, "probe_ms", json_object_new_double(res.probe_ms));
 		json_object_object_add(j, "checks", gb_checks_to_json(&res));
 		json_object_object_add(j, "probe", res.probe ? json_object_get(res.probe) : NULL);
-		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+		                                           JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(j);
 	} else {
 		gb_verify_print(&res, stdout);

@@ -66,76 +66,76 @@ enum {
 
 /* Every entry point the probe resolves, by the name it is exported under
  * (the versioned names where the ABI moved). X(type-of-pointer, field, "symbol", required) */
-#define GB_NVML_FUNCS(X)                                                                                      \
-	X(nvmlReturn_t (*)(void), init, "nvmlInit_v2", 1)                                                   \
-	X(nvmlReturn_t (*)(void), shutdown, "nvmlShutdown", 1)                                              \
-	X(const char *(*)(nvmlReturn_t), error_string, "nvmlErrorString", 1)                                \
-	X(nvmlReturn_t (*)(char *, unsigned), driver_version, "nvmlSystemGetDriverVersion", 1)              \
-	X(nvmlReturn_t (*)(unsigned *), count, "nvmlDeviceGetCount_v2", 1)                                  \
-	X(nvmlReturn_t (*)(unsigned, nvmlDevice_t *), handle, "nvmlDeviceGetHandleByIndex_v2", 1)           \
-	X(nvmlReturn_t (*)(nvmlDevice_t, char *, unsigned), name, "nvmlDeviceGetName", 1)                   \
-	X(nvmlReturn_t (*)(nvmlDevice_t, char *, unsigned), uuid, "nvmlDeviceGetUUID", 1)                   \
-	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t *), pci, "nvmlDeviceGetPciInfo_v3", 1)               \
-	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t *), memory, "nvmlDeviceGetMemoryInfo", 1)             \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int *, int *), ecc_mode, "nvmlDeviceGetEccMode", 0)                \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long *), ecc_errors,                       \
-	  "nvmlDeviceGetTotalEccErrors", 0)                                                                   \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *), remapped_rows,    \
-	  "nvmlDeviceGetRemappedRows", 0)                                                                     \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int *), retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus", 0) \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *, unsigned long long *), retired_pages,             \
-	  "nvmlDeviceGetRetiredPages", 0)                                                                     \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned long long *), clock_events,                               \
-	  "nvmlDeviceGetCurrentClocksEventReasons", 0)                                                        \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned long long *), throttle_reasons,                           \
-	  "nvmlDeviceGetCurrentClocksThrottleReasons", 0)                                                     \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int *), persistence, "nvmlDeviceGetPersistenceMode", 0)            \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int *), compute_mode, "nvmlDeviceGetComputeMode", 0)               \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, unsigned *), mig_mode, "nvmlDeviceGetMigMode", 0)      \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", 0)   \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", 0)      \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_max_gen, "nvmlDeviceGetMaxPcieLinkGeneration", 0) \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth", 0)   \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), max_clock, "nvmlDeviceGetMaxClockInfo", 0)       \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), clock, "nvmlDeviceGetClockInfo", 0)              \
-	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), bus_width, "nvmlDeviceGetMemoryBusWidth", 0)          \
-	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0) \
+#define GB_NVML_FUNCS(X)                                                                                               \
+	X(nvmlReturn_t (*)(void), init, "nvmlInit_v2", 1)                                                              \
+	X(nvmlReturn_t (*)(void), shutdown, "nvmlShutdown", 1)                                                         \
+	X(const char *(*)(nvmlReturn_t), error_string, "nvmlErrorString", 1)                                           \
+	X(nvmlReturn_t (*)(char *, unsigned), driver_version, "nvmlSystemGetDriverVersion", 1)                         \
+	X(nvmlReturn_t (*)(unsigned *), count, "nvmlDeviceGetCount_v2", 1)                                             \
+	X(nvmlReturn_t (*)(unsigned, nvmlDevice_t *), handle, "nvmlDeviceGetHandleByIndex_v2", 1)                      \
+	X(nvmlReturn_t (*)(nvmlDevice_t, char *, unsigned), name, "nvmlDeviceGetName", 1)                              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, char *, unsigned), uuid, "nvmlDeviceGetUUID", 1)                              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t *), pci, "nvmlDeviceGetPciInfo_v3", 1)                          \
+	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t *), memory, "nvmlDeviceGetMemoryInfo", 1)                        \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int *, int *), ecc_mode, "nvmlDeviceGetEccMode", 0)                           \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long *), ecc_errors, "nvmlDeviceGetTotalEccErrors",   \
+	  0)                                                                                                           \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *), remapped_rows,               \
+	  "nvmlDeviceGetRemappedRows", 0)                                                                              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int *), retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus", 0)         \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *, unsigned long long *), retired_pages,                        \
+	  "nvmlDeviceGetRetiredPages", 0)                                                                              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned long long *), clock_events,                                          \
+	  "nvmlDeviceGetCurrentClocksEventReasons", 0)                                                                 \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned long long *), throttle_reasons,                                      \
+	  "nvmlDeviceGetCurrentClocksThrottleReasons", 0)                                                              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int *), persistence, "nvmlDeviceGetPersistenceMode", 0)                       \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int *), compute_mode, "nvmlDeviceGetComputeMode", 0)                          \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, unsigned *), mig_mode, "nvmlDeviceGetMigMode", 0)                 \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", 0)              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", 0)                 \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_max_gen, "nvmlDeviceGetMaxPcieLinkGeneration", 0)           \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_max_width, "nvmlDeviceGetMaxPcieLinkWidth", 0)              \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), max_clock, "nvmlDeviceGetMaxClockInfo", 0)                  \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), clock, "nvmlDeviceGetClockInfo", 0)                         \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), bus_width, "nvmlDeviceGetMemoryBusWidth", 0)                     \
+	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0)        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, void *), processes, "nvmlDeviceGetComputeRunningProcesses_v3", 0) \
 	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), temperature, "nvmlDeviceGetTemperature", 0)
 
-#define GB_CUDA_FUNCS(X)                                                                                      \
-	X(CUresult (*)(unsigned), init, "cuInit", 1)                                                          \
-	X(CUresult (*)(int *), driver_version, "cuDriverGetVersion", 1)                                       \
-	X(CUresult (*)(CUresult, const char **), error_string, "cuGetErrorString", 1)                         \
-	X(CUresult (*)(int *), count, "cuDeviceGetCount", 1)                                                  \
-	X(CUresult (*)(CUdevice *, int), get, "cuDeviceGet", 1)                                               \
-	X(CUresult (*)(int *, int, CUdevice), attribute, "cuDeviceGetAttribute", 1)                           \
-	X(CUresult (*)(CUcontext *, CUdevice), ctx_retain, "cuDevicePrimaryCtxRetain", 1)                     \
-	X(CUresult (*)(CUdevice), ctx_release, "cuDevicePrimaryCtxRelease_v2", 1)                             \
-	X(CUresult (*)(CUcontext), ctx_set, "cuCtxSetCurrent", 1)                                             \
-	X(CUresult (*)(void), ctx_sync, "cuCtxSynchronize", 1)                                                \
-	X(CUresult (*)(CUmodule *, const void *), module_load, "cuModuleLoadData", 1)                         \
-	X(CUresult (*)(CUfunction *, CUmodule, const char *), function, "cuModuleGetFunction", 1)             \
-	X(CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,      \
-		       CUstream, void **, void **),                                                           \
-	  launch, "cuLaunchKernel", 1)                                                                        \
-	X(CUresult (*)(CUdeviceptr *, size_t), mem_alloc, "cuMemAlloc_v2", 1)                                 \
-	X(CUresult (*)(CUdeviceptr), mem_free, "cuMemFree_v2", 1)                                             \
-	X(CUresult (*)(size_t *, size_t *), mem_info, "cuMemGetInfo_v2", 1)                                   \
-	X(CUresult (*)(CUdeviceptr, unsigned, size_t), memset32, "cuMemsetD32_v2", 1)                         \
-	X(CUresult (*)(void **, size_t, unsigned), host_alloc, "cuMemHostAlloc", 1)                           \
-	X(CUresult (*)(void *), host_free, "cuMemFreeHost", 1)                                                \
-	X(CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream), copy_dtod, "cuMemcpyDtoDAsync_v2", 1)     \
-	X(CUresult (*)(CUdeviceptr, const void *, size_t, CUstream), copy_htod, "cuMemcpyHtoDAsync_v2", 1)    \
-	X(CUresult (*)(void *, CUdeviceptr, size_t, CUstream), copy_dtoh, "cuMemcpyDtoHAsync_v2", 1)          \
-	X(CUresult (*)(void *, CUdeviceptr, size_t), copy_dtoh_sync, "cuMemcpyDtoH_v2", 1)                    \
-	X(CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream), copy_peer,          \
-	  "cuMemcpyPeerAsync", 0)                                                                             \
-	X(CUresult (*)(int *, CUdevice, CUdevice), can_access_peer, "cuDeviceCanAccessPeer", 0)               \
-	X(CUresult (*)(CUcontext, unsigned), enable_peer, "cuCtxEnablePeerAccess", 0)                         \
-	X(CUresult (*)(CUevent *, unsigned), event_create, "cuEventCreate", 1)                                \
-	X(CUresult (*)(CUevent), event_destroy, "cuEventDestroy_v2", 1)                                       \
-	X(CUresult (*)(CUevent, CUstream), event_record, "cuEventRecord", 1)                                  \
-	X(CUresult (*)(CUevent), event_sync, "cuEventSynchronize", 1)                                         \
-	X(CUresult (*)(CUevent), event_query, "cuEventQuery", 1)                                              \
+#define GB_CUDA_FUNCS(X)                                                                                           \
+	X(CUresult (*)(unsigned), init, "cuInit", 1)                                                               \
+	X(CUresult (*)(int *), driver_version, "cuDriverGetVersion", 1)                                            \
+	X(CUresult (*)(CUresult, const char **), error_string, "cuGetErrorString", 1)                              \
+	X(CUresult (*)(int *), count, "cuDeviceGetCount", 1)                                                       \
+	X(CUresult (*)(CUdevice *, int), get, "cuDeviceGet", 1)                                                    \
+	X(CUresult (*)(int *, int, CUdevice), attribute, "cuDeviceGetAttribute", 1)                                \
+	X(CUresult (*)(CUcontext *, CUdevice), ctx_retain, "cuDevicePrimaryCtxRetain", 1)                          \
+	X(CUresult (*)(CUdevice), ctx_release, "cuDevicePrimaryCtxRelease_v2", 1)                                  \
+	X(CUresult (*)(CUcontext), ctx_set, "cuCtxSetCurrent", 1)                                                  \
+	X(CUresult (*)(void), ctx_sync, "cuCtxSynchronize", 1)                                                     \
+	X(CUresult (*)(CUmodule *, const void *), module_load, "cuModuleLoadData", 1)                              \
+	X(CUresult (*)(CUfunction *, CUmodule, const char *), function, "cuModuleGetFunction", 1)                  \
+	X(CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, \
+	               void **, void **),                                                                          \
+	  launch, "cuLaunchKernel", 1)                                                                             \
+	X(CUresult (*)(CUdeviceptr *, size_t), mem_alloc, "cuMemAlloc_v2", 1)                                      \
+	X(CUresult (*)(CUdeviceptr), mem_free, "cuMemFree_v2", 1)                                                  \
+	X(CUresult (*)(size_t *, size_t *), mem_info, "cuMemGetInfo_v2", 1)                                        \
+	X(CUresult (*)(CUdeviceptr, unsigned, size_t), memset32, "cuMemsetD32_v2", 1)                              \
+	X(CUresult (*)(void **, size_t, unsigned), host_alloc, "cuMemHostAlloc", 1)                                \
+	X(CUresult (*)(void *), host_free, "cuMemFreeHost", 1)                                                     \
+	X(CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream), copy_dtod, "cuMemcpyDtoDAsync_v2", 1)          \
+	X(CUresult (*)(CUdeviceptr, const void *, size_t, CUstream), copy_htod, "cuMemcpyHtoDAsync_v2", 1)         \
+	X(CUresult (*)(void *, CUdeviceptr, size_t, CUstream), copy_dtoh, "cuMemcpyDtoHAsync_v2", 1)               \
+	X(CUresult (*)(void *, CUdeviceptr, size_t), copy_dtoh_sync, "cuMemcpyDtoH_v2", 1)                         \
+	X(CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream), copy_peer,               \
+	  "cuMemcpyPeerAsync", 0)                                                                                  \
+	X(CUresult (*)(int *, CUdevice, CUdevice), can_access_peer, "cuDeviceCanAccessPeer", 0)                    \
+	X(CUresult (*)(CUcontext, unsigned), enable_peer, "cuCtxEnablePeerAccess", 0)                              \
+	X(CUresult (*)(CUevent *, unsigned), event_create, "cuEventCreate", 1)                                     \
+	X(CUresult (*)(CUevent), event_destroy, "cuEventDestroy_v2", 1)                                            \
+	X(CUresult (*)(CUevent, CUstream), event_record, "cuEventRecord", 1)                                       \
+	X(CUresult (*)(CUevent), event_sync, "cuEventSynchronize", 1)                                              \
+	X(CUresult (*)(CUevent), event_query, "cuEventQuery", 1)                                                   \
 	X(CUresult (*)(float *, CUevent, CUevent), event_elapsed, "cuEventElapsedTime", 1)

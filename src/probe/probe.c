@@ -148,8 +148,8 @@ static const char *cu_err(CUresult r)
 	return "unknown CUDA error";
 }
 
-static int load(void **h, const char *lib, const char *const *syms, void ***fields, const int *req, size_t n,
-		char *err, size_t errsz)
+static int load(void **h, const char *lib, const char *const *syms, void ***fields, const int *req, size_t n, char *err,
+                size_t errsz)
 {
 	*h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!*h) {
@@ -196,7 +196,7 @@ static int load_cuda(char *err, size_t errsz)
 struct gpu {
 	nvmlDevice_t dev;
 	char bus_id[32]; /* "00000000:00:06.0" from NVML */
-	int cuda_index;  /* -1: not seen by CUDA */
+	int cuda_index; /* -1: not seen by CUDA */
 	CUdevice cudev;
 	CUcontext ctx;
 	CUmodule mod;
@@ -258,9 +258,11 @@ static void passive_gpu(unsigned i)
 		jbool("supported", 1);
 		jbool("enabled", cur == 1);
 		jbool("pending_enabled", pend == 1);
-		if (nv.ecc_errors && nv.ecc_errors(g->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ull) == NVML_SUCCESS)
+		if (nv.ecc_errors &&
+		    nv.ecc_errors(g->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ull) == NVML_SUCCESS)
 			jint("volatile_uncorrected", (long long)ull);
-		if (nv.ecc_errors && nv.ecc_errors(g->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &ull) == NVML_SUCCESS)
+		if (nv.ecc_errors &&
+		    nv.ecc_errors(g->dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &ull) == NVML_SUCCESS)
 			jint("aggregate_uncorrected", (long long)ull);
 	} else {
 		jbool("supported", 0);
@@ -300,7 +302,10 @@ static void passive_gpu(unsigned i)
 	if (nv.persistence && nv.persistence(g->dev, &cur) == NVML_SUCCESS)
 		jbool("persistence_mode", cur == 1);
 	if (nv.compute_mode && nv.compute_mode(g->dev, &cur) == NVML_SUCCESS)
-		jstr("compute_mode", cur == 0 ? "default" : cur == 2 ? "prohibited" : cur == 3 ? "exclusive_process" : "exclusive_thread");
+		jstr("compute_mode", cur == 0   ? "default"
+		                     : cur == 2 ? "prohibited"
+		                     : cur == 3 ? "exclusive_process"
+		                                : "exclusive_thread");
 	if (nv.mig_mode && nv.mig_mode(g->dev, &u1, &u2) == NVML_SUCCESS)
 		jbool("mig_enabled", u1 == 1);
 	else
@@ -340,13 +345,13 @@ static void passive_gpu(unsigned i)
 
 /* ---- active checks ---- */
 
-#define CK(call, what)                                                                              \
-	do {                                                                                        \
-		CUresult _r = (call);                                                               \
-		if (_r != CUDA_SUCCESS) {                                                           \
+#define CK(call, what)                                                                                        \
+	do {                                                                                                  \
+		CUresult _r = (call);                                                                         \
+		if (_r != CUDA_SUCCESS) {                                                                     \
 			snprintf(g->error, sizeof(g->error), "%s: %s (CUDA error %d)", what, cu_err(_r), _r); \
-			return -1;                                                                  \
-		}                                                                                   \
+			return -1;                                                                            \
+		}                                                                                             \
 	} while (0)
 
 static int launch(struct gpu *g, CUfunction f, unsigned blocks, unsigned threads, void **params)
@@ -373,7 +378,8 @@ static int setup(struct gpu *g, const struct options *o)
 		CUresult r = cu.module_load(&g->mod, gb_probe_ptx);
 		if (r == CUDA_ERROR_JIT_COMPILER_NOT_FOUND) {
 			snprintf(g->error, sizeof(g->error),
-				 "PTX JIT compiler missing: libnvidia-ptxjitcompiler.so.1 is not installed (CUDA error 221)");
+			         "PTX JIT compiler missing: libnvidia-ptxjitcompiler.so.1 is not installed (CUDA error "
+			         "221)");
 			return -1;
 		}
 		CK(r, "cuModuleLoadData (PTX JIT)");
@@ -484,7 +490,8 @@ static int pattern(struct gpu *g)
 static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
 {
 	unsigned blocks = blocks_for(g), threads = 256;
-	double peak_guess = (double)g->sm_count * (fp64 ? 64 : 128) * 2 * (g->clock_khz > 0 ? g->clock_khz * 1e3 : 1.5e9);
+	double peak_guess =
+	    (double)g->sm_count * (fp64 ? 64 : 128) * 2 * (g->clock_khz > 0 ? g->clock_khz * 1e3 : 1.5e9);
 	double per_iter = (double)blocks * threads * 256; /* 128 FMA per iteration */
 	unsigned iters = (unsigned)(peak_guess * (load_ms / 1000.0) / per_iter);
 	void *params[] = { &g->sink, &iters };
@@ -649,7 +656,7 @@ int main(int argc, char **argv)
 	t_nvml = now_ms() - t0;
 	if (nr != NVML_SUCCESS) {
 		snprintf(err, sizeof(err), "nvmlInit failed: %s (NVML error %d); is the nvidia module loaded?",
-			 nv.error_string(nr), nr);
+		         nv.error_string(nr), nr);
 		jstr("error", err);
 		jstr("stage", "nvml");
 		jclose('}');
@@ -680,7 +687,9 @@ int main(int argc, char **argv)
 		r = cu.init(0);
 		t_cuinit = now_ms() - t;
 		if (r == CUDA_ERROR_SYSTEM_NOT_READY) {
-			snprintf(err, sizeof(err), "cuInit: system not ready (CUDA error 802): on an NVSwitch system the fabric manager is not running or not ready");
+			snprintf(err, sizeof(err),
+			         "cuInit: system not ready (CUDA error 802): on an NVSwitch system the fabric manager "
+			         "is not running or not ready");
 			goto cuda_error;
 		}
 		if (r != CUDA_SUCCESS) {
@@ -837,6 +846,7 @@ cuda_error:
 	nv.shutdown();
 	return 0;
 usage:
-	fprintf(stderr, "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] [--load-ms N]\n");
+	fprintf(stderr,
+	        "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] [--load-ms N]\n");
 	return 2;
 }

@@ -94,7 +94,8 @@ json_object *gb_status_to_json(const struct gb_status *s)
 	json_object_object_add(o, "command", json_object_new_string(s->command));
 	json_object_object_add(o, "started_at", iso8601(s->started_ns));
 	json_object_object_add(o, "finished_at", iso8601(s->finished_ns));
-	json_object_object_add(o, "duration_ms", json_object_new_double((double)(s->finished_ns - s->started_ns) / 1e6));
+	json_object_object_add(o, "duration_ms",
+	                       json_object_new_double((double)(s->finished_ns - s->started_ns) / 1e6));
 	json_object_object_add(o, "exit_code", json_object_new_int(s->exit_code));
 	json_object_object_add(o, "result", json_object_new_string(result_of(s->exit_code)));
 	json_object_object_add(flags, "driver_ready", json_object_new_boolean(s->driver_ready));
@@ -108,7 +109,8 @@ json_object *gb_status_to_json(const struct gb_status *s)
 		json_object_object_add(j, "name", json_object_new_string(st->name));
 		json_object_object_add(j, "result", json_object_new_string(st->result));
 		json_object_object_add(j, "duration_ms", json_object_new_double(st->duration_ms));
-		json_object_object_add(j, "errno", errno_name(st->err) ? json_object_new_string(errno_name(st->err)) : NULL);
+		json_object_object_add(j, "errno",
+		                       errno_name(st->err) ? json_object_new_string(errno_name(st->err)) : NULL);
 		json_object_object_add(j, "error", st->error[0] ? json_object_new_string(st->error) : NULL);
 		json_object_object_add(j, "hint", st->hint[0] ? json_object_new_string(st->hint) : NULL);
 		json_object_array_add(stages, j);
@@ -178,7 +180,9 @@ static void label(struct sbuf *b, const char *v)
 static const char *jstr(json_object *o, const char *k)
 {
 	json_object *v;
-	return o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+	return o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+	           ? json_object_get_string(v)
+	           : NULL;
 }
 
 static json_object *jget(json_object *o, const char *k)
@@ -208,13 +212,15 @@ char *gb_status_prometheus(json_object *doc)
 		struct tm tm;
 		memset(&tm, 0, sizeof(tm));
 		if (fin && strptime(fin, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
-			sb(&b, "# HELP gpuboot_last_run_timestamp_seconds When the last run finished.\n# TYPE gpuboot_last_run_timestamp_seconds gauge\n");
+			sb(&b, "# HELP gpuboot_last_run_timestamp_seconds When the last run finished.\n# TYPE "
+			       "gpuboot_last_run_timestamp_seconds gauge\n");
 			sb(&b, "gpuboot_last_run_timestamp_seconds %lld\n", (long long)timegm(&tm));
 		}
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
 		json_object *v = jget(ready, flags[i]);
-		sb(&b, "# HELP gpuboot_%s 1 when the %s flag is set.\n# TYPE gpuboot_%s gauge\n", flags[i], flags[i], flags[i]);
+		sb(&b, "# HELP gpuboot_%s 1 when the %s flag is set.\n# TYPE gpuboot_%s gauge\n", flags[i], flags[i],
+		   flags[i]);
 		sb(&b, "gpuboot_%s %d\n", flags[i], v && json_object_get_boolean(v) ? 1 : 0);
 	}
 	if (facts) {
@@ -222,7 +228,8 @@ char *gb_status_prometheus(json_object *doc)
 		sb(&b, "# HELP gpuboot_gpus NVIDIA GPUs found on PCI.\n# TYPE gpuboot_gpus gauge\n");
 		sb(&b, "gpuboot_gpus %zu\n", g ? json_object_array_length(g) : 0);
 	}
-	sb(&b, "# HELP gpuboot_check_passed 1 when a check passed, 0 when it failed (skipped and informational checks are left out).\n# TYPE gpuboot_check_passed gauge\n");
+	sb(&b, "# HELP gpuboot_check_passed 1 when a check passed, 0 when it failed (skipped and informational checks "
+	       "are left out).\n# TYPE gpuboot_check_passed gauge\n");
 	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
 		json_object *c = json_object_array_get_idx(checks, i);
 		const char *res = jstr(c, "result");
@@ -234,7 +241,8 @@ char *gb_status_prometheus(json_object *doc)
 		label(&b, jstr(c, "subject"));
 		sb(&b, "} %d\n", streq(res, "pass"));
 	}
-	sb(&b, "# HELP gpuboot_check_value Measured value of a numeric check, in the unit label.\n# TYPE gpuboot_check_value gauge\n");
+	sb(&b, "# HELP gpuboot_check_value Measured value of a numeric check, in the unit label.\n# TYPE "
+	       "gpuboot_check_value gauge\n");
 	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
 		json_object *c = json_object_array_get_idx(checks, i), *v = jget(c, "value");
 		if (!v || json_object_is_type(v, json_type_null))
@@ -247,7 +255,8 @@ char *gb_status_prometheus(json_object *doc)
 		label(&b, jstr(c, "unit"));
 		sb(&b, "} %.6g\n", json_object_get_double(v));
 	}
-	sb(&b, "# HELP gpuboot_check_threshold Threshold of a numeric check, in the unit label.\n# TYPE gpuboot_check_threshold gauge\n");
+	sb(&b, "# HELP gpuboot_check_threshold Threshold of a numeric check, in the unit label.\n# TYPE "
+	       "gpuboot_check_threshold gauge\n");
 	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
 		json_object *c = json_object_array_get_idx(checks, i), *v = jget(c, "threshold");
 		if (!v || json_object_is_type(v, json_type_null))
@@ -320,7 +329,8 @@ int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
 
 	s->finished_ns = ctx->ops->now_realtime_ns();
 	doc = gb_status_to_json(s);
-	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+	                                               JSON_C_TO_STRING_NOSLASHESCAPE);
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
 	{
 		size_t n = strlen(text);
@@ -354,7 +364,8 @@ int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
 			first = gb_log_error_errno(r, "Failed to write '%s': %m", path);
 		/* Node Feature Discovery reads its features.d where it is installed. */
 		if (ctx->root->is_host && access("/etc/kubernetes/node-feature-discovery/features.d", W_OK) == 0) {
-			r = gb_write_file_atomic("/etc/kubernetes/node-feature-discovery/features.d/gpuboot", nfd, strlen(nfd), 0644);
+			r = gb_write_file_atomic("/etc/kubernetes/node-feature-discovery/features.d/gpuboot", nfd,
+			                         strlen(nfd), 0644);
 			if (r < 0)
 				gb_log_warning_errno(r, "Failed to write the NFD feature file: %m, ignoring");
 		}
@@ -405,8 +416,10 @@ int gb_status_show(struct gb_ctx *ctx)
 	} else {
 		unsigned failed = 0, total = 0;
 		checks = jget(doc, "checks");
-		printf("%-12s %s (exit %d) at %s by 'gpuboot %s'\n", "last run:", jstr(doc, "result") ? jstr(doc, "result") : "?",
-		       json_object_get_int(jget(doc, "exit_code")), jstr(doc, "finished_at") ? jstr(doc, "finished_at") : "?",
+		printf("%-12s %s (exit %d) at %s by 'gpuboot %s'\n",
+		       "last run:", jstr(doc, "result") ? jstr(doc, "result") : "?",
+		       json_object_get_int(jget(doc, "exit_code")),
+		       jstr(doc, "finished_at") ? jstr(doc, "finished_at") : "?",
 		       jstr(doc, "command") ? jstr(doc, "command") : "?");
 		for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
 			json_object *c = json_object_array_get_idx(checks, i);
@@ -414,8 +427,8 @@ int gb_status_show(struct gb_ctx *ctx)
 			total++;
 			if (res && streq(res, "fail")) {
 				failed++;
-				printf("%-12s %s %s: %s\n", failed == 1 ? "failed:" : "", jstr(c, "name"), jstr(c, "subject"),
-				       jstr(c, "hint") ? jstr(c, "hint") : "");
+				printf("%-12s %s %s: %s\n", failed == 1 ? "failed:" : "", jstr(c, "name"),
+				       jstr(c, "subject"), jstr(c, "hint") ? jstr(c, "hint") : "");
 			}
 		}
 		printf("%-12s %u of %u failed\n", "checks:", failed, total);

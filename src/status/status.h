@@ -16,7 +16,7 @@ struct gb_stage {
 	char name[16];
 	char result[16]; /* "ok" | "failed" | "skipped" | "refused" */
 	double duration_ms;
-	int err;         /* negative errno, 0 = none */
+	int err; /* negative errno, 0 = none */
 	char error[320];
 	char hint[320];
 };
@@ -25,8 +25,8 @@ struct gb_status {
 	const char *command;
 	uint64_t started_ns, finished_ns;
 	int exit_code;
-	json_object *facts;  /* owned */
-	json_object *plan;   /* owned, or NULL */
+	json_object *facts; /* owned */
+	json_object *plan; /* owned, or NULL */
 	struct gb_stage stages[10];
 	size_t n_stages;
 	const struct gb_verify_result *verify; /* borrowed, or NULL */

@@ -71,7 +71,7 @@ _printf_(2, 3) static void set_text(struct gb_check *c, const char *fmt, ...)
 
 /* A numeric check against a minimum (op ">=") or exact value ("=="). */
 static struct gb_check *num(struct gb_verify_result *r, const char *name, const char *subject, double value,
-			    const char *op, double threshold, const char *unit, const char *source)
+                            const char *op, double threshold, const char *unit, const char *source)
 {
 	struct gb_check *c = add(r, name, subject);
 	bool ok;
@@ -89,7 +89,7 @@ static struct gb_check *num(struct gb_verify_result *r, const char *name, const 
 }
 
 static struct gb_check *flag(struct gb_verify_result *r, const char *name, const char *subject, bool ok,
-			     const char *text, const char *source)
+                             const char *text, const char *source)
 {
 	struct gb_check *c = add(r, name, subject);
 	if (!c)
@@ -189,11 +189,15 @@ static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r)
 		}
 	}
 	close(fd);
-	c = num(r, "driver.xid_critical", "system", bad, "<=", 0, "events", "critical XIDs (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) in the kernel log since boot");
+	c = num(r, "driver.xid_critical", "system", bad, "<=", 0, "events",
+	        "critical XIDs (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) in the kernel log since boot");
 	if (c) {
 		set_text(c, "%u XID(s), %u critical%s%s", total, bad, last[0] ? "; last: " : "", last);
 		if (bad)
-			set_hint(c, "the GPU reported critical errors (%s); drain the node and check the GPU with the vendor", last);
+			set_hint(
+			    c,
+			    "the GPU reported critical errors (%s); drain the node and check the GPU with the vendor",
+			    last);
 	}
 }
 
@@ -213,9 +217,13 @@ static void check_device_nodes(struct gb_ctx *ctx, struct gb_verify_result *r, u
 		if (!gb_root_lexists(ctx->root, p))
 			o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s/%s", o ? ", " : "", p);
 	}
-	c = flag(r, "driver.device_nodes", "system", o == 0, o ? missing : "present", "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidiaN per GPU");
+	c = flag(r, "driver.device_nodes", "system", o == 0, o ? missing : "present",
+	         "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidiaN per GPU");
 	if (c && o)
-		set_hint(c, "device nodes missing (%s): load nvidia_uvm, or run nvidia-modprobe -u -c=0 (gpuboot --repair does both)", missing);
+		set_hint(c,
+		         "device nodes missing (%s): load nvidia_uvm, or run nvidia-modprobe -u -c=0 (gpuboot --repair "
+		         "does both)",
+		         missing);
 }
 
 static void gpu_subject(char *buf, size_t n, unsigned i, const char *bus)
@@ -224,23 +232,29 @@ static void gpu_subject(char *buf, size_t n, unsigned i, const char *bus)
 }
 
 static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, unsigned i,
-			const struct gb_facts *f)
+                        const struct gb_facts *f)
 {
 	char s[48];
 	double v;
-	json_object *ecc = get(g, "ecc"), *rr = get(g, "remapped_rows"), *rp = get(g, "retired_pages"), *pcie = get(g, "pcie");
+	json_object *ecc = get(g, "ecc"), *rr = get(g, "remapped_rows"), *rp = get(g, "retired_pages"),
+	            *pcie = get(g, "pcie");
 	struct gb_check *c;
 
 	gpu_subject(s, sizeof(s), i, get_str(g, "pci_bus_id"));
 	c = add(r, "gpu.identity", s);
 	if (c) {
-		set_text(c, "%s %s", get_str(g, "name") ? get_str(g, "name") : "?", get_str(g, "uuid") ? get_str(g, "uuid") : "");
+		set_text(c, "%s %s", get_str(g, "name") ? get_str(g, "name") : "?",
+		         get_str(g, "uuid") ? get_str(g, "uuid") : "");
 		c->state = GB_CHECK_INFO;
 	}
 	if (get_num(g, "memory_total_bytes", &v) && o->min_gpu_memory_gib > 0) {
-		c = num(r, "gpu.memory", s, v / (1024.0 * 1024 * 1024), ">=", o->min_gpu_memory_gib, "GiB", "profile: min_gpu_memory_gib");
+		c = num(r, "gpu.memory", s, v / (1024.0 * 1024 * 1024), ">=", o->min_gpu_memory_gib, "GiB",
+		        "profile: min_gpu_memory_gib");
 		if (c && c->state == GB_CHECK_FAIL)
-			set_hint(c, "%.1f GiB is less than the profile needs (%.0f GiB): use a larger GPU or another profile", c->value, c->threshold);
+			set_hint(
+			    c,
+			    "%.1f GiB is less than the profile needs (%.0f GiB): use a larger GPU or another profile",
+			    c->value, c->threshold);
 	}
 	if (get_bool(ecc, "supported", false)) {
 		bool on = get_bool(ecc, "enabled", false);
@@ -250,9 +264,11 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 				set_hint(c, "ECC is off and the profile requires it: nvidia-smi -e 1, then reboot");
 		}
 		if (get_num(ecc, "volatile_uncorrected", &v)) {
-			c = num(r, "ecc.uncorrected_errors", s, v, "<=", 0, "errors", "volatile uncorrected ECC errors since the driver loaded");
+			c = num(r, "ecc.uncorrected_errors", s, v, "<=", 0, "errors",
+			        "volatile uncorrected ECC errors since the driver loaded");
 			if (c && c->state == GB_CHECK_FAIL)
-				set_hint(c, "uncorrectable memory errors: the data on this GPU cannot be trusted; drain it and reset, replace if they recur");
+				set_hint(c, "uncorrectable memory errors: the data on this GPU cannot be trusted; "
+				            "drain it and reset, replace if they recur");
 		}
 	} else if (o->ecc_required) {
 		c = flag(r, "ecc.enabled", s, false, "not supported", "profile: ecc_required");
@@ -261,31 +277,39 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 	}
 	if (get_bool(rr, "supported", false)) {
 		bool pend = get_bool(rr, "pending", false), fail = get_bool(rr, "failure", false);
-		c = flag(r, "memory.remapped_rows", s, !pend && !fail, pend ? "remap pending" : fail ? "remap failed" : "none pending",
-			 "NVML remapped rows: pending or failed remaps");
+		c = flag(r, "memory.remapped_rows", s, !pend && !fail,
+		         pend   ? "remap pending"
+		         : fail ? "remap failed"
+		                : "none pending",
+		         "NVML remapped rows: pending or failed remaps");
 		if (c && (pend || fail))
-			set_hint(c, "%s", pend ? "a row remap is pending: reset the GPU (or reboot) to apply it before use"
-					       : "row remapping failed: the GPU's memory is out of spare rows; replace the GPU");
+			set_hint(c, "%s",
+			         pend ? "a row remap is pending: reset the GPU (or reboot) to apply it before use"
+			              : "row remapping failed: the GPU's memory is out of spare rows; replace the GPU");
 	} else if (get_bool(rp, "supported", false)) {
 		bool pend = get_bool(rp, "pending", false);
-		c = flag(r, "memory.retired_pages", s, !pend, pend ? "retirement pending" : "none pending", "NVML retired pages pending");
+		c = flag(r, "memory.retired_pages", s, !pend, pend ? "retirement pending" : "none pending",
+		         "NVML retired pages pending");
 		if (c && pend)
 			set_hint(c, "a page retirement is pending: reboot to apply it");
 	}
 	if (get_num(g, "clock_event_reasons", &v)) {
 		unsigned long long ev = (unsigned long long)v;
 		unsigned long long bad = ev & (0x8ull | 0x40ull | 0x80ull);
-		c = flag(r, "clocks.slowdown", s, bad == 0, bad ? "hardware slowdown active" : "no hardware slowdown", "NVML clock event reasons: HW slowdown, HW thermal, power brake");
+		c = flag(r, "clocks.slowdown", s, bad == 0, bad ? "hardware slowdown active" : "no hardware slowdown",
+		         "NVML clock event reasons: HW slowdown, HW thermal, power brake");
 		if (c) {
 			set_text(c, "reasons 0x%llx%s", ev, bad ? " (hardware slowdown)" : "");
 			if (bad)
-				set_hint(c, "the GPU is throttled by hardware (thermal or power brake): check cooling and power delivery");
+				set_hint(c, "the GPU is throttled by hardware (thermal or power brake): check cooling "
+				            "and power delivery");
 		}
 	}
 	{
 		const char *cm = get_str(g, "compute_mode");
 		if (cm) {
-			c = flag(r, "gpu.compute_mode", s, !streq(cm, "prohibited"), cm, "compute mode must allow CUDA contexts");
+			c = flag(r, "gpu.compute_mode", s, !streq(cm, "prohibited"), cm,
+			         "compute mode must allow CUDA contexts");
 			if (c && streq(cm, "prohibited"))
 				set_hint(c, "compute mode is Prohibited: nvidia-smi -c DEFAULT");
 		}
@@ -305,14 +329,15 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 			double cg = 0, cw = 0;
 			get_num(pcie, "current_gen", &cg);
 			get_num(pcie, "current_width", &cw);
-			set_text(c, "Gen%.0f x%.0f at idle (max Gen%.0f x%.0f); checked under load by the active tier", cg, cw, mg, mw);
+			set_text(c, "Gen%.0f x%.0f at idle (max Gen%.0f x%.0f); checked under load by the active tier",
+			         cg, cw, mg, mw);
 		}
 	}
 	(void)f;
 }
 
 static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, json_object *a,
-		       unsigned i)
+                       unsigned i)
 {
 	char s[48], src[200];
 	double sms = 0, clk = 0, memclk = 0, bus = 0, v, mg = 0, mw = 0;
@@ -340,26 +365,37 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	if (get_num(a, "pattern_errors", &v)) {
 		double bytes = 0;
 		get_num(a, "pattern_bytes", &bytes);
-		c = num(r, "memory.pattern", s, v, "<=", 0, "bad words", "every word of the buffer written with an address-dependent pattern and its complement, then checked");
+		c = num(r, "memory.pattern", s, v, "<=", 0, "bad words",
+		        "every word of the buffer written with an address-dependent pattern and its complement, then "
+		        "checked");
 		if (c) {
 			set_text(c, "%.0f bad words in %.1f GiB", v, bytes / (1u << 30));
 			if (v > 0)
-				set_hint(c, "GPU memory returned wrong data: drain the node, reset the GPU, replace it if it recurs");
+				set_hint(c, "GPU memory returned wrong data: drain the node, reset the GPU, replace it "
+				            "if it recurs");
 		}
 	}
 	if (memclk > 0 && bus > 0) {
 		double peak = gb_peak_memory_gbps((unsigned)memclk, (unsigned)bus);
 		if (get_num(a, "read_gbps", &v)) {
-			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (%.0f MHz x 2 x %.0f bit / 8)", GB_EFF_READ, peak, memclk, bus);
+			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (%.0f MHz x 2 x %.0f bit / 8)",
+			         GB_EFF_READ, peak, memclk, bus);
 			c = num(r, "memory.read_bandwidth", s, v, ">=", GB_EFF_READ * peak, "GB/s", src);
 			if (c && c->state == GB_CHECK_FAIL)
-				set_hint(c, "device memory reads at %.0f%% of its derived peak: another process may be using the GPU, or the memory is degraded", 100 * v / peak);
+				set_hint(c,
+				         "device memory reads at %.0f%% of its derived peak: another process may be "
+				         "using the GPU, or the memory is degraded",
+				         100 * v / peak);
 		}
 		if (get_num(a, "d2d_copy_gbps", &v)) {
-			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (bytes read + written)", GB_EFF_COPY, peak);
+			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (bytes read + written)", GB_EFF_COPY,
+			         peak);
 			c = num(r, "memory.copy_bandwidth", s, v, ">=", GB_EFF_COPY * peak, "GB/s", src);
 			if (c && c->state == GB_CHECK_FAIL)
-				set_hint(c, "device-to-device copies run at %.0f%% of the derived peak: the GPU is shared or degraded", 100 * v / peak);
+				set_hint(c,
+				         "device-to-device copies run at %.0f%% of the derived peak: the GPU is shared "
+				         "or degraded",
+				         100 * v / peak);
 		}
 	}
 	if (sms > 0 && clk > 0) {
@@ -367,23 +403,33 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 		double peak = gb_peak_flops_tflops((unsigned)sms, lanes, (unsigned)clk);
 		double fp32 = 0;
 		if (lanes && get_num(a, "fp32_tflops", &fp32)) {
-			snprintf(src, sizeof(src), "%.2f x derived peak %.1f TFLOP/s (%.0f SMs x %u FP32 lanes x 2 x %.0f MHz)", GB_EFF_FP32, peak, sms, lanes, clk);
+			snprintf(src, sizeof(src),
+			         "%.2f x derived peak %.1f TFLOP/s (%.0f SMs x %u FP32 lanes x 2 x %.0f MHz)",
+			         GB_EFF_FP32, peak, sms, lanes, clk);
 			c = num(r, "compute.fp32", s, fp32, ">=", GB_EFF_FP32 * peak, "TFLOP/s", src);
 			if (c && c->state == GB_CHECK_FAIL)
-				set_hint(c, "FP32 throughput is %.0f%% of the derived peak: the GPU is throttled or shared", 100 * fp32 / peak);
+				set_hint(
+				    c, "FP32 throughput is %.0f%% of the derived peak: the GPU is throttled or shared",
+				    100 * fp32 / peak);
 		}
 		if (o->fp64_gate) {
 			unsigned l64 = gb_fp64_lanes_per_sm(major, minor);
 			double p64 = gb_peak_flops_tflops((unsigned)sms, l64, (unsigned)clk);
 			if (get_num(a, "fp64_tflops", &v)) {
-				snprintf(src, sizeof(src), "%.2f x derived peak %.1f TFLOP/s (%u FP64 lanes/SM)", GB_EFF_FP64, p64, l64);
+				snprintf(src, sizeof(src), "%.2f x derived peak %.1f TFLOP/s (%u FP64 lanes/SM)",
+				         GB_EFF_FP64, p64, l64);
 				c = num(r, "compute.fp64", s, v, ">=", GB_EFF_FP64 * p64, "TFLOP/s", src);
 				if (c && c->state == GB_CHECK_FAIL)
 					set_hint(c, "FP64 throughput is %.0f%% of the derived peak", 100 * v / p64);
 				if (fp32 > 0) {
-					c = num(r, "compute.fp64_ratio", s, v / fp32, ">=", GB_FP64_GATE_RATIO, "FP64/FP32", "profile: fp64_gate (double precision at least 1/4 of single)");
+					c = num(r, "compute.fp64_ratio", s, v / fp32, ">=", GB_FP64_GATE_RATIO,
+					        "FP64/FP32",
+					        "profile: fp64_gate (double precision at least 1/4 of single)");
 					if (c && c->state == GB_CHECK_FAIL)
-						set_hint(c, "this GPU's FP64 is %.0f%% of its FP32: scientific codes in double precision will crawl; use an A100/H100-class GPU", 100 * v / fp32);
+						set_hint(c,
+						         "this GPU's FP64 is %.0f%% of its FP32: scientific codes in "
+						         "double precision will crawl; use an A100/H100-class GPU",
+						         100 * v / fp32);
 				}
 			} else {
 				c = flag(r, "compute.fp64", s, false, "not measured", "profile: fp64_gate");
@@ -391,26 +437,37 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 		}
 	}
 	if (get_num(a, "utilization_max_pct", &v) && v >= 0) {
-		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%", "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
+		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%",
+		        "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
 		if (c && c->state == GB_CHECK_FAIL)
-			set_hint(c, "the GPU was busy only %.0f%% of the time under a saturating kernel: it is shared or stalling", v);
+			set_hint(c,
+			         "the GPU was busy only %.0f%% of the time under a saturating kernel: it is shared or "
+			         "stalling",
+			         v);
 	}
 	if (get_num(a, "clock_event_reasons_under_load", &v)) {
 		unsigned long long bad = (unsigned long long)v & (0x8ull | 0x20ull | 0x40ull | 0x80ull);
-		c = flag(r, "clocks.throttle_under_load", s, bad == 0, bad ? "throttled" : "no thermal or hardware throttling",
-			 "NVML clock event reasons while loaded");
+		c = flag(r, "clocks.throttle_under_load", s, bad == 0,
+		         bad ? "throttled" : "no thermal or hardware throttling",
+		         "NVML clock event reasons while loaded");
 		if (c && bad)
-			set_hint(c, "the GPU throttled under load (reasons 0x%llx): check cooling, power caps and airflow", bad);
+			set_hint(c,
+			         "the GPU throttled under load (reasons 0x%llx): check cooling, power caps and airflow",
+			         bad);
 	}
 	if (pcie && get_num(pcie, "max_gen", &mg) && get_num(pcie, "max_width", &mw)) {
 		double lg = 0, lw = 0;
 		get_num(a, "pcie_gen_under_load", &lg);
 		get_num(a, "pcie_width_under_load", &lw);
-		c = flag(r, "pcie.link_under_load", s, lg >= mg && lw >= mw, "", "NVML link generation and width during a host copy, against the maximum");
+		c = flag(r, "pcie.link_under_load", s, lg >= mg && lw >= mw, "",
+		         "NVML link generation and width during a host copy, against the maximum");
 		if (c) {
 			set_text(c, "Gen%.0f x%.0f (max Gen%.0f x%.0f)", lg, lw, mg, mw);
 			if (c->state == GB_CHECK_FAIL)
-				set_hint(c, "the PCIe link trained at Gen%.0f x%.0f instead of Gen%.0f x%.0f: reseat the GPU or riser, check BIOS PCIe settings", lg, lw, mg, mw);
+				set_hint(c,
+				         "the PCIe link trained at Gen%.0f x%.0f instead of Gen%.0f x%.0f: reseat the "
+				         "GPU or riser, check BIOS PCIe settings",
+				         lg, lw, mg, mw);
 		}
 		{
 			double peak = gb_peak_pcie_gbps((int)mg, (int)mw);
@@ -418,22 +475,30 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 			const char *names[] = { "pcie.host_to_device", "pcie.device_to_host" };
 			for (int d = 0; d < 2 && peak > 0; d++)
 				if (get_num(a, dirs[d], &v)) {
-					snprintf(src, sizeof(src), "%.2f x derived peak %.1f GB/s (Gen%.0f x%.0f)", GB_EFF_PCIE, peak, mg, mw);
+					snprintf(src, sizeof(src), "%.2f x derived peak %.1f GB/s (Gen%.0f x%.0f)",
+					         GB_EFF_PCIE, peak, mg, mw);
 					c = num(r, names[d], s, v, ">=", GB_EFF_PCIE * peak, "GB/s", src);
 					if (c && c->state == GB_CHECK_FAIL)
-						set_hint(c, "pinned host copies reach %.0f%% of the link's peak: the link is degraded or shared", 100 * v / peak);
+						set_hint(c,
+						         "pinned host copies reach %.0f%% of the link's peak: the link "
+						         "is degraded or shared",
+						         100 * v / peak);
 				}
 		}
 	}
 	if (get_num(g, "compute_processes", &v)) {
-		c = num(r, "gpu.idle_before_test", s, v, "<=", 0, "processes", "NVML compute processes on the GPU when verify started");
+		c = num(r, "gpu.idle_before_test", s, v, "<=", 0, "processes",
+		        "NVML compute processes on the GPU when verify started");
 		if (c && c->state == GB_CHECK_FAIL)
-			set_hint(c, "%.0f other process(es) use this GPU: its measurements are not trustworthy; run verify on an idle GPU", v);
+			set_hint(c,
+			         "%.0f other process(es) use this GPU: its measurements are not trustworthy; run "
+			         "verify on an idle GPU",
+			         v);
 	}
 }
 
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
-			  struct gb_verify_result *r);
+                          struct gb_verify_result *r);
 
 int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o, struct gb_verify_result *r)
 {
@@ -450,9 +515,11 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	memset(r, 0, sizeof(*r));
 	/* The driver: loaded, and the same version as its userspace. */
 	c = flag(r, "driver.loaded", "system", f->nvidia.loaded_version != NULL,
-		 f->nvidia.loaded_version ? f->nvidia.loaded_version : "no nvidia module", "/proc/driver/nvidia/version");
+	         f->nvidia.loaded_version ? f->nvidia.loaded_version : "no nvidia module",
+	         "/proc/driver/nvidia/version");
 	if (c && !f->nvidia.loaded_version)
-		set_hint(c, "the nvidia kernel module is not loaded (nvidia-smi: \"couldn't communicate with the NVIDIA driver\"): run gpuboot --repair; dmesg says why it failed");
+		set_hint(c, "the nvidia kernel module is not loaded (nvidia-smi: \"couldn't communicate with the "
+		            "NVIDIA driver\"): run gpuboot --repair; dmesg says why it failed");
 
 	args[na++] = (char *)"--tier";
 	args[na++] = (char *)(active ? "active" : "passive");
@@ -486,35 +553,50 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	if (rc < 0) {
 		c = flag(r, "probe", "system", false, err, "gpuboot-probe run from a memfd under a timeout");
 		if (c)
-			set_hint(c, "%s", rc == -ENOENT ? "NVIDIA's drivers need glibc: use a glibc distribution"
-				 : rc == -ETIMEDOUT ? "NVIDIA's libraries hung: the GPU or driver is wedged; check dmesg for XIDs, reset or reboot"
-				 : rc == -ECHILD ? "NVIDIA's libraries crashed: reinstall the driver userspace (gpuboot --repair)"
-						 : "the probe failed; run gpuboot verify -v");
+			set_hint(c, "%s",
+			         rc == -ENOENT      ? "NVIDIA's drivers need glibc: use a glibc distribution"
+			         : rc == -ETIMEDOUT ? "NVIDIA's libraries hung: the GPU or driver is wedged; check "
+			                              "dmesg for XIDs, reset or reboot"
+			         : rc == -ECHILD
+			             ? "NVIDIA's libraries crashed: reinstall the driver userspace (gpuboot --repair)"
+			             : "the probe failed; run gpuboot verify -v");
 		goto tail;
 	}
 	if (get_str(r->probe, "error")) {
-		c = flag(r, "driver.userspace", "system", false, get_str(r->probe, "error"), "libnvidia-ml.so.1 loads and initialises");
+		c = flag(r, "driver.userspace", "system", false, get_str(r->probe, "error"),
+		         "libnvidia-ml.so.1 loads and initialises");
 		if (c)
-			set_hint(c, "the driver's userspace is missing or cannot talk to the kernel module: %s; run gpuboot --repair", get_str(r->probe, "error"));
+			set_hint(c,
+			         "the driver's userspace is missing or cannot talk to the kernel module: %s; run "
+			         "gpuboot --repair",
+			         get_str(r->probe, "error"));
 		goto tail;
 	}
 	flag(r, "driver.userspace", "system", true, "libnvidia-ml.so.1 loaded and initialised", "NVML");
 	{
 		const char *uv = get_str(r->probe, "driver_version");
 		bool same = uv && f->nvidia.loaded_version && streq(uv, f->nvidia.loaded_version);
-		c = flag(r, "driver.version_match", "system", same, "", "kernel module version (/proc/driver/nvidia/version) = userspace version (NVML)");
+		c = flag(r, "driver.version_match", "system", same, "",
+		         "kernel module version (/proc/driver/nvidia/version) = userspace version (NVML)");
 		if (c) {
-			set_text(c, "module %s, userspace %s", f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
+			set_text(c, "module %s, userspace %s",
+			         f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
 			if (!same)
-				set_hint(c, "\"Driver/library version mismatch\": the module loaded (%s) is not the userspace installed (%s); reboot, or gpuboot --repair to reload the module",
-					 f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
+				set_hint(c,
+				         "\"Driver/library version mismatch\": the module loaded (%s) is not the "
+				         "userspace installed (%s); reboot, or gpuboot --repair to reload the module",
+				         f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
 		}
 	}
 	gpus = get(r->probe, "gpus");
 	if (get_num(r->probe, "nvml_gpu_count", &v)) {
-		c = num(r, "gpu.count", "system", v, "==", (double)f->n_gpus, "GPUs", "NVML's GPU count = NVIDIA display/3D PCI functions");
+		c = num(r, "gpu.count", "system", v, "==", (double)f->n_gpus, "GPUs",
+		        "NVML's GPU count = NVIDIA display/3D PCI functions");
 		if (c && c->state == GB_CHECK_FAIL)
-			set_hint(c, "NVML sees %.0f GPU(s) but PCI has %zu: a GPU failed to initialise (check dmesg for RmInitAdapter / XID 79) or is bound to another driver", v, f->n_gpus);
+			set_hint(c,
+			         "NVML sees %.0f GPU(s) but PCI has %zu: a GPU failed to initialise (check dmesg for "
+			         "RmInitAdapter / XID 79) or is bound to another driver",
+			         v, f->n_gpus);
 	}
 	for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++)
 		passive_gpu(o, r, json_object_array_get_idx(gpus, i), (unsigned)i, f);
@@ -524,15 +606,18 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		if (get_str(cuda, "error")) {
 			c = flag(r, "cuda.init", "system", false, get_str(cuda, "error"), "cuInit");
 			if (c)
-				set_hint(c, "%s", strstr(get_str(cuda, "error"), "802") ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
-											 : "CUDA cannot initialise: check dmesg and the driver installation");
+				set_hint(c, "%s",
+				         strstr(get_str(cuda, "error"), "802")
+				             ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
+				             : "CUDA cannot initialise: check dmesg and the driver installation");
 		}
 		for (size_t i = 0; act && i < json_object_array_length(act); i++) {
 			json_object *ai = json_object_array_get_idx(act, i);
 			double idx = 0;
 			get_num(ai, "index", &idx);
 			if (gpus && idx < json_object_array_length(gpus))
-				active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx), get(ai, "active"), (unsigned)idx);
+				active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx), get(ai, "active"),
+				           (unsigned)idx);
 		}
 		{
 			json_object *peers = get(r->probe, "peers");
@@ -551,9 +636,12 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 					}
 				} else if (get_num(pi, "gbps", &gbps)) {
 					double floor = gb_peak_pcie_gbps(3, 16) * 0.5;
-					c = num(r, "peer.bandwidth", subj, gbps, ">=", floor, "GB/s", "peer copies must beat half a PCIe Gen3 x16 link (NVLink reaches far more)");
+					c = num(r, "peer.bandwidth", subj, gbps, ">=", floor, "GB/s",
+					        "peer copies must beat half a PCIe Gen3 x16 link (NVLink reaches far "
+					        "more)");
 					if (c && c->state == GB_CHECK_FAIL)
-						set_hint(c, "peer copies crawl: NVLink or the PCIe switch is degraded; check nvidia-smi topo -m and the fabric manager");
+						set_hint(c, "peer copies crawl: NVLink or the PCIe switch is degraded; "
+						            "check nvidia-smi topo -m and the fabric manager");
 				}
 			}
 		}
@@ -567,7 +655,8 @@ tail:
 	for (size_t i = 0; i < r->n; i++)
 		if (skipped(o, r->checks[i].name) && r->checks[i].state == GB_CHECK_FAIL) {
 			r->checks[i].state = GB_CHECK_SKIP;
-			snprintf(r->checks[i].hint, sizeof(r->checks[i].hint), "skipped by the site configuration ([checks] skip)");
+			snprintf(r->checks[i].hint, sizeof(r->checks[i].hint),
+			         "skipped by the site configuration ([checks] skip)");
 		}
 	for (size_t i = 0; i < r->n; i++)
 		r->failed += r->checks[i].state == GB_CHECK_FAIL;

@@ -20,7 +20,7 @@
 #include "verify.h"
 
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
-			  struct gb_verify_result *r);
+                          struct gb_verify_result *r);
 
 static struct gb_check *addc(struct gb_verify_result *r, const char *name, const char *subject)
 {
@@ -51,14 +51,17 @@ static void container_check(struct gb_ctx *ctx, const struct gb_facts *f, struct
 	gb_strscpy(c->source, sizeof(c->source), "nvidia-container-cli info (the toolkit's own view of the GPUs)");
 	if (!f->nvidia.container_toolkit || f->nvidia.n_engines == 0) {
 		c->state = GB_CHECK_SKIP;
-		snprintf(c->text, sizeof(c->text), "%s", !f->nvidia.container_toolkit ? "no NVIDIA Container Toolkit installed" : "no container engine installed");
+		snprintf(c->text, sizeof(c->text), "%s",
+		         !f->nvidia.container_toolkit ? "no NVIDIA Container Toolkit installed"
+		                                      : "no container engine installed");
 		return;
 	}
 	rc = ctx->ops->run_command(argv, 30000, &status);
 	if (rc < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		c->state = GB_CHECK_FAIL;
 		snprintf(c->text, sizeof(c->text), "nvidia-container-cli info %s", rc < 0 ? strerror(-rc) : "failed");
-		snprintf(c->hint, sizeof(c->hint), "containers will not see the GPU: run nvidia-ctk runtime configure and restart the engine");
+		snprintf(c->hint, sizeof(c->hint),
+		         "containers will not see the GPU: run nvidia-ctk runtime configure and restart the engine");
 		return;
 	}
 	c->state = GB_CHECK_PASS;
@@ -149,14 +152,16 @@ static void disk_check(struct gb_ctx *ctx, const struct gb_verify_opts *o, struc
 		snprintf(c->source, sizeof(c->source), "profile: min_disk_write_mbps (the seed's dd check: > 1 GB/s)");
 		c->state = c->value >= c->threshold ? GB_CHECK_PASS : GB_CHECK_FAIL;
 		if (c->state == GB_CHECK_FAIL)
-			snprintf(c->hint, sizeof(c->hint), "local disk writes at %.0f MB/s: data loading will starve the GPU; use local NVMe", c->value);
+			snprintf(c->hint, sizeof(c->hint),
+			         "local disk writes at %.0f MB/s: data loading will starve the GPU; use local NVMe",
+			         c->value);
 	} else {
 		c->state = GB_CHECK_INFO;
 	}
 }
 
 static void network_check(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
-			  struct gb_verify_result *r)
+                          struct gb_verify_result *r)
 {
 	char **names = NULL;
 	double best = 0;
@@ -211,14 +216,17 @@ static void network_check(struct gb_ctx *ctx, const struct gb_facts *f, const st
 		snprintf(c->source, sizeof(c->source), "profile: min_network_gbps (multi-node training)");
 		c->state = best >= o->min_network_gbps ? GB_CHECK_PASS : GB_CHECK_FAIL;
 		if (c->state == GB_CHECK_FAIL)
-			snprintf(c->hint, sizeof(c->hint), "the fastest link is %.0f Gb/s: multi-node training needs InfiniBand/RoCE at %.0f Gb/s or more", best, o->min_network_gbps);
+			snprintf(c->hint, sizeof(c->hint),
+			         "the fastest link is %.0f Gb/s: multi-node training needs InfiniBand/RoCE at %.0f "
+			         "Gb/s or more",
+			         best, o->min_network_gbps);
 	} else {
 		c->state = GB_CHECK_INFO;
 	}
 }
 
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
-			  struct gb_verify_result *r)
+                          struct gb_verify_result *r)
 {
 	container_check(ctx, f, r);
 	disk_check(ctx, o, r);

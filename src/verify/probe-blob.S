@@ -5,6 +5,9 @@
 	.globl gb_probe_blob
 gb_probe_blob:
 	.incbin PROBE_BIN
-	.globl gb_probe_blob_end
 gb_probe_blob_end:
+	.balign 8
+	.globl gb_probe_blob_size
+gb_probe_blob_size:
+	.quad gb_probe_blob_end - gb_probe_blob
 	.section .note.GNU-stack,"",@progbits

@@ -22,7 +22,7 @@
 #include "verify.h"
 
 extern const unsigned char gb_probe_blob[];
-extern const unsigned char gb_probe_blob_end[];
+extern const unsigned long long gb_probe_blob_size;
 extern char **environ;
 
 #ifndef MFD_CLOEXEC
@@ -54,7 +54,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 /* The probe as an executable fd: a memfd, or a file in a 0700 directory. */
 static int probe_fd(struct gb_ctx *ctx, char *tmpdir, size_t tmpdirsz, char *tmpfile, size_t tmpfilesz)
 {
-	size_t n = (size_t)(gb_probe_blob_end - gb_probe_blob);
+	size_t n = (size_t)gb_probe_blob_size;
 	int fd, r;
 
 	tmpdir[0] = tmpfile[0] = '\0';
@@ -93,8 +93,8 @@ static void cleanup_tmp(const char *dir, const char *file)
 		rmdir(dir);
 }
 
-int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit,
-		 char *err, size_t errsz)
+int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit, char *err,
+                 size_t errsz)
 {
 	char tmpdir[512], tmpfile[600];
 	char *argv[16];
@@ -159,7 +159,8 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			snprintf(err, errsz, "the probe hung: no answer from NVIDIA's libraries within %d ms (killed)", timeout_ms);
+			snprintf(err, errsz, "the probe hung: no answer from NVIDIA's libraries within %d ms (killed)",
+			         timeout_ms);
 			r = -ETIMEDOUT;
 			goto out;
 		}
@@ -213,14 +214,16 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 	ebuf[elen] = '\0';
 	buf[len] = '\0';
 	if (WIFSIGNALED(status)) {
-		snprintf(err, errsz, "the probe crashed with signal %d (%s) inside NVIDIA's libraries", WTERMSIG(status),
-			 strsignal(WTERMSIG(status)));
+		snprintf(err, errsz, "the probe crashed with signal %d (%s) inside NVIDIA's libraries",
+		         WTERMSIG(status), strsignal(WTERMSIG(status)));
 		r = -ECHILD;
 		goto out;
 	}
 	*ret_exit = WEXITSTATUS(status);
 	if (*ret_exit == 126 || (*ret_exit == 127 && len == 0)) {
-		snprintf(err, errsz, "the probe could not start: NVIDIA drivers need glibc and this system has no glibc dynamic loader");
+		snprintf(
+		    err, errsz,
+		    "the probe could not start: NVIDIA drivers need glibc and this system has no glibc dynamic loader");
 		r = -ENOENT;
 		goto out;
 	}
@@ -231,7 +234,8 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 			json_tokener_free(tok);
 		if (!o || !json_object_is_type(o, json_type_object)) {
 			json_object_put(o);
-			snprintf(err, errsz, "the probe's output is not JSON (exit %d)%s%.200s", *ret_exit, elen ? ": " : "", ebuf);
+			snprintf(err, errsz, "the probe's output is not JSON (exit %d)%s%.200s", *ret_exit,
+			         elen ? ": " : "", ebuf);
 			r = -EBADMSG;
 			goto out;
 		}

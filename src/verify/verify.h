@@ -22,13 +22,13 @@ enum gb_check_state {
 };
 
 struct gb_check {
-	char name[48];    /* "memory.read_bandwidth" */
+	char name[48]; /* "memory.read_bandwidth" */
 	char subject[48]; /* "gpu0 00000000:1b:00.0", or "system" */
 	bool has_value, has_threshold;
 	double value, threshold;
-	char text[160];  /* the value as text, where it is not a number */
-	char op[4];      /* ">=", "==", "<=" */
-	char unit[16];   /* "GB/s" */
+	char text[160]; /* the value as text, where it is not a number */
+	char op[4]; /* ">=", "==", "<=" */
+	char unit[16]; /* "GB/s" */
 	char source[200]; /* where the threshold came from */
 	enum gb_check_state state;
 	char hint[320]; /* one line: what is wrong and the fix */
@@ -52,7 +52,7 @@ struct gb_verify_result {
 };
 
 int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
-	      struct gb_verify_result *ret);
+              struct gb_verify_result *ret);
 void gb_verify_result_done(struct gb_verify_result *r);
 json_object *gb_checks_to_json(const struct gb_verify_result *r);
 void gb_verify_print(const struct gb_verify_result *r, FILE *out);
@@ -80,5 +80,5 @@ double gb_peak_pcie_gbps(int gen, int width);
  * On success *ret is the parsed JSON. On failure a negative errno and a
  * one-line reason in err: hung (-ETIMEDOUT), crashed (-ECHILD, with the
  * signal), no glibc loader (-ENOENT), unparsable output (-EBADMSG). */
-int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit,
-		 char *err, size_t errsz);
+int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit, char *err,
+                 size_t errsz);

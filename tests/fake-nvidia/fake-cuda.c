@@ -151,7 +151,7 @@ static struct alloc *find(CUdeviceptr a)
 }
 
 CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-			unsigned sh, void *stream, void **params, void **extra)
+                        unsigned sh, void *stream, void **params, void **extra)
 {
 	struct func *f = fp;
 	unsigned i = cur ? cur->dev : 0;
