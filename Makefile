@@ -9,7 +9,7 @@ WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -
               -Wmissing-prototypes -Wno-missing-field-initializers -Wvla -Wpointer-arith
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DGPUBOOT_VERSION='"$(VERSION)"' -Isrc $(WARN)
 
-LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c src/plan/*.c src/verify/*.c src/status/*.c))
+LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c src/plan/*.c src/verify/*.c src/status/*.c src/fetch/*.c))
 LIB_ASM    := src/verify/probe-blob.S
 PROBE      := build/probe/gpuboot-probe
 ASM_FLAGS  := -DPROBE_BIN='"$(PROBE)"'
@@ -19,7 +19,7 @@ HDRS       := $(wildcard src/*.h src/*/*.h)
 
 # --- the development build: dynamic, against Debian's -dev packages ---
 DEV        := build/dev
-DEV_CFLAGS := $(BASE_CFLAGS) -O2 -g $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEV_CFLAGS := $(BASE_CFLAGS) -Wno-format-truncation -O2 -g $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEV_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 V ?= 0
@@ -56,7 +56,7 @@ $(DEV)/gpuboot: $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC) $(MAIN_SRC)) $(DEV)/src/ver
 # --- the test build: ASan + UBSan, with the test hooks ---
 ASAN        := build/asan
 SAN         := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-ASAN_CFLAGS := $(BASE_CFLAGS) -O1 -g $(SAN) -DGB_TEST_HOOKS $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+ASAN_CFLAGS := $(BASE_CFLAGS) -Wno-format-truncation -O1 -g $(SAN) -DGB_TEST_HOOKS $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 UNIT_SRC    := $(sort $(wildcard tests/unit/test-*.c))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRC))
 
@@ -74,6 +74,14 @@ $(ASAN)/tests/%: tests/unit/%.c tests/unit/unit.h $(patsubst %.c,$(ASAN)/%.o,$(L
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) -Itests/unit -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o $(DEV_LIBS)
 
+# test drivers, run by integration tests
+TOOL_SRC  := $(sort $(wildcard tests/tools/*.c))
+TOOL_BINS := $(patsubst tests/tools/%.c,$(ASAN)/tools/%,$(TOOL_SRC))
+$(ASAN)/tools/%: tests/tools/%.c $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o $(DEV_LIBS)
+
 # --- fuzzers (clang + libFuzzer); `make test` replays their corpora ---
 FUZZ        := build/fuzz
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz-*.c))
@@ -89,7 +97,7 @@ fuzz: $(FUZZ_BINS)
 
 # --- the static build: musl, every library from pinned Debian sources ---
 STATIC       := build/static
-STATIC_CFLAGS = $(BASE_CFLAGS) -Os -ffunction-sections -fdata-sections -I$(DEPS)/include
+STATIC_CFLAGS = $(BASE_CFLAGS) -Wno-format-truncation -Os -ffunction-sections -fdata-sections -I$(DEPS)/include
 STATIC_LIBS   = -L$(DEPS)/lib -lcurl -lssl -lcrypto -larchive -lkmod -ljson-c -lzstd -llzma -lz -lpthread
 
 static: build/gpuboot
@@ -113,14 +121,20 @@ deps:
 	scripts/install-deps.sh
 
 test: deps
-	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot fake-nvidia
+	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot fake-nvidia $(TOOL_BINS)
 	tests/run.sh
 
 lint:
 	scripts/lint.sh
 
-bench: $(DEV)/gpuboot
+# The benchmark's driver, optimised (not the ASan build).
+build/bench/bench-fetch: tests/tools/bench-fetch.c $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(DEV_CFLAGS) -o $@ $< $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o $(DEV_LIBS) -lpthread
+
+bench: build/gpuboot build/bench/bench-fetch
 	bench/detect.sh
+	bench/fetch.sh
 
 clean:
 	rm -rf build

@@ -272,9 +272,11 @@ def gen_data(data):
     for ver, mind in CUDA_MIN_DRIVER:
         major = ver.split(".")[0]
         manifest = next((m for m in CUDA_MANIFESTS if m.startswith(ver + ".")), None)
-        msha = sha256(os.path.join(data, f"nvidia/cuda-redist/redistrib_{manifest}.json")) if manifest else None
+        mpath = os.path.join(data, f"nvidia/cuda-redist/redistrib_{manifest}.json") if manifest else None
+        msha = sha256(mpath) if manifest else None
+        msize = os.path.getsize(mpath) if manifest else 0
         oldest = "GB_ARCH_" + CUDA_OLDEST_ARCH[major].upper()
-        out.append(f"\t{{ {c_str(ver)}, {c_str(mind)}, {oldest}, {c_str(manifest)}, {c_str(msha)} }},")
+        out.append(f"\t{{ {c_str(ver)}, {c_str(mind)}, {oldest}, {c_str(manifest)}, {c_str(msha)}, {msize}ull }},")
     out.append("};")
     out.append("const size_t gb_cuda_releases_len = sizeof(gb_cuda_releases) / sizeof(gb_cuda_releases[0]);")
     out.append("")

@@ -8,6 +8,11 @@
 #include "shared/ops.h"
 #include "shared/root.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
+#define GB_MAX_TRUST_KEYS 8
+
 struct gb_options {
 	const char *root; /* --root, default "/" */
 	const char *profile; /* --profile NAME|FILE */
@@ -20,6 +25,11 @@ struct gb_options {
 	const char *capture; /* detect --capture DIR */
 	const char *tier; /* verify --tier */
 	const char *run_dir; /* --run-dir: the ready flags */
+	const char *upstream, *sign_key;
+	const char *trust_keys[GB_MAX_TRUST_KEYS];
+	size_t n_trust_keys;
+	uint64_t mirror_version;
+	unsigned parallel;
 	bool dry_run, json, offline, no_verify, repair, prometheus, show_version, config_given;
 	int verbose;
 };

@@ -14,6 +14,7 @@
 #include "context.h"
 #include "detect/capture.h"
 #include "detect/detect.h"
+#include "fetch/fetch-plan.h"
 #include "plan/plan.h"
 #include "plan/profile.h"
 #include "status/status.h"
@@ -58,6 +59,11 @@ enum {
 	OPT_PROMETHEUS,
 	OPT_VERSION,
 	OPT_RUN_DIR,
+	OPT_UPSTREAM,
+	OPT_TRUST_KEY,
+	OPT_SIGN_KEY,
+	OPT_MIRROR_VERSION,
+	OPT_PARALLEL,
 };
 
 static const struct option_doc options[] = {
@@ -75,6 +81,11 @@ static const struct option_doc options[] = {
 	  "detect: copy every path read into DIR, as a fixture tree" },
 	{ "tier", required_argument, OPT_TIER, "TIER", "verify: passive, active or full (default: the profile's)" },
 	{ "run-dir", required_argument, OPT_RUN_DIR, "DIR", "where the ready flags go (default /run/gpuboot)" },
+	{ "upstream", required_argument, OPT_UPSTREAM, "URL", "fetch: a base URL standing in for NVIDIA's hosts (same layout)" },
+	{ "trust-key", required_argument, OPT_TRUST_KEY, "FILE", "fetch: trust mirror manifests signed by this Ed25519 key (repeatable)" },
+	{ "sign-key", required_argument, OPT_SIGN_KEY, "FILE", "mirror: sign the manifest with this Ed25519 private key" },
+	{ "mirror-version", required_argument, OPT_MIRROR_VERSION, "N", "mirror: the manifest's version (default: the time)" },
+	{ "parallel", required_argument, OPT_PARALLEL, "N", "fetch: transfers at once (default 4)" },
 	{ "repair", no_argument, OPT_REPAIR, NULL, "after a kernel upgrade: rebuild, reload and verify the modules" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, NULL, "decide and print, change nothing" },
 	{ "json", no_argument, OPT_JSON, NULL, "print JSON instead of text" },
@@ -92,15 +103,17 @@ static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_status(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_fetch(struct gb_ctx *ctx, int argc, char **argv);
+static int cmd_mirror(struct gb_ctx *ctx, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "run", cmd_run, "the whole pipeline (what cloud-init runs); the default" },
 	{ "detect", cmd_detect, "print the facts about this machine (--json, --capture DIR)" },
 	{ "plan", cmd_plan, "print the decisions and their reasons; changes nothing" },
-	{ "fetch", cmd_not_yet, "download and verify into the cache only" },
+	{ "fetch", cmd_fetch, "download and verify into the cache only" },
 	{ "verify", cmd_verify, "run the verification stage on the live machine" },
 	{ "status", cmd_status, "print the last status (--json, --prometheus)" },
-	{ "mirror", cmd_not_yet, "build an offline mirror for a profile (mirror DIR)" },
+	{ "mirror", cmd_mirror, "build an offline mirror for a profile (mirror DIR)" },
 	{ "repair", cmd_not_yet, "the same as --repair" },
 };
 
@@ -190,21 +203,18 @@ static void today(struct gb_ctx *ctx, char *buf, size_t n)
 		gb_strscpy(buf, n, "1970-01-01");
 }
 
-static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
+/* Detect (or take the targets), load profile, site configuration and GPU
+ * overrides, and decide. Returns 0 with *plan made (which may be a refusal),
+ * or an exit code (2 for configuration errors) with the error logged. */
+static int build_plan(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_site_config *site)
 {
 	struct gb_facts f = { .secure_boot = -1 };
 	struct gb_plan_input in;
 	struct gb_profile prof = { 0 };
-	struct gb_site_config site = { 0 };
 	struct gb_gpu_overrides ov = { 0 };
-	struct gb_plan plan;
 	char err[1024] = "", date[16];
 	int r, code = GB_EXIT_USAGE;
 
-	if (argc > 0) {
-		gb_log_error("plan takes no arguments (got '%s'); see gpuboot --help", argv[0]);
-		return GB_EXIT_USAGE;
-	}
 	r = gb_detect(ctx, &f);
 	if (r < 0) {
 		gb_log_error_errno(r, "Failed to detect the machine under '%s': %m", ctx->root->path);
@@ -214,32 +224,51 @@ static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
 	gb_facts_done(&f);
 	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &in, err, sizeof(err)) < 0) ||
 	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &in, err, sizeof(err)) < 0))
-		goto config_error;
+		goto error;
 	r = gb_profile_load(ctx, ctx->opt.profile ? ctx->opt.profile : "training", &prof, err, sizeof(err));
-	if (r == -ENOMEM)
-		goto oom;
+	if (r >= 0)
+		r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, site, err, sizeof(err));
+	if (r >= 0)
+		r = gb_gpu_overrides_load(ctx, &ov, err, sizeof(err));
+	if (r >= 0) {
+		today(ctx, date, sizeof(date));
+		r = gb_plan_make(&in, &prof, site, &ov, date, plan, err, sizeof(err));
+	}
+	if (r == -ENOMEM) {
+		snprintf(err, sizeof(err), "out of memory while planning");
+		code = GB_EXIT_FAILED;
+	}
 	if (r < 0)
-		goto config_error;
-	r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, &site, err, sizeof(err));
-	if (r == -ENOMEM)
-		goto oom;
-	if (r < 0)
-		goto config_error;
-	r = gb_gpu_overrides_load(ctx, &ov, err, sizeof(err));
-	if (r == -ENOMEM)
-		goto oom;
-	if (r < 0)
-		goto config_error;
-	today(ctx, date, sizeof(date));
-	r = gb_plan_make(&in, &prof, &site, &ov, date, &plan, err, sizeof(err));
-	if (r == -ENOMEM)
-		goto oom;
-	if (r < 0)
-		goto config_error;
+		goto error;
+	code = 0;
+	goto out;
+error:
+	gb_log_error("%s", err);
+out:
+	gb_profile_done(&prof);
+	gb_gpu_overrides_done(&ov);
+	return code;
+}
+
+static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
+{
+	struct gb_site_config site = { 0 };
+	struct gb_plan plan;
+	int code;
+
+	if (argc > 0) {
+		gb_log_error("plan takes no arguments (got '%s'); see gpuboot --help", argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	code = build_plan(ctx, &plan, &site);
+	if (code) {
+		gb_site_config_done(&site);
+		return code;
+	}
 	if (ctx->opt.json) {
 		json_object *o = gb_plan_to_json(&plan);
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-		                                           JSON_C_TO_STRING_NOSLASHESCAPE));
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		gb_plan_print(&plan, stdout);
@@ -248,21 +277,167 @@ static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
 	if (plan.refusal_code)
 		gb_log_error("%s", plan.refusal);
 	gb_plan_done(&plan);
-	goto out;
-oom:
-	gb_log_error("Out of memory while planning");
-	code = GB_EXIT_FAILED;
-	goto out;
-config_error:
-	gb_log_error("%s", err);
-	code = GB_EXIT_USAGE;
-out:
-	gb_profile_done(&prof);
 	gb_site_config_done(&site);
-	gb_gpu_overrides_done(&ov);
 	if (fflush(stdout) != 0)
 		return GB_EXIT_FAILED;
 	return code;
+}
+
+static json_object *artifacts_json(const struct gb_artifact *a, size_t n)
+{
+	json_object *arr = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(a[i].name));
+		json_object_object_add(o, "path", json_object_new_string(a[i].path));
+		json_object_object_add(o, "url", json_object_new_string(a[i].url));
+		json_object_object_add(o, "sha256", json_object_new_string(a[i].sha256));
+		json_object_object_add(o, "size", json_object_new_int64((int64_t)a[i].size));
+		json_object_object_add(o, "result", json_object_new_string(a[i].result == 0 ? "verified" : "failed"));
+		json_object_object_add(o, "from_cache", json_object_new_boolean(a[i].from_cache));
+		json_object_object_add(o, "cache_path", a[i].result == 0 ? json_object_new_string(a[i].cache_path) : NULL);
+		json_object_object_add(o, "error", a[i].error[0] ? json_object_new_string(a[i].error) : NULL);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+/* fetch and mirror: plan, resolve the artifacts, fetch and verify them. */
+static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror_dir)
+{
+	struct gb_site_config site = { 0 };
+	struct gb_status st = { .command = mirror_mode ? "mirror" : "fetch" };
+	struct gb_fetch_opts fo;
+	struct gb_fetch_source src = { 0 };
+	struct gb_artifact *arts = NULL;
+	struct gb_stage *stage;
+	struct gb_plan plan;
+	size_t n = 0;
+	char err[1024] = "";
+	char *keys[GB_MAX_TRUST_KEYS + 16];
+	size_t nk = 0;
+	uint64_t t0;
+	int code, r;
+
+	code = build_plan(ctx, &plan, &site);
+	if (code) {
+		gb_site_config_done(&site);
+		return code;
+	}
+	st.started_ns = ctx->ops->now_realtime_ns();
+	st.plan = gb_plan_to_json(&plan);
+	stage = gb_status_stage(&st, "plan");
+	if (plan.refusal_code) {
+		gb_strscpy(stage->result, sizeof(stage->result), "refused");
+		gb_strscpy(stage->error, sizeof(stage->error), plan.refusal);
+		gb_log_error("%s", plan.refusal);
+		code = plan.refusal_code;
+		goto out;
+	}
+	gb_fetch_opts_default(&fo, ctx->opt.state_dir);
+	fo.ca_file = ctx->opt.ca_file ? ctx->opt.ca_file : site.ca_file;
+	fo.proxy = site.proxy;
+	fo.offline = ctx->opt.offline;
+	if (ctx->opt.parallel)
+		fo.parallel = ctx->opt.parallel;
+#ifdef GB_TEST_HOOKS
+	{
+		const char *e = getenv("GPUBOOT_FETCH_BACKOFF_MS");
+		uint32_t v;
+		if (e && gb_safe_atou32(e, 10, &v) == 0)
+			fo.backoff_ms = v;
+		e = getenv("GPUBOOT_FETCH_LOW_SPEED_S");
+		if (e && gb_safe_atou32(e, 10, &v) == 0)
+			fo.low_speed_s = v;
+	}
+#endif
+	/* mirror reads from --mirror where given (re-signing a mirror for a fleet), else upstream. */
+	src.mirror = ctx->opt.mirror ? ctx->opt.mirror : mirror_mode ? NULL : site.mirror;
+	src.upstream = ctx->opt.upstream;
+	src.ca_file = fo.ca_file;
+	for (size_t i = 0; i < ctx->opt.n_trust_keys; i++)
+		keys[nk++] = (char *)ctx->opt.trust_keys[i];
+	for (char **k = site.trusted_keys; k && *k && nk < ARRAY_SIZE(keys) - 1; k++)
+		keys[nk++] = *k;
+	keys[nk] = NULL;
+	src.trust_keys = keys;
+	if (src.mirror && !gb_startswith(src.mirror, "https://") && !gb_startswith(src.mirror, "file://")) {
+		gb_log_error("--mirror '%s': only https:// and file:// mirrors", src.mirror);
+		code = GB_EXIT_USAGE;
+		goto out;
+	}
+	t0 = ctx->ops->now_monotonic_ns();
+	stage = gb_status_stage(&st, "fetch");
+	r = gb_fetch_for_plan(ctx, &plan, &src, &fo, &arts, &n, err, sizeof(err));
+	if (r >= 0)
+		r = gb_fetch_all(ctx, arts, n, &fo);
+	stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	if (r < 0) {
+		stage->err = r;
+		gb_strscpy(stage->result, sizeof(stage->result), "failed");
+		if (!err[0])
+			for (size_t i = 0; i < n; i++)
+				if (arts[i].result < 0) {
+					snprintf(err, sizeof(err), "%s: %s", arts[i].name, arts[i].error);
+					break;
+				}
+		gb_strscpy(stage->error, sizeof(stage->error), err);
+		snprintf(stage->hint, sizeof(stage->hint), "nothing was installed from it; check the mirror or network, then run gpuboot fetch again");
+		gb_log_error("%s", err);
+		code = GB_EXIT_FETCH;
+	} else {
+		code = GB_EXIT_OK;
+	}
+	for (size_t i = 0; i < n; i++)
+		printf("%-8s %-44.44s %12llu  %s\n", arts[i].result ? "FAILED" : arts[i].from_cache ? "cached" : "fetched",
+		       arts[i].name, arts[i].size, arts[i].result ? arts[i].error : arts[i].cache_path);
+	if (code == GB_EXIT_OK && mirror_mode) {
+		t0 = ctx->ops->now_monotonic_ns();
+		stage = gb_status_stage(&st, "mirror");
+		r = gb_mirror_write(ctx, mirror_dir, arts, n, ctx->opt.sign_key, ctx->opt.mirror_version, err, sizeof(err));
+		stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+		if (r < 0) {
+			gb_strscpy(stage->result, sizeof(stage->result), "failed");
+			gb_strscpy(stage->error, sizeof(stage->error), err);
+			gb_log_error("%s", err);
+			code = r == -EINVAL ? GB_EXIT_USAGE : GB_EXIT_FAILED;
+		} else {
+			printf("mirror written to %s (%zu artifacts, signed manifest.json)\n", mirror_dir, n);
+		}
+	}
+	st.artifacts = artifacts_json(arts, n);
+out:
+	st.exit_code = code;
+	if (gb_status_write(ctx, &st) < 0 && code == GB_EXIT_OK)
+		code = GB_EXIT_FAILED;
+	gb_status_done(&st);
+	free(arts);
+	gb_plan_done(&plan);
+	gb_site_config_done(&site);
+	fflush(stdout);
+	return code;
+}
+
+static int cmd_fetch(struct gb_ctx *ctx, int argc, char **argv)
+{
+	if (argc > 0) {
+		gb_log_error("fetch takes no arguments (got '%s'); see gpuboot --help", argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	return fetch_common(ctx, false, NULL);
+}
+
+static int cmd_mirror(struct gb_ctx *ctx, int argc, char **argv)
+{
+	if (argc != 1) {
+		gb_log_error("usage: gpuboot mirror DIR --sign-key KEY [--profile P] [--target-os ...] [--target-gpu ...]");
+		return GB_EXIT_USAGE;
+	}
+	if (!ctx->opt.sign_key) {
+		gb_log_error("mirror needs --sign-key KEY (an Ed25519 private key in PEM: openssl genpkey -algorithm ed25519)");
+		return GB_EXIT_USAGE;
+	}
+	return fetch_common(ctx, true, argv[0]);
 }
 
 static int cmd_status(struct gb_ctx *ctx, int argc, char **argv)
@@ -299,7 +474,7 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 	struct gb_profile prof = { 0 };
 	struct gb_site_config site = { 0 };
 	struct gb_verify_result res = { 0 };
-	struct gb_status st = { .command = "verify" };
+	struct gb_status st = { .command = "verify", .write_flags = true };
 	struct gb_verify_opts o = { 0 };
 	struct gb_stage *stage;
 	char err[1024];
@@ -448,6 +623,33 @@ static int parse_options(int argc, char **argv, struct gb_options *o)
 		case OPT_CAPTURE: o->capture = optarg; break;
 		case OPT_TIER: o->tier = optarg; break;
 		case OPT_RUN_DIR: o->run_dir = optarg; break;
+		case OPT_UPSTREAM: o->upstream = optarg; break;
+		case OPT_SIGN_KEY: o->sign_key = optarg; break;
+		case OPT_TRUST_KEY:
+			if (o->n_trust_keys == GB_MAX_TRUST_KEYS) {
+				gb_log_error("at most %d --trust-key options", GB_MAX_TRUST_KEYS);
+				return -EINVAL;
+			}
+			o->trust_keys[o->n_trust_keys++] = optarg;
+			break;
+		case OPT_MIRROR_VERSION: {
+			uint64_t v;
+			if (gb_safe_atou64(optarg, 10, &v) < 0 || v == 0) {
+				gb_log_error("--mirror-version needs a positive integer, not '%s'", optarg);
+				return -EINVAL;
+			}
+			o->mirror_version = v;
+			break;
+		}
+		case OPT_PARALLEL: {
+			uint32_t v;
+			if (gb_safe_atou32(optarg, 10, &v) < 0 || v == 0 || v > 64) {
+				gb_log_error("--parallel needs 1..64, not '%s'", optarg);
+				return -EINVAL;
+			}
+			o->parallel = v;
+			break;
+		}
 		case OPT_REPAIR: o->repair = true; break;
 		case OPT_DRY_RUN: o->dry_run = true; break;
 		case OPT_JSON: o->json = true; break;

@@ -382,16 +382,16 @@ const struct gb_runfile gb_runfiles[] = {
 const size_t gb_runfiles_len = sizeof(gb_runfiles) / sizeof(gb_runfiles[0]);
 
 const struct gb_cuda_release gb_cuda_releases[] = {
-	{ "11.8", "520.61.05", GB_ARCH_KEPLER, "11.8.0", "941a950a4ab3b95311c50df7b3c8bca973e0cdda76fc2f4b456d2d5e4dac0281" },
-	{ "12.0", "525.60.13", GB_ARCH_MAXWELL, NULL, NULL },
-	{ "12.2", "535.54.03", GB_ARCH_MAXWELL, NULL, NULL },
-	{ "12.4", "550.54.14", GB_ARCH_MAXWELL, NULL, NULL },
-	{ "12.6", "560.28.03", GB_ARCH_MAXWELL, NULL, NULL },
-	{ "12.8", "570.26", GB_ARCH_MAXWELL, "12.8.0", "daa0d766b36feaa933592162c27be5fb63b68fc547ca6886c160a35d96ee8891" },
-	{ "12.9", "575.51.03", GB_ARCH_MAXWELL, NULL, NULL },
-	{ "13.0", "580.65.06", GB_ARCH_TURING, "13.0.0", "fe6a86b54450d03ae709123a52717870c49046d65d45303ce585c7aa8a83a217" },
-	{ "13.1", "590.44.01", GB_ARCH_TURING, NULL, NULL },
-	{ "13.2", "595.45.04", GB_ARCH_TURING, NULL, NULL },
+	{ "11.8", "520.61.05", GB_ARCH_KEPLER, "11.8.0", "941a950a4ab3b95311c50df7b3c8bca973e0cdda76fc2f4b456d2d5e4dac0281", 51765ull },
+	{ "12.0", "525.60.13", GB_ARCH_MAXWELL, NULL, NULL, 0ull },
+	{ "12.2", "535.54.03", GB_ARCH_MAXWELL, NULL, NULL, 0ull },
+	{ "12.4", "550.54.14", GB_ARCH_MAXWELL, NULL, NULL, 0ull },
+	{ "12.6", "560.28.03", GB_ARCH_MAXWELL, NULL, NULL, 0ull },
+	{ "12.8", "570.26", GB_ARCH_MAXWELL, "12.8.0", "daa0d766b36feaa933592162c27be5fb63b68fc547ca6886c160a35d96ee8891", 50189ull },
+	{ "12.9", "575.51.03", GB_ARCH_MAXWELL, NULL, NULL, 0ull },
+	{ "13.0", "580.65.06", GB_ARCH_TURING, "13.0.0", "fe6a86b54450d03ae709123a52717870c49046d65d45303ce585c7aa8a83a217", 47807ull },
+	{ "13.1", "590.44.01", GB_ARCH_TURING, NULL, NULL, 0ull },
+	{ "13.2", "595.45.04", GB_ARCH_TURING, NULL, NULL, 0ull },
 };
 const size_t gb_cuda_releases_len = sizeof(gb_cuda_releases) / sizeof(gb_cuda_releases[0]);
 

@@ -66,6 +66,7 @@ struct gb_cuda_release {
 	enum gb_arch oldest_arch; /* the oldest architecture it still supports */
 	const char *manifest; /* "12.8.0" when the redistrib manifest is in the catalog */
 	const char *manifest_sha256;
+	unsigned long long manifest_size;
 };
 
 struct gb_cuda_component {

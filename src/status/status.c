@@ -34,7 +34,8 @@ void gb_status_done(struct gb_status *s)
 {
 	json_object_put(s->facts);
 	json_object_put(s->plan);
-	s->facts = s->plan = NULL;
+	json_object_put(s->artifacts);
+	s->facts = s->plan = s->artifacts = NULL;
 }
 
 static json_object *iso8601(uint64_t ns)
@@ -119,7 +120,7 @@ json_object *gb_status_to_json(const struct gb_status *s)
 	json_object_object_add(o, "facts", s->facts ? json_object_get(s->facts) : NULL);
 	json_object_object_add(o, "plan", s->plan ? json_object_get(s->plan) : NULL);
 	json_object_object_add(o, "checks", s->verify ? gb_checks_to_json(s->verify) : json_object_new_array());
-	json_object_object_add(o, "artifacts", json_object_new_array());
+	json_object_object_add(o, "artifacts", s->artifacts ? json_object_get(s->artifacts) : json_object_new_array());
 	return o;
 }
 
@@ -370,7 +371,7 @@ int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
 				gb_log_warning_errno(r, "Failed to write the NFD feature file: %m, ignoring");
 		}
 	}
-	r = write_flags(ctx, s);
+	r = s->write_flags ? write_flags(ctx, s) : 0;
 	if (r < 0 && !first)
 		first = gb_log_error_errno(r, "Failed to write the ready flags in '%s': %m", ctx->opt.run_dir);
 	free(prom);

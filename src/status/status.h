@@ -27,10 +27,12 @@ struct gb_status {
 	int exit_code;
 	json_object *facts; /* owned */
 	json_object *plan; /* owned, or NULL */
+	json_object *artifacts; /* owned, or NULL */
 	struct gb_stage stages[10];
 	size_t n_stages;
 	const struct gb_verify_result *verify; /* borrowed, or NULL */
 	bool driver_ready, cuda_ready, toolkit_ready, verified;
+	bool write_flags; /* only stages that judge readiness (verify, run) touch the flags */
 };
 
 struct gb_stage *gb_status_stage(struct gb_status *s, const char *name);

@@ -20,7 +20,7 @@ grep -q "Not a directory" "$TMP/err" || fail "a root that is not a directory is 
 expect_exit 2 "$GB" detect --root /nonexistent/dir
 expect_exit 2 "$GB" detect extra-argument
 expect_exit 2 "$GB" --repair detect
-for c in fetch mirror run; do
+for c in run; do
 	expect_exit 2 "$GB" "$c" --root "$FIX/h200-ubuntu2404"
 	grep -q "not implemented yet" "$TMP/err" || fail "$c does not say it is not implemented yet"
 done

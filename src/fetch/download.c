@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "digest.h"
+#include "fetch.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/tls.h"
+#include "shared/util.h"
+
+void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir)
+{
+	memset(o, 0, sizeof(*o));
+	o->state_dir = state_dir;
+	o->parallel = 4;
+	o->max_attempts = 6;
+	o->deadline_s = 3600;
+	o->low_speed_s = 30;
+	o->backoff_ms = 1000;
+}
+
+int gb_cache_lookup(const char *state_dir, const char *sha256, unsigned long long size, char *ret_path, size_t n)
+{
+	char path[1024], hex[65];
+	unsigned long long got = 0;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/cache/sha256/%s", state_dir, sha256);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return negative_errno();
+	r = gb_sha256_file(fd, hex, &got);
+	close(fd);
+	if (r < 0)
+		return r;
+	if (got != size || strcmp(hex, sha256) != 0) {
+		gb_log_warning("Cache entry '%s' is %s (%llu bytes, sha256 %.12s...): removed, fetching again", path,
+			       got != size ? "truncated or extended" : "altered", got, hex);
+		unlink(path);
+		return -EBADMSG;
+	}
+	gb_strscpy(ret_path, n, path);
+	return 0;
+}
+
+struct xfer {
+	struct gb_artifact *a;
+	CURL *easy;
+	int fd;
+	char tmp[1100];
+	struct gb_sha256 h;
+	unsigned long long got;
+	uint64_t start_ns, next_try_ns, last_log_ns;
+	bool running, finished, overflow, range, restarted;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+static size_t on_write(char *data, size_t sz, size_t nm, void *userp)
+{
+	struct xfer *x = userp;
+	size_t n = sz * nm;
+	long code = 0;
+
+	/* A Range request answered with the whole body: start over. */
+	if (x->range && !x->restarted) {
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+		x->restarted = true;
+		if (code == 200) {
+			gb_sha256_done(&x->h);
+			if (gb_sha256_init(&x->h) < 0 || ftruncate(x->fd, 0) < 0 || lseek(x->fd, 0, SEEK_SET) < 0)
+				return 0;
+			x->got = 0;
+		}
+	}
+	/* Never more bytes than the manifest declares. */
+	if (x->got + n > x->a->size) {
+		x->overflow = true;
+		return 0;
+	}
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(x->fd, data + off, n - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		off += (size_t)w;
+	}
+	if (gb_sha256_update(&x->h, data, n) < 0)
+		return 0;
+	x->got += n;
+	return n;
+}
+
+static bool transient_curl(CURLcode c)
+{
+	switch (c) {
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool transient_http(long code)
+{
+	return code == 408 || code == 429 || (code >= 500 && code <= 599);
+}
+
+static int setup_easy(struct xfer *x, const struct gb_fetch_opts *o, const char *ca)
+{
+	CURL *e = curl_easy_init();
+	bool is_file = gb_startswith(x->a->url, "file://") != NULL;
+
+	if (!e)
+		return -ENOMEM;
+	x->easy = e;
+	curl_easy_setopt(e, CURLOPT_URL, x->a->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	/* HTTPS only; file:// for local bundles. Redirects: few, and never to a weaker scheme. */
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : "https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(e, CURLOPT_FAILONERROR, 0L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 30L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_s);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuboot/0.1");
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
+	if (ca)
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+	if (o->proxy)
+		curl_easy_setopt(e, CURLOPT_PROXY, o->proxy);
+	if (x->got > 0) {
+		curl_easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)x->got);
+		x->range = true;
+		x->restarted = false;
+	} else {
+		x->range = false;
+	}
+	return 0;
+}
+
+static void fail_xfer(struct xfer *x, int err, const char *fmt, const char *detail)
+{
+	x->a->result = err;
+	snprintf(x->a->error, sizeof(x->a->error), fmt, detail);
+	x->finished = true;
+	if (x->fd >= 0) {
+		close(x->fd);
+		x->fd = -1;
+	}
+	unlink(x->tmp);
+	gb_sha256_done(&x->h);
+}
+
+/* The transfer ended: verify, then move into the cache, or plan a retry. */
+static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const struct gb_fetch_opts *o, uint64_t deadline)
+{
+	struct gb_artifact *a = x->a;
+	long code = 0;
+	char detail[400];
+	bool is_file = gb_startswith(a->url, "file://") != NULL;
+
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(x->easy);
+	x->easy = NULL;
+	x->running = false;
+	a->attempts++;
+
+	if (x->overflow) {
+		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares", a->url, a->size);
+		fail_xfer(x, -EFBIG, "%s", detail);
+		return;
+	}
+	if (c == CURLE_OK && !is_file && code >= 400) {
+		snprintf(detail, sizeof(detail), "%s: HTTP %ld", a->url, code);
+		if (!transient_http(code)) {
+			fail_xfer(x, -ENOENT, "%s", detail);
+			return;
+		}
+		gb_strscpy(a->error, sizeof(a->error), detail);
+		goto retry;
+	}
+	if (c == CURLE_RANGE_ERROR) {
+		/* The server cannot resume: start this one over from the first byte. */
+		gb_sha256_done(&x->h);
+		if (gb_sha256_init(&x->h) < 0 || ftruncate(x->fd, 0) < 0 || lseek(x->fd, 0, SEEK_SET) < 0) {
+			fail_xfer(x, -EIO, "%s", "cannot restart the download");
+			return;
+		}
+		x->got = 0;
+		snprintf(a->error, sizeof(a->error), "%s: the server cannot resume; starting over", a->url);
+		goto retry;
+	}
+	if (c != CURLE_OK) {
+		snprintf(detail, sizeof(detail), "%s: %s", a->url, x->errbuf[0] ? x->errbuf : curl_easy_strerror(c));
+		if (c == CURLE_UNSUPPORTED_PROTOCOL)
+			snprintf(detail, sizeof(detail), "%s: refused a redirect or URL to a scheme other than https (%s)", a->url,
+				 x->errbuf[0] ? x->errbuf : curl_easy_strerror(c));
+		if (!transient_curl(c) || is_file) {
+			fail_xfer(x, c == CURLE_PEER_FAILED_VERIFICATION ? -EPERM : -EIO, "%s", detail);
+			return;
+		}
+		gb_strscpy(a->error, sizeof(a->error), detail);
+		goto retry;
+	}
+	if (x->got != a->size && is_file) {
+		/* A local file does not get longer by asking again. */
+		snprintf(detail, sizeof(detail), "%s: %llu bytes, but the manifest declares %llu", a->url, x->got, a->size);
+		fail_xfer(x, -EBADMSG, "%s", detail);
+		return;
+	}
+	if (x->got != a->size) {
+		snprintf(detail, sizeof(detail), "%s: got %llu of %llu bytes", a->url, x->got, a->size);
+		gb_strscpy(a->error, sizeof(a->error), detail);
+		goto retry;
+	}
+	{
+		char hex[65];
+		if (gb_sha256_final(&x->h, hex) < 0 || strcmp(hex, a->sha256) != 0) {
+			snprintf(detail, sizeof(detail), "%s: sha256 %s does not match the manifest's %s", a->url, hex, a->sha256);
+			fail_xfer(x, -EBADMSG, "%s", detail);
+			return;
+		}
+		gb_sha256_done(&x->h);
+		if (fsync(x->fd) < 0 || close(x->fd) < 0) {
+			x->fd = -1;
+			fail_xfer(x, -EIO, "%s", "cannot write the cache");
+			return;
+		}
+		x->fd = -1;
+		snprintf(a->cache_path, sizeof(a->cache_path), "%s/cache/sha256/%s", o->state_dir, a->sha256);
+		if (rename(x->tmp, a->cache_path) < 0) {
+			fail_xfer(x, negative_errno(), "cannot move into the cache: %s", strerror(errno));
+			return;
+		}
+		a->result = 0;
+		a->error[0] = '\0';
+		a->seconds = (double)(ctx->ops->now_monotonic_ns() - x->start_ns) / 1e9;
+		x->finished = true;
+		return;
+	}
+retry:
+	if (a->attempts >= o->max_attempts || ctx->ops->now_monotonic_ns() >= deadline) {
+		char last[340];
+		snprintf(last, sizeof(last), "%s (gave up after %u attempts)", a->error, a->attempts);
+		fail_xfer(x, -ETIMEDOUT, "%s", last);
+		return;
+	}
+	{
+		/* Exponential backoff with jitter, capped at 30 s. */
+		uint64_t base = (uint64_t)o->backoff_ms << (a->attempts > 5 ? 5 : a->attempts - 1);
+		uint64_t jitter = base / 2 + (uint64_t)(rand() % (int)(base + 1));
+		if (jitter > 30000)
+			jitter = 30000;
+		x->next_try_ns = ctx->ops->now_monotonic_ns() + jitter * 1000000ull;
+		gb_log_info("%s: %s; retrying in %llu ms%s", a->name, a->error, (unsigned long long)jitter,
+			    x->got ? " (resuming)" : "");
+	}
+}
+
+int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const struct gb_fetch_opts *o)
+{
+	static bool curl_ready;
+	struct xfer *xs;
+	CURLM *m;
+	const char *ca = NULL;
+	char dir[1100];
+	size_t done = 0;
+	uint64_t deadline = ctx->ops->now_monotonic_ns() + (uint64_t)o->deadline_s * 1000000000ull;
+	int failed = 0, r;
+	bool tty = isatty(STDERR_FILENO);
+
+	if (!curl_ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			return -EIO;
+		curl_ready = true;
+	}
+	snprintf(dir, sizeof(dir), "%s/cache/sha256", o->state_dir);
+	if ((r = gb_mkdir_p(dir, 0755)) < 0)
+		return gb_log_error_errno(r, "Failed to create the cache '%s': %m", dir);
+	snprintf(dir, sizeof(dir), "%s/cache/tmp", o->state_dir);
+	if ((r = gb_mkdir_p(dir, 0700)) < 0)
+		return gb_log_error_errno(r, "Failed to create '%s': %m", dir);
+	if (gb_ca_bundle_find(o->ca_file, &ca) < 0 && o->ca_file)
+		return gb_log_error("CA file '%s' cannot be read", o->ca_file);
+
+	xs = calloc(n ? n : 1, sizeof(*xs));
+	m = curl_multi_init();
+	if (!xs || !m) {
+		free(xs);
+		if (m)
+			curl_multi_cleanup(m);
+		return -ENOMEM;
+	}
+	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)o->parallel);
+	curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)o->parallel);
+
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+		x->a = &arts[i];
+		x->fd = -1;
+		arts[i].result = 0;
+		arts[i].error[0] = '\0';
+		if (!gb_sha256_valid(arts[i].sha256) || arts[i].size == 0) {
+			snprintf(arts[i].error, sizeof(arts[i].error), "%s: no valid sha256 and size to check it against", arts[i].name);
+			arts[i].result = -EINVAL;
+			x->finished = true;
+			done++;
+			continue;
+		}
+		if (gb_cache_lookup(o->state_dir, arts[i].sha256, arts[i].size, arts[i].cache_path, sizeof(arts[i].cache_path)) == 0) {
+			arts[i].from_cache = true;
+			x->finished = true;
+			done++;
+			continue;
+		}
+		if (o->offline && !gb_startswith(arts[i].url, "file://")) {
+			snprintf(arts[i].error, sizeof(arts[i].error), "%s is not in the cache and --offline forbids %s", arts[i].name, arts[i].url);
+			arts[i].result = -ENETUNREACH;
+			x->finished = true;
+			done++;
+			continue;
+		}
+		snprintf(x->tmp, sizeof(x->tmp), "%s/cache/tmp/%s.%zu.part", o->state_dir, arts[i].sha256, i);
+		x->fd = open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (x->fd < 0 || gb_sha256_init(&x->h) < 0) {
+			snprintf(arts[i].error, sizeof(arts[i].error), "cannot create '%s': %s", x->tmp, strerror(errno));
+			arts[i].result = -EIO;
+			if (x->fd >= 0)
+				close(x->fd);
+			x->fd = -1;
+			x->finished = true;
+			done++;
+			continue;
+		}
+		x->start_ns = ctx->ops->now_monotonic_ns();
+	}
+
+	while (done < n) {
+		uint64_t now = ctx->ops->now_monotonic_ns();
+		unsigned running = 0;
+		int still = 0, msgs = 0;
+		CURLMsg *msg;
+
+		for (size_t i = 0; i < n; i++)
+			running += xs[i].running;
+		/* Start what is due, up to the parallel limit. */
+		for (size_t i = 0; i < n && running < o->parallel; i++) {
+			struct xfer *x = &xs[i];
+			if (x->finished || x->running || x->next_try_ns > now)
+				continue;
+			if (now >= deadline) {
+				fail_xfer(x, -ETIMEDOUT, "%s", "the fetch deadline passed");
+				done++;
+				continue;
+			}
+			if (setup_easy(x, o, ca) < 0 || curl_multi_add_handle(m, x->easy) != CURLM_OK) {
+				fail_xfer(x, -ENOMEM, "%s", "cannot start the transfer");
+				done++;
+				continue;
+			}
+			x->running = true;
+			running++;
+		}
+		curl_multi_perform(m, &still);
+		while ((msg = curl_multi_info_read(m, &msgs))) {
+			struct xfer *x = NULL;
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+			curl_multi_remove_handle(m, msg->easy_handle);
+			finish_xfer(ctx, x, msg->data.result, o, deadline);
+			if (x->finished)
+				done++;
+		}
+		/* Progress: one line per transfer on a terminal, a log line every 5 s otherwise. */
+		for (size_t i = 0; i < n; i++) {
+			struct xfer *x = &xs[i];
+			double secs;
+			if (!x->running || now - x->last_log_ns < (tty ? 500000000ull : 5000000000ull))
+				continue;
+			x->last_log_ns = now;
+			secs = (double)(now - x->start_ns) / 1e9;
+			if (secs < 1)
+				continue;
+			if (tty)
+				fprintf(stderr, "\r%-40.40s %6.1f/%6.1f MiB %7.1f MB/s   ", x->a->name, x->got / 1048576.0,
+					x->a->size / 1048576.0, x->got / 1e6 / secs);
+			else
+				gb_log_info("%s: %llu of %llu bytes, %.1f MB/s", x->a->name, x->got, x->a->size, x->got / 1e6 / secs);
+		}
+		if (done < n)
+			curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	if (tty)
+		fputc('\r', stderr);
+	for (size_t i = 0; i < n; i++) {
+		if (xs[i].easy) {
+			curl_multi_remove_handle(m, xs[i].easy);
+			curl_easy_cleanup(xs[i].easy);
+		}
+		if (xs[i].fd >= 0) {
+			close(xs[i].fd);
+			unlink(xs[i].tmp);
+		}
+		if (xs[i].h.md)
+			gb_sha256_done(&xs[i].h);
+		if (arts[i].result < 0)
+			failed++;
+	}
+	curl_multi_cleanup(m);
+	free(xs);
+	return failed ? -EIO : 0;
+}
+
+struct small {
+	char *buf;
+	size_t len, max;
+	bool overflow;
+};
+
+static size_t on_small(char *data, size_t sz, size_t nm, void *userp)
+{
+	struct small *s = userp;
+	size_t n = sz * nm;
+	if (s->len + n > s->max) {
+		s->overflow = true;
+		return 0;
+	}
+	memcpy(s->buf + s->len, data, n);
+	s->len += n;
+	return n;
+}
+
+int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret, size_t *ret_len, long *ret_http,
+		   char *err, size_t errsz)
+{
+	struct small s = { .max = max };
+	char eb[CURL_ERROR_SIZE] = "";
+	const char *ca = NULL;
+	bool is_file = gb_startswith(url, "file://") != NULL;
+	CURL *e;
+	CURLcode c;
+	long code = 0;
+
+	s.buf = malloc(max + 1);
+	e = curl_easy_init();
+	if (!s.buf || !e) {
+		free(s.buf);
+		if (e)
+			curl_easy_cleanup(e);
+		return -ENOMEM;
+	}
+	gb_ca_bundle_find(ca_file, &ca);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_small);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, eb);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : "https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 30L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuboot/0.1");
+	if (ca)
+		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+	c = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(e);
+	if (ret_http)
+		*ret_http = code;
+	if (s.overflow) {
+		snprintf(err, errsz, "%s: larger than %zu bytes", url, max);
+		free(s.buf);
+		return -EFBIG;
+	}
+	if (c != CURLE_OK) {
+		snprintf(err, errsz, "%s: %s", url, eb[0] ? eb : curl_easy_strerror(c));
+		free(s.buf);
+		return c == CURLE_FILE_COULDNT_READ_FILE ? -ENOENT : -EIO;
+	}
+	if (!is_file && code >= 400) {
+		snprintf(err, errsz, "%s: HTTP %ld", url, code);
+		free(s.buf);
+		return code == 404 ? -ENOENT : -EIO;
+	}
+	s.buf[s.len] = '\0';
+	*ret = s.buf;
+	*ret_len = s.len;
+	return 0;
+}

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: MIT */
+#include "manifest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "shared/fileio.h"
+#include "shared/macro.h"
+#include "shared/util.h"
+
+#define MANIFEST_MAX_ENTRIES 10000
+
+void gb_manifest_done(struct gb_manifest *m)
+{
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+const struct gb_manifest_entry *gb_manifest_find(const struct gb_manifest *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (streq(m->v[i].path, path))
+			return &m->v[i];
+	return NULL;
+}
+
+static bool rel_path_ok(const char *p)
+{
+	size_t n = strlen(p);
+	if (n == 0 || n >= 512 || p[0] == '/' || strstr(p, "//"))
+		return false;
+	for (const char *s = p; *s; s++)
+		if ((unsigned char)*s < 0x21 || *s == '\\' || (unsigned char)*s > 0x7e)
+			return false;
+	for (const char *s = p; *s;) {
+		size_t k = strcspn(s, "/");
+		if ((k == 2 && s[0] == '.' && s[1] == '.') || (k == 1 && s[0] == '.'))
+			return false;
+		s += k;
+		if (*s == '/')
+			s++;
+	}
+	return true;
+}
+
+static int push(struct gb_manifest *m, const struct gb_manifest_entry *e)
+{
+	struct gb_manifest_entry *nv;
+	if (m->n >= MANIFEST_MAX_ENTRIES)
+		return -E2BIG;
+	nv = realloc(m->v, (m->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	m->v = nv;
+	m->v[m->n++] = *e;
+	return 0;
+}
+
+static json_object *parse_json(const char *text, size_t len)
+{
+	json_tokener *tok;
+	json_object *o;
+	if (len > (16u << 20) || memchr(text, '\0', len))
+		return NULL;
+	tok = json_tokener_new_ex(16);
+	if (!tok)
+		return NULL;
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	if (o && json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+static const char *str(json_object *o, const char *k)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* One {relative_path, sha256, size} entry. size is a string in NVIDIA's manifests. */
+static int redist_entry(json_object *plat, const char *name, const char *version, struct gb_manifest *m, char *err,
+			size_t errsz)
+{
+	struct gb_manifest_entry e;
+	const char *rp = str(plat, "relative_path"), *sha = str(plat, "sha256"), *size = str(plat, "size");
+	json_object *sv;
+	uint64_t sz = 0;
+
+	memset(&e, 0, sizeof(e));
+	if (!size && json_object_object_get_ex(plat, "size", &sv) && json_object_is_type(sv, json_type_int))
+		sz = (uint64_t)json_object_get_int64(sv);
+	else if (!size || gb_safe_atou64(size, 10, &sz) < 0)
+		sz = 0;
+	if (!rp || !rel_path_ok(rp) || !gb_sha256_valid(sha) || sz == 0) {
+		snprintf(err, errsz, "redistrib manifest: component %s has a bad relative_path, sha256 or size", name);
+		return -EBADMSG;
+	}
+	gb_strscpy(e.name, sizeof(e.name), name);
+	gb_strscpy(e.version, sizeof(e.version), version ? version : "");
+	gb_strscpy(e.path, sizeof(e.path), rp);
+	gb_strscpy(e.sha256, sizeof(e.sha256), sha);
+	e.size = sz;
+	return push(m, &e);
+}
+
+int gb_redistrib_parse(const char *text, size_t len, const char *platform, const char *cuda_variant,
+		       struct gb_manifest *ret, char *err, size_t errsz)
+{
+	struct gb_manifest m = { 0 };
+	json_object *root = parse_json(text, len);
+	int r = 0;
+
+	if (!root || !json_object_is_type(root, json_type_object)) {
+		json_object_put(root);
+		snprintf(err, errsz, "redistrib manifest: not a JSON object");
+		return -EBADMSG;
+	}
+	json_object_object_foreach(root, name, comp)
+	{
+		json_object *plat;
+		if (!json_object_is_type(comp, json_type_object) || !json_object_object_get_ex(comp, platform, &plat) ||
+		    !json_object_is_type(plat, json_type_object))
+			continue;
+		if (str(plat, "relative_path")) {
+			r = redist_entry(plat, name, str(comp, "version"), &m, err, errsz);
+		} else if (cuda_variant) {
+			json_object *var;
+			if (json_object_object_get_ex(plat, cuda_variant, &var) && json_object_is_type(var, json_type_object))
+				r = redist_entry(var, name, str(comp, "version"), &m, err, errsz);
+		}
+		if (r < 0)
+			break;
+	}
+	json_object_put(root);
+	if (r < 0) {
+		gb_manifest_done(&m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+/* ---- signatures ---- */
+
+static int hex_decode(const char *hex, unsigned char *out, size_t n)
+{
+	size_t len = strcspn(hex, "\r\n");
+	if (len != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = hex[2 * i + k];
+			v <<= 4;
+			if (c >= '0' && c <= '9')
+				v |= c - '0';
+			else if (c >= 'a' && c <= 'f')
+				v |= c - 'a' + 10;
+			else
+				return -EINVAL;
+		}
+		out[i] = (unsigned char)v;
+	}
+	return 0;
+}
+
+static EVP_PKEY *load_key(const char *file, bool private_key)
+{
+	FILE *f = fopen(file, "re");
+	EVP_PKEY *k;
+	if (!f)
+		return NULL;
+	k = private_key ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+	fclose(f);
+	if (k && EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
+		EVP_PKEY_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static void key_id(EVP_PKEY *k, char out[40])
+{
+	unsigned char raw[32];
+	size_t n = sizeof(raw);
+	struct gb_sha256 h;
+	char hex[65] = "";
+	out[0] = '\0';
+	if (EVP_PKEY_get_raw_public_key(k, raw, &n) != 1 || gb_sha256_init(&h) < 0)
+		return;
+	gb_sha256_update(&h, raw, n);
+	gb_sha256_final(&h, hex);
+	gb_sha256_done(&h);
+	snprintf(out, 40, "ed25519:%.16s", hex);
+}
+
+static int iso_to_epoch(const char *s, uint64_t *ret)
+{
+	struct tm tm;
+	char *end;
+	time_t t;
+	memset(&tm, 0, sizeof(tm));
+	if (!s || !(end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm)) || *end)
+		return -EINVAL;
+	t = timegm(&tm);
+	if (t < 0)
+		return -EINVAL;
+	*ret = (uint64_t)t;
+	return 0;
+}
+
+int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files,
+			      uint64_t now_s, uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz)
+{
+	unsigned char sig[64];
+	char kid[40] = "";
+	bool good = false;
+	json_object *root = NULL, *arts, *v;
+	struct gb_manifest m = { 0 };
+	uint64_t exp = 0;
+	int r = 0;
+
+	if (!key_files || !key_files[0]) {
+		snprintf(err, errsz, "mirror manifest: no trusted key; add [trust] key = /path/key.pub to gpuboot.conf or pass --trust-key");
+		return -EPERM;
+	}
+	if (!sig_hex || hex_decode(sig_hex, sig, sizeof(sig)) < 0) {
+		snprintf(err, errsz, "mirror manifest: the signature file is not a hex Ed25519 signature");
+		return -EBADMSG;
+	}
+	for (char *const *k = key_files; *k && !good; k++) {
+		EVP_PKEY *pk = load_key(*k, false);
+		EVP_MD_CTX *c;
+		if (!pk) {
+			snprintf(err, errsz, "trusted key %s is not an Ed25519 public key in PEM", *k);
+			return -EINVAL;
+		}
+		c = EVP_MD_CTX_new();
+		if (c && EVP_DigestVerifyInit(c, NULL, NULL, NULL, pk) == 1 &&
+		    EVP_DigestVerify(c, sig, sizeof(sig), (const unsigned char *)text, len) == 1) {
+			good = true;
+			key_id(pk, kid);
+		}
+		EVP_MD_CTX_free(c);
+		EVP_PKEY_free(pk);
+	}
+	if (!good) {
+		snprintf(err, errsz, "mirror manifest: the signature does not verify with any trusted key (altered, or signed by an unknown key)");
+		return -EPERM;
+	}
+	root = parse_json(text, len);
+	if (!root || !json_object_is_type(root, json_type_object) || !str(root, "format") ||
+	    !streq(str(root, "format"), "gpuboot-mirror")) {
+		snprintf(err, errsz, "mirror manifest: not a gpuboot-mirror document");
+		r = -EBADMSG;
+		goto out;
+	}
+	if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 1) {
+		snprintf(err, errsz, "mirror manifest: no version number");
+		r = -EBADMSG;
+		goto out;
+	}
+	m.version = (uint64_t)json_object_get_int64(v);
+	if (m.version < min_version) {
+		snprintf(err, errsz, "mirror manifest: version %llu is older than version %llu already seen here (rollback refused)",
+			 (unsigned long long)m.version, (unsigned long long)min_version);
+		r = -ESTALE;
+		goto out;
+	}
+	if (iso_to_epoch(str(root, "expires"), &exp) < 0) {
+		snprintf(err, errsz, "mirror manifest: no valid expiry time");
+		r = -EBADMSG;
+		goto out;
+	}
+	if (exp <= now_s) {
+		snprintf(err, errsz, "mirror manifest: expired at %s; the mirror must be re-signed", str(root, "expires"));
+		r = -ESTALE;
+		goto out;
+	}
+	gb_strscpy(m.expires, sizeof(m.expires), str(root, "expires"));
+	gb_strscpy(m.created, sizeof(m.created), str(root, "created") ? str(root, "created") : "");
+	gb_strscpy(m.key_id, sizeof(m.key_id), kid);
+	if (!json_object_object_get_ex(root, "artifacts", &arts) || !json_object_is_type(arts, json_type_array)) {
+		snprintf(err, errsz, "mirror manifest: no artifacts list");
+		r = -EBADMSG;
+		goto out;
+	}
+	for (size_t i = 0; i < json_object_array_length(arts); i++) {
+		json_object *a = json_object_array_get_idx(arts, i), *sz;
+		struct gb_manifest_entry e;
+		const char *p = str(a, "path"), *sha = str(a, "sha256");
+		memset(&e, 0, sizeof(e));
+		if (!p || !rel_path_ok(p) || !gb_sha256_valid(sha) || !json_object_object_get_ex(a, "size", &sz) ||
+		    !json_object_is_type(sz, json_type_int) || json_object_get_int64(sz) <= 0) {
+			snprintf(err, errsz, "mirror manifest: artifact %zu has a bad path, sha256 or size", i);
+			r = -EBADMSG;
+			goto out;
+		}
+		gb_strscpy(e.path, sizeof(e.path), p);
+		gb_strscpy(e.sha256, sizeof(e.sha256), sha);
+		e.size = (unsigned long long)json_object_get_int64(sz);
+		if ((r = push(&m, &e)) < 0)
+			goto out;
+	}
+out:
+	json_object_put(root);
+	if (r < 0) {
+		gb_manifest_done(&m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, char **ret_text, char **ret_sig,
+			    char *err, size_t errsz)
+{
+	EVP_PKEY *k = load_key(key_file, true);
+	EVP_MD_CTX *c = NULL;
+	json_object *root, *arts;
+	unsigned char sig[64];
+	size_t siglen = sizeof(sig);
+	char kid[40], *text = NULL, *hex = NULL;
+	int r = -EIO;
+
+	if (!k) {
+		snprintf(err, errsz, "%s is not an Ed25519 private key in PEM (openssl genpkey -algorithm ed25519)", key_file);
+		return -EINVAL;
+	}
+	key_id(k, kid);
+	root = json_object_new_object();
+	arts = json_object_new_array();
+	json_object_object_add(root, "format", json_object_new_string("gpuboot-mirror"));
+	json_object_object_add(root, "format_version", json_object_new_int(1));
+	json_object_object_add(root, "version", json_object_new_int64((int64_t)m->version));
+	json_object_object_add(root, "created", json_object_new_string(m->created));
+	json_object_object_add(root, "expires", json_object_new_string(m->expires));
+	json_object_object_add(root, "key_id", json_object_new_string(kid));
+	for (size_t i = 0; i < m->n; i++) {
+		json_object *a = json_object_new_object();
+		json_object_object_add(a, "path", json_object_new_string(m->v[i].path));
+		json_object_object_add(a, "sha256", json_object_new_string(m->v[i].sha256));
+		json_object_object_add(a, "size", json_object_new_int64((int64_t)m->v[i].size));
+		json_object_array_add(arts, a);
+	}
+	json_object_object_add(root, "artifacts", arts);
+	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(root);
+	c = EVP_MD_CTX_new();
+	if (!text || !c || EVP_DigestSignInit(c, NULL, NULL, NULL, k) != 1 ||
+	    EVP_DigestSign(c, sig, &siglen, (const unsigned char *)text, strlen(text)) != 1 || siglen != 64) {
+		snprintf(err, errsz, "signing with %s failed", key_file);
+		goto out;
+	}
+	hex = malloc(130);
+	if (!hex) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sig[i]);
+	hex[128] = '\n';
+	hex[129] = '\0';
+	*ret_text = TAKE_PTR(text);
+	*ret_sig = TAKE_PTR(hex);
+	r = 0;
+out:
+	EVP_MD_CTX_free(c);
+	EVP_PKEY_free(k);
+	free(text);
+	free(hex);
+	return r;
+}
+
+uint64_t gb_mirror_version_load(const char *state_dir)
+{
+	char path[1024], buf[32];
+	uint64_t v = 0;
+	ssize_t n;
+	int fd;
+	snprintf(path, sizeof(path), "%s/mirror-version", state_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (gb_safe_atou64(buf, 10, &v) < 0)
+		return 0;
+	return v;
+}
+
+int gb_mirror_version_store(const char *state_dir, uint64_t v)
+{
+	char path[1024], buf[32];
+	snprintf(path, sizeof(path), "%s/mirror-version", state_dir);
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)v);
+	return gb_write_file_atomic(path, buf, strlen(buf), 0644);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* Manifests: NVIDIA's redistrib_<version>.json, and gpuboot's own signed
+ * mirror manifest (docs/mirror.md). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gb_manifest_entry {
+	char name[64];     /* component ("cuda_cudart") or "" for mirror entries */
+	char version[32];
+	char path[512];    /* relative path: "cuda_cudart/linux-x86_64/cuda_cudart-...tar.xz" */
+	char sha256[65];
+	unsigned long long size;
+};
+
+struct gb_manifest {
+	struct gb_manifest_entry *v;
+	size_t n;
+	/* mirror manifests */
+	uint64_t version;
+	char expires[32], created[32], key_id[40];
+};
+
+void gb_manifest_done(struct gb_manifest *m);
+const struct gb_manifest_entry *gb_manifest_find(const struct gb_manifest *m, const char *path);
+
+/* Parse NVIDIA's redistrib JSON for one platform ("linux-x86_64"). Each
+ * entry's path is checked (relative, no ".."), sha256 and size validated.
+ * Handles the plain form (component -> platform -> entry) and the variant
+ * form (platform -> cudaNN -> entry) of cuDNN's manifests (cuda_variant). */
+int gb_redistrib_parse(const char *text, size_t len, const char *platform, const char *cuda_variant,
+		       struct gb_manifest *ret, char *err, size_t errsz);
+
+/* gpuboot's mirror manifest: verify SIG (hex Ed25519 signature over the exact
+ * bytes of TEXT) against one of the trusted PEM public keys, then parse it,
+ * refuse it if expired (now_s) or older than min_version. */
+int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files,
+			      uint64_t now_s, uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz);
+
+/* Write a mirror manifest for entries and sign it with a PEM private key.
+ * *ret_text and *ret_sig are malloc'd. */
+int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, char **ret_text, char **ret_sig,
+			    char *err, size_t errsz);
+
+/* The last mirror manifest version accepted (rollback protection):
+ * <state>/mirror-version. 0 when none. */
+uint64_t gb_mirror_version_load(const char *state_dir);
+int gb_mirror_version_store(const char *state_dir, uint64_t v);

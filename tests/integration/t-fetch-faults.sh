@@ -1,0 +1,91 @@
+# The downloader against a loopback HTTPS server with faults: each case is
+# recovered (resume, retry) or refused with a message naming the artifact and
+# the cause, and the cache never holds anything unverified.
+. tests/integration/lib.sh
+command -v openssl >/dev/null || skip "openssl missing (make deps)"
+FT=build/asan/tools/fetch-tool
+[ -x "$FT" ] || fail "$FT missing"
+W=$TMP/www
+mkdir -p "$W/compute/cuda/redist/cuda_cudart/linux-x86_64"
+head -c 3000000 /dev/urandom >"$TMP/blob"
+(cd "$TMP" && tar -cJf "$W/compute/cuda/redist/cuda_cudart/linux-x86_64/cuda_cudart-linux-x86_64-13.0.48-archive.tar.xz" blob)
+F=compute/cuda/redist/cuda_cudart/linux-x86_64/cuda_cudart-linux-x86_64-13.0.48-archive.tar.xz
+SHA=$(sha256sum "$W/$F" | cut -d' ' -f1)
+SIZE=$(stat -c %s "$W/$F")
+# A CA made for this run, a certificate for 127.0.0.1, and one for the wrong host.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/ca.key" -out "$TMP/ca.pem" -days 2 -subj "/CN=gpuboot test CA" 2>/dev/null
+for h in good wrong; do
+	if [ $h = good ]; then san="IP:127.0.0.1,DNS:localhost"; else san="DNS:wrong.example"; fi
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/$h.key" -out "$TMP/$h.csr" -subj "/CN=$h" 2>/dev/null
+	printf 'subjectAltName=%s\n' "$san" >"$TMP/$h.ext"
+	openssl x509 -req -in "$TMP/$h.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial -out "$TMP/$h.pem" -days 2 -extfile "$TMP/$h.ext" 2>/dev/null
+done
+python3 tests/https-server.py "$W" "$TMP/good.pem" "$TMP/good.key" "$TMP/ports" "$TMP/wrong.pem" "$TMP/wrong.key" 2>"$TMP/server.log" &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; rm -rf "$TMP"' EXIT
+for i in $(seq 50); do [ -f "$TMP/ports" ] && break; sleep 0.1; done
+read -r PORT WPORT <"$TMP/ports"
+B=https://127.0.0.1:$PORT
+S=$TMP/state
+
+clean_cache() {
+	# Only verified files, named by their own sha256; no partial downloads.
+	for f in "$S"/cache/sha256/*; do
+		[ -e "$f" ] || continue
+		[ "$(sha256sum "$f" | cut -d' ' -f1)" = "$(basename "$f")" ] || fail "cache holds $f, which is not what its name says"
+	done
+	[ -z "$(ls -A "$S/cache/tmp" 2>/dev/null)" ] || fail "partial downloads left: $(ls "$S/cache/tmp")"
+}
+# case URL-prefix expected-exit expected-message
+case_() {
+	rm -rf "$S"
+	set +e
+	"$FT" "$S" "$TMP/ca.pem" "$1/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	set -e
+	[ "$rc" -eq "$2" ] || fail "$1: exit $rc, expected $2: $(cat "$TMP/out" "$TMP/err")"
+	[ -z "$3" ] || grep -q -- "$3" "$TMP/out" || fail "$1: expected '$3' in: $(cat "$TMP/out")"
+	clean_cache
+	if [ "$2" -eq 0 ]; then
+		[ -f "$S/cache/sha256/$SHA" ] || fail "$1: not in the cache"
+	else
+		[ ! -e "$S/cache/sha256/$SHA" ] || fail "$1: a refused artifact reached the cache"
+	fi
+}
+case_ "$B" 0 "OK attempts=1"
+case_ "$B/fault/truncate-once" 0 "OK attempts=2"
+case_ "$B/fault/reset-once" 0 "OK attempts=2"
+case_ "$B/fault/stall-once" 0 "OK attempts=2"
+case_ "$B/fault/500-once" 0 "OK attempts=2"
+case_ "$B/fault/429-once" 0 "OK attempts=2"
+case_ "$B/fault/truncate-norange" 0 "OK attempts=3"
+case_ "$B/fault/flip" 13 "does not match the manifest"
+case_ "$B/fault/404" 13 "HTTP 404"
+case_ "$B/fault/redirect-http" 13 "scheme other than https"
+case_ "https://127.0.0.1:$WPORT" 13 "ERR"
+grep -qi -e "certificate" -e "SSL" "$TMP/out" || fail "wrong host not named as a certificate problem: $(cat "$TMP/out")"
+# Plain http is refused outright.
+case_ "http://127.0.0.1:$PORT" 13 "ERR"
+# A body longer than the manifest declares.
+rm -rf "$S"
+set +e
+"$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$((SIZE - 100))" >"$TMP/out" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 13 ] && grep -q "more than the $((SIZE - 100)) bytes" "$TMP/out" || fail "longer body: $(cat "$TMP/out")"
+clean_cache
+# The cache: a verified entry is reused, an altered or truncated one is caught and replaced.
+case_ "$B" 0 "OK"
+"$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" | grep -q "^CACHED" || fail "verified entry not reused"
+printf 'x' | dd of="$S/cache/sha256/$SHA" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
+grep -q "^OK" "$TMP/out" && grep -q "altered" "$TMP/err" || fail "altered cache entry not caught: $(cat "$TMP/out" "$TMP/err")"
+truncate -s 1000 "$S/cache/sha256/$SHA"
+"$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
+grep -q "^OK" "$TMP/out" && grep -q "truncated" "$TMP/err" || fail "truncated cache entry not caught"
+clean_cache
+# Several at once.
+rm -rf "$S"
+"$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" "$B/fault/500-once/$F" "$SHA" "$SIZE" "$B/fault/reset-once/$F" "$SHA" "$SIZE" >"$TMP/out" || fail "parallel: $(cat "$TMP/out")"
+[ "$(grep -c '^OK\|^CACHED' "$TMP/out")" -eq 3 ] || fail "parallel results: $(cat "$TMP/out")"
+echo ok
