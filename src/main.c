@@ -81,10 +81,14 @@ static const struct option_doc options[] = {
 	  "detect: copy every path read into DIR, as a fixture tree" },
 	{ "tier", required_argument, OPT_TIER, "TIER", "verify: passive, active or full (default: the profile's)" },
 	{ "run-dir", required_argument, OPT_RUN_DIR, "DIR", "where the ready flags go (default /run/gpuboot)" },
-	{ "upstream", required_argument, OPT_UPSTREAM, "URL", "fetch: a base URL standing in for NVIDIA's hosts (same layout)" },
-	{ "trust-key", required_argument, OPT_TRUST_KEY, "FILE", "fetch: trust mirror manifests signed by this Ed25519 key (repeatable)" },
-	{ "sign-key", required_argument, OPT_SIGN_KEY, "FILE", "mirror: sign the manifest with this Ed25519 private key" },
-	{ "mirror-version", required_argument, OPT_MIRROR_VERSION, "N", "mirror: the manifest's version (default: the time)" },
+	{ "upstream", required_argument, OPT_UPSTREAM, "URL",
+	  "fetch: a base URL standing in for NVIDIA's hosts (same layout)" },
+	{ "trust-key", required_argument, OPT_TRUST_KEY, "FILE",
+	  "fetch: trust mirror manifests signed by this Ed25519 key (repeatable)" },
+	{ "sign-key", required_argument, OPT_SIGN_KEY, "FILE",
+	  "mirror: sign the manifest with this Ed25519 private key" },
+	{ "mirror-version", required_argument, OPT_MIRROR_VERSION, "N",
+	  "mirror: the manifest's version (default: the time)" },
 	{ "parallel", required_argument, OPT_PARALLEL, "N", "fetch: transfers at once (default 4)" },
 	{ "repair", no_argument, OPT_REPAIR, NULL, "after a kernel upgrade: rebuild, reload and verify the modules" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, NULL, "decide and print, change nothing" },
@@ -268,7 +272,7 @@ static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
 	if (ctx->opt.json) {
 		json_object *o = gb_plan_to_json(&plan);
 		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-							       JSON_C_TO_STRING_NOSLASHESCAPE));
+		                                           JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
 		gb_plan_print(&plan, stdout);
@@ -295,7 +299,8 @@ static json_object *artifacts_json(const struct gb_artifact *a, size_t n)
 		json_object_object_add(o, "size", json_object_new_int64((int64_t)a[i].size));
 		json_object_object_add(o, "result", json_object_new_string(a[i].result == 0 ? "verified" : "failed"));
 		json_object_object_add(o, "from_cache", json_object_new_boolean(a[i].from_cache));
-		json_object_object_add(o, "cache_path", a[i].result == 0 ? json_object_new_string(a[i].cache_path) : NULL);
+		json_object_object_add(o, "cache_path",
+		                       a[i].result == 0 ? json_object_new_string(a[i].cache_path) : NULL);
 		json_object_object_add(o, "error", a[i].error[0] ? json_object_new_string(a[i].error) : NULL);
 		json_object_array_add(arr, o);
 	}
@@ -382,19 +387,24 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 					break;
 				}
 		gb_strscpy(stage->error, sizeof(stage->error), err);
-		snprintf(stage->hint, sizeof(stage->hint), "nothing was installed from it; check the mirror or network, then run gpuboot fetch again");
+		snprintf(stage->hint, sizeof(stage->hint),
+		         "nothing was installed from it; check the mirror or network, then run gpuboot fetch again");
 		gb_log_error("%s", err);
 		code = GB_EXIT_FETCH;
 	} else {
 		code = GB_EXIT_OK;
 	}
 	for (size_t i = 0; i < n; i++)
-		printf("%-8s %-44.44s %12llu  %s\n", arts[i].result ? "FAILED" : arts[i].from_cache ? "cached" : "fetched",
+		printf("%-8s %-44.44s %12llu  %s\n",
+		       arts[i].result       ? "FAILED"
+		       : arts[i].from_cache ? "cached"
+		                            : "fetched",
 		       arts[i].name, arts[i].size, arts[i].result ? arts[i].error : arts[i].cache_path);
 	if (code == GB_EXIT_OK && mirror_mode) {
 		t0 = ctx->ops->now_monotonic_ns();
 		stage = gb_status_stage(&st, "mirror");
-		r = gb_mirror_write(ctx, mirror_dir, arts, n, ctx->opt.sign_key, ctx->opt.mirror_version, err, sizeof(err));
+		r = gb_mirror_write(ctx, mirror_dir, arts, n, ctx->opt.sign_key, ctx->opt.mirror_version, err,
+		                    sizeof(err));
 		stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
 		if (r < 0) {
 			gb_strscpy(stage->result, sizeof(stage->result), "failed");
@@ -430,11 +440,13 @@ static int cmd_fetch(struct gb_ctx *ctx, int argc, char **argv)
 static int cmd_mirror(struct gb_ctx *ctx, int argc, char **argv)
 {
 	if (argc != 1) {
-		gb_log_error("usage: gpuboot mirror DIR --sign-key KEY [--profile P] [--target-os ...] [--target-gpu ...]");
+		gb_log_error(
+		    "usage: gpuboot mirror DIR --sign-key KEY [--profile P] [--target-os ...] [--target-gpu ...]");
 		return GB_EXIT_USAGE;
 	}
 	if (!ctx->opt.sign_key) {
-		gb_log_error("mirror needs --sign-key KEY (an Ed25519 private key in PEM: openssl genpkey -algorithm ed25519)");
+		gb_log_error(
+		    "mirror needs --sign-key KEY (an Ed25519 private key in PEM: openssl genpkey -algorithm ed25519)");
 		return GB_EXIT_USAGE;
 	}
 	return fetch_common(ctx, true, argv[0]);

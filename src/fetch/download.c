@@ -44,7 +44,7 @@ int gb_cache_lookup(const char *state_dir, const char *sha256, unsigned long lon
 		return r;
 	if (got != size || strcmp(hex, sha256) != 0) {
 		gb_log_warning("Cache entry '%s' is %s (%llu bytes, sha256 %.12s...): removed, fetching again", path,
-			       got != size ? "truncated or extended" : "altered", got, hex);
+		               got != size ? "truncated or extended" : "altered", got, hex);
 		unlink(path);
 		return -EBADMSG;
 	}
@@ -113,10 +113,8 @@ static bool transient_curl(CURLcode c)
 	case CURLE_PARTIAL_FILE:
 	case CURLE_GOT_NOTHING:
 	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return true;
-	default:
-		return false;
+	case CURLE_HTTP2_STREAM: return true;
+	default: return false;
 	}
 }
 
@@ -180,7 +178,8 @@ static void fail_xfer(struct xfer *x, int err, const char *fmt, const char *deta
 }
 
 /* The transfer ended: verify, then move into the cache, or plan a retry. */
-static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const struct gb_fetch_opts *o, uint64_t deadline)
+static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const struct gb_fetch_opts *o,
+                        uint64_t deadline)
 {
 	struct gb_artifact *a = x->a;
 	long code = 0;
@@ -194,7 +193,8 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	a->attempts++;
 
 	if (x->overflow) {
-		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares", a->url, a->size);
+		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares",
+		         a->url, a->size);
 		fail_xfer(x, -EFBIG, "%s", detail);
 		return;
 	}
@@ -221,8 +221,9 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	if (c != CURLE_OK) {
 		snprintf(detail, sizeof(detail), "%s: %s", a->url, x->errbuf[0] ? x->errbuf : curl_easy_strerror(c));
 		if (c == CURLE_UNSUPPORTED_PROTOCOL)
-			snprintf(detail, sizeof(detail), "%s: refused a redirect or URL to a scheme other than https (%s)", a->url,
-				 x->errbuf[0] ? x->errbuf : curl_easy_strerror(c));
+			snprintf(detail, sizeof(detail),
+			         "%s: refused a redirect or URL to a scheme other than https (%s)", a->url,
+			         x->errbuf[0] ? x->errbuf : curl_easy_strerror(c));
 		if (!transient_curl(c) || is_file) {
 			fail_xfer(x, c == CURLE_PEER_FAILED_VERIFICATION ? -EPERM : -EIO, "%s", detail);
 			return;
@@ -232,7 +233,8 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	}
 	if (x->got != a->size && is_file) {
 		/* A local file does not get longer by asking again. */
-		snprintf(detail, sizeof(detail), "%s: %llu bytes, but the manifest declares %llu", a->url, x->got, a->size);
+		snprintf(detail, sizeof(detail), "%s: %llu bytes, but the manifest declares %llu", a->url, x->got,
+		         a->size);
 		fail_xfer(x, -EBADMSG, "%s", detail);
 		return;
 	}
@@ -244,7 +246,8 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	{
 		char hex[65];
 		if (gb_sha256_final(&x->h, hex) < 0 || strcmp(hex, a->sha256) != 0) {
-			snprintf(detail, sizeof(detail), "%s: sha256 %s does not match the manifest's %s", a->url, hex, a->sha256);
+			snprintf(detail, sizeof(detail), "%s: sha256 %s does not match the manifest's %s", a->url, hex,
+			         a->sha256);
 			fail_xfer(x, -EBADMSG, "%s", detail);
 			return;
 		}
@@ -281,7 +284,7 @@ retry:
 			jitter = 30000;
 		x->next_try_ns = ctx->ops->now_monotonic_ns() + jitter * 1000000ull;
 		gb_log_info("%s: %s; retrying in %llu ms%s", a->name, a->error, (unsigned long long)jitter,
-			    x->got ? " (resuming)" : "");
+		            x->got ? " (resuming)" : "");
 	}
 }
 
@@ -329,20 +332,23 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 		arts[i].result = 0;
 		arts[i].error[0] = '\0';
 		if (!gb_sha256_valid(arts[i].sha256) || arts[i].size == 0) {
-			snprintf(arts[i].error, sizeof(arts[i].error), "%s: no valid sha256 and size to check it against", arts[i].name);
+			snprintf(arts[i].error, sizeof(arts[i].error),
+			         "%s: no valid sha256 and size to check it against", arts[i].name);
 			arts[i].result = -EINVAL;
 			x->finished = true;
 			done++;
 			continue;
 		}
-		if (gb_cache_lookup(o->state_dir, arts[i].sha256, arts[i].size, arts[i].cache_path, sizeof(arts[i].cache_path)) == 0) {
+		if (gb_cache_lookup(o->state_dir, arts[i].sha256, arts[i].size, arts[i].cache_path,
+		                    sizeof(arts[i].cache_path)) == 0) {
 			arts[i].from_cache = true;
 			x->finished = true;
 			done++;
 			continue;
 		}
 		if (o->offline && !gb_startswith(arts[i].url, "file://")) {
-			snprintf(arts[i].error, sizeof(arts[i].error), "%s is not in the cache and --offline forbids %s", arts[i].name, arts[i].url);
+			snprintf(arts[i].error, sizeof(arts[i].error),
+			         "%s is not in the cache and --offline forbids %s", arts[i].name, arts[i].url);
 			arts[i].result = -ENETUNREACH;
 			x->finished = true;
 			done++;
@@ -351,7 +357,8 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 		snprintf(x->tmp, sizeof(x->tmp), "%s/cache/tmp/%s.%zu.part", o->state_dir, arts[i].sha256, i);
 		x->fd = open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (x->fd < 0 || gb_sha256_init(&x->h) < 0) {
-			snprintf(arts[i].error, sizeof(arts[i].error), "cannot create '%s': %s", x->tmp, strerror(errno));
+			snprintf(arts[i].error, sizeof(arts[i].error), "cannot create '%s': %s", x->tmp,
+			         strerror(errno));
 			arts[i].result = -EIO;
 			if (x->fd >= 0)
 				close(x->fd);
@@ -411,10 +418,11 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 			if (secs < 1)
 				continue;
 			if (tty)
-				fprintf(stderr, "\r%-40.40s %6.1f/%6.1f MiB %7.1f MB/s   ", x->a->name, x->got / 1048576.0,
-					x->a->size / 1048576.0, x->got / 1e6 / secs);
+				fprintf(stderr, "\r%-40.40s %6.1f/%6.1f MiB %7.1f MB/s   ", x->a->name,
+				        x->got / 1048576.0, x->a->size / 1048576.0, x->got / 1e6 / secs);
 			else
-				gb_log_info("%s: %llu of %llu bytes, %.1f MB/s", x->a->name, x->got, x->a->size, x->got / 1e6 / secs);
+				gb_log_info("%s: %llu of %llu bytes, %.1f MB/s", x->a->name, x->got, x->a->size,
+				            x->got / 1e6 / secs);
 		}
 		if (done < n)
 			curl_multi_poll(m, NULL, 0, 100, NULL);
@@ -460,7 +468,7 @@ static size_t on_small(char *data, size_t sz, size_t nm, void *userp)
 }
 
 int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret, size_t *ret_len, long *ret_http,
-		   char *err, size_t errsz)
+                   char *err, size_t errsz)
 {
 	struct small s = { .max = max };
 	char eb[CURL_ERROR_SIZE] = "";

@@ -52,7 +52,8 @@ static struct gb_artifact *add(struct gb_artifact **v, size_t *n)
 
 /* Fill sha256/size for path from the mirror's signed manifest (authoritative);
  * the pin, when there is one, is compared and a difference reported. */
-static int from_mirror(const struct gb_manifest *mm, struct gb_artifact *a, const char *pin_sha, char *err, size_t errsz)
+static int from_mirror(const struct gb_manifest *mm, struct gb_artifact *a, const char *pin_sha, char *err,
+                       size_t errsz)
 {
 	const struct gb_manifest_entry *e = gb_manifest_find(mm, a->path);
 	if (!e) {
@@ -60,15 +61,16 @@ static int from_mirror(const struct gb_manifest *mm, struct gb_artifact *a, cons
 		return -ENOENT;
 	}
 	if (pin_sha && !streq(pin_sha, e->sha256))
-		gb_log_warning("%s: the mirror's signed sha256 %.16s... differs from NVIDIA's published %.16s...: a site-built artifact, trusted by the mirror key",
-			       a->name, e->sha256, pin_sha);
+		gb_log_warning("%s: the mirror's signed sha256 %.16s... differs from NVIDIA's published %.16s...: a "
+		               "site-built artifact, trusted by the mirror key",
+		               a->name, e->sha256, pin_sha);
 	gb_strscpy(a->sha256, sizeof(a->sha256), e->sha256);
 	a->size = e->size;
 	return 0;
 }
 
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
-		      const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz)
+                      const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz)
 {
 	struct gb_artifact *v = NULL, *a;
 	struct gb_manifest mm = { 0 };
@@ -95,7 +97,7 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 		if (r < 0)
 			return r;
 		gb_log_info("Mirror manifest version %llu, signed by %s, expires %s", (unsigned long long)mm.version,
-			    mm.key_id, mm.expires);
+		            mm.key_id, mm.expires);
 		if (mm.version > seen && (r = gb_mirror_version_store(o->state_dir, mm.version)) < 0) {
 			snprintf(err, errsz, "cannot record the mirror manifest version: %s", strerror(-r));
 			gb_manifest_done(&mm);
@@ -128,20 +130,25 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 			gb_strscpy(a->sha256, sizeof(a->sha256), rf->sha256);
 			a->size = rf->size;
 			/* NVIDIA publishes <url>.sha256sum beside each runfile: it must agree with the pin. */
-			if (!o->offline && gb_cache_lookup(o->state_dir, a->sha256, a->size, a->cache_path, sizeof(a->cache_path)) != 0) {
+			if (!o->offline && gb_cache_lookup(o->state_dir, a->sha256, a->size, a->cache_path,
+			                                   sizeof(a->cache_path)) != 0) {
 				char e2[400];
 				snprintf(sumurl, sizeof(sumurl), "%s.sha256sum", a->url);
-				if (gb_fetch_small(sumurl, src->ca_file, 4096, &sum, &slen, &code, e2, sizeof(e2)) == 0) {
+				if (gb_fetch_small(sumurl, src->ca_file, 4096, &sum, &slen, &code, e2, sizeof(e2)) ==
+				    0) {
 					if (slen < 64 || strncmp(sum, rf->sha256, 64) != 0) {
-						snprintf(err, errsz, "%s: NVIDIA's published checksum (%s) disagrees with the catalog's pin %.16s...: refusing it",
-							 a->name, sumurl, rf->sha256);
+						snprintf(err, errsz,
+						         "%s: NVIDIA's published checksum (%s) disagrees with the "
+						         "catalog's pin %.16s...: refusing it",
+						         a->name, sumurl, rf->sha256);
 						free(sum);
 						r = -EBADMSG;
 						goto fail;
 					}
 					free(sum);
 				} else {
-					gb_log_info("%s: no published checksum (%s); the catalog's pin decides", a->name, e2);
+					gb_log_info("%s: no published checksum (%s); the catalog's pin decides",
+					            a->name, e2);
 				}
 			}
 		}
@@ -164,8 +171,8 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 			if ((r = from_mirror(&mm, &man, cr->manifest_sha256, err, errsz)) < 0)
 				goto fail;
 		} else {
-			base_join(man.url, sizeof(man.url), src->upstream ? src->upstream : "https://developer.download.nvidia.com",
-				  man.path);
+			base_join(man.url, sizeof(man.url),
+			          src->upstream ? src->upstream : "https://developer.download.nvidia.com", man.path);
 			gb_strscpy(man.sha256, sizeof(man.sha256), cr->manifest_sha256);
 			man.size = cr->manifest_size;
 		}
@@ -175,8 +182,8 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 			goto fail;
 		}
 		fd = open(man.cache_path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) < 0 || st.st_size > (16 << 20) || !(text = malloc((size_t)st.st_size + 1)) ||
-		    read(fd, text, (size_t)st.st_size) != st.st_size) {
+		if (fd < 0 || fstat(fd, &st) < 0 || st.st_size > (16 << 20) ||
+		    !(text = malloc((size_t)st.st_size + 1)) || read(fd, text, (size_t)st.st_size) != st.st_size) {
 			if (fd >= 0)
 				close(fd);
 			free(text);
@@ -204,7 +211,8 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 				if (streq(red.v[i].name, name))
 					e = &red.v[i];
 			if (!e) {
-				snprintf(err, errsz, "CUDA %s manifest has no %s for %s", cr->manifest, name, p->in.platform);
+				snprintf(err, errsz, "CUDA %s manifest has no %s for %s", cr->manifest, name,
+				         p->in.platform);
 				gb_manifest_done(&red);
 				r = -ENOENT;
 				goto fail;
@@ -223,8 +231,9 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 					goto fail;
 				}
 			} else {
-				base_join(a->url, sizeof(a->url), src->upstream ? src->upstream : "https://developer.download.nvidia.com",
-					  a->path);
+				base_join(a->url, sizeof(a->url),
+				          src->upstream ? src->upstream : "https://developer.download.nvidia.com",
+				          a->path);
 				gb_strscpy(a->sha256, sizeof(a->sha256), e->sha256);
 				a->size = e->size;
 			}
@@ -242,7 +251,7 @@ fail:
 }
 
 int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifact *a, size_t n, const char *sign_key,
-		    uint64_t version, char *err, size_t errsz)
+                    uint64_t version, char *err, size_t errsz)
 {
 	struct gb_manifest m = { 0 };
 	char *text = NULL, *sig = NULL, path[1600];

@@ -10,8 +10,8 @@ struct gb_ctx;
 struct gb_plan;
 
 struct gb_fetch_source {
-	const char *mirror;    /* a mirror URL (https:// or file://), or NULL */
-	const char *upstream;  /* a base replacing NVIDIA's hosts, or NULL */
+	const char *mirror; /* a mirror URL (https:// or file://), or NULL */
+	const char *upstream; /* a base replacing NVIDIA's hosts, or NULL */
 	char *const *trust_keys;
 	const char *ca_file;
 };
@@ -19,9 +19,9 @@ struct gb_fetch_source {
 /* The artifacts the plan needs, resolved and fetched (CUDA's manifest is
  * fetched and verified here, the rest is listed for gb_fetch_all). */
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
-		      const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz);
+                      const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz);
 
 /* Copy verified artifacts into DIR in the upstream layout and write the
  * signed manifest (manifest.json, manifest.json.sig). */
 int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifact *a, size_t n, const char *sign_key,
-		    uint64_t version, char *err, size_t errsz);
+                    uint64_t version, char *err, size_t errsz);

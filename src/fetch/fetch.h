@@ -12,14 +12,14 @@
 struct gb_ctx;
 
 struct gb_artifact {
-	char name[128];  /* for messages: "driver runfile 580.173.02" */
-	char url[1024];  /* https://... or file:///... */
-	char path[512];  /* path in the upstream layout ("XFree86/Linux-x86_64/...") */
+	char name[128]; /* for messages: "driver runfile 580.173.02" */
+	char url[1024]; /* https://... or file:///... */
+	char path[512]; /* path in the upstream layout ("XFree86/Linux-x86_64/...") */
 	char sha256[65];
 	unsigned long long size;
 	/* results */
 	char cache_path[1024]; /* <state>/cache/sha256/<hex> once verified */
-	int result;            /* 0, or a negative errno */
+	int result; /* 0, or a negative errno */
 	char error[320];
 	unsigned attempts;
 	bool from_cache;
@@ -30,12 +30,12 @@ struct gb_fetch_opts {
 	const char *state_dir;
 	const char *ca_file;
 	const char *proxy;
-	unsigned parallel;      /* transfers at once (default 4) */
-	unsigned max_attempts;  /* per artifact (default 6) */
-	unsigned deadline_s;    /* for everything (default 3600) */
-	unsigned low_speed_s;   /* abort a transfer slower than 1 KiB/s for this long (default 30) */
-	unsigned backoff_ms;    /* first retry delay (default 1000) */
-	bool offline;           /* only the cache and file:// */
+	unsigned parallel; /* transfers at once (default 4) */
+	unsigned max_attempts; /* per artifact (default 6) */
+	unsigned deadline_s; /* for everything (default 3600) */
+	unsigned low_speed_s; /* abort a transfer slower than 1 KiB/s for this long (default 30) */
+	unsigned backoff_ms; /* first retry delay (default 1000) */
+	bool offline; /* only the cache and file:// */
 };
 
 void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir);
@@ -51,4 +51,4 @@ int gb_cache_lookup(const char *state_dir, const char *sha256, unsigned long lon
 /* A small document (a manifest, a signature, a .sha256sum) into memory,
  * with the same protocol rules, at most max bytes. */
 int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret, size_t *ret_len, long *ret_http,
-		   char *err, size_t errsz);
+                   char *err, size_t errsz);

@@ -86,12 +86,14 @@ static json_object *parse_json(const char *text, size_t len)
 static const char *str(json_object *o, const char *k)
 {
 	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
+	           ? json_object_get_string(v)
+	           : NULL;
 }
 
 /* One {relative_path, sha256, size} entry. size is a string in NVIDIA's manifests. */
 static int redist_entry(json_object *plat, const char *name, const char *version, struct gb_manifest *m, char *err,
-			size_t errsz)
+                        size_t errsz)
 {
 	struct gb_manifest_entry e;
 	const char *rp = str(plat, "relative_path"), *sha = str(plat, "sha256"), *size = str(plat, "size");
@@ -116,7 +118,7 @@ static int redist_entry(json_object *plat, const char *name, const char *version
 }
 
 int gb_redistrib_parse(const char *text, size_t len, const char *platform, const char *cuda_variant,
-		       struct gb_manifest *ret, char *err, size_t errsz)
+                       struct gb_manifest *ret, char *err, size_t errsz)
 {
 	struct gb_manifest m = { 0 };
 	json_object *root = parse_json(text, len);
@@ -137,7 +139,8 @@ int gb_redistrib_parse(const char *text, size_t len, const char *platform, const
 			r = redist_entry(plat, name, str(comp, "version"), &m, err, errsz);
 		} else if (cuda_variant) {
 			json_object *var;
-			if (json_object_object_get_ex(plat, cuda_variant, &var) && json_object_is_type(var, json_type_object))
+			if (json_object_object_get_ex(plat, cuda_variant, &var) &&
+			    json_object_is_type(var, json_type_object))
 				r = redist_entry(var, name, str(comp, "version"), &m, err, errsz);
 		}
 		if (r < 0)
@@ -221,8 +224,8 @@ static int iso_to_epoch(const char *s, uint64_t *ret)
 	return 0;
 }
 
-int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files,
-			      uint64_t now_s, uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz)
+int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
+                              uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz)
 {
 	unsigned char sig[64];
 	char kid[40] = "";
@@ -233,7 +236,9 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 	int r = 0;
 
 	if (!key_files || !key_files[0]) {
-		snprintf(err, errsz, "mirror manifest: no trusted key; add [trust] key = /path/key.pub to gpuboot.conf or pass --trust-key");
+		snprintf(err, errsz,
+		         "mirror manifest: no trusted key; add [trust] key = /path/key.pub to gpuboot.conf or pass "
+		         "--trust-key");
 		return -EPERM;
 	}
 	if (!sig_hex || hex_decode(sig_hex, sig, sizeof(sig)) < 0) {
@@ -257,7 +262,9 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		EVP_PKEY_free(pk);
 	}
 	if (!good) {
-		snprintf(err, errsz, "mirror manifest: the signature does not verify with any trusted key (altered, or signed by an unknown key)");
+		snprintf(err, errsz,
+		         "mirror manifest: the signature does not verify with any trusted key (altered, or signed by "
+		         "an unknown key)");
 		return -EPERM;
 	}
 	root = parse_json(text, len);
@@ -275,8 +282,10 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 	}
 	m.version = (uint64_t)json_object_get_int64(v);
 	if (m.version < min_version) {
-		snprintf(err, errsz, "mirror manifest: version %llu is older than version %llu already seen here (rollback refused)",
-			 (unsigned long long)m.version, (unsigned long long)min_version);
+		snprintf(
+		    err, errsz,
+		    "mirror manifest: version %llu is older than version %llu already seen here (rollback refused)",
+		    (unsigned long long)m.version, (unsigned long long)min_version);
 		r = -ESTALE;
 		goto out;
 	}
@@ -286,7 +295,8 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		goto out;
 	}
 	if (exp <= now_s) {
-		snprintf(err, errsz, "mirror manifest: expired at %s; the mirror must be re-signed", str(root, "expires"));
+		snprintf(err, errsz, "mirror manifest: expired at %s; the mirror must be re-signed",
+		         str(root, "expires"));
 		r = -ESTALE;
 		goto out;
 	}
@@ -326,7 +336,7 @@ out:
 }
 
 int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, char **ret_text, char **ret_sig,
-			    char *err, size_t errsz)
+                            char *err, size_t errsz)
 {
 	EVP_PKEY *k = load_key(key_file, true);
 	EVP_MD_CTX *c = NULL;
@@ -337,7 +347,8 @@ int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, c
 	int r = -EIO;
 
 	if (!k) {
-		snprintf(err, errsz, "%s is not an Ed25519 private key in PEM (openssl genpkey -algorithm ed25519)", key_file);
+		snprintf(err, errsz, "%s is not an Ed25519 private key in PEM (openssl genpkey -algorithm ed25519)",
+		         key_file);
 		return -EINVAL;
 	}
 	key_id(k, kid);
@@ -357,7 +368,8 @@ int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, c
 		json_object_array_add(arts, a);
 	}
 	json_object_object_add(root, "artifacts", arts);
-	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+	                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
 	c = EVP_MD_CTX_new();
 	if (!text || !c || EVP_DigestSignInit(c, NULL, NULL, NULL, k) != 1 ||

@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 struct gb_manifest_entry {
-	char name[64];     /* component ("cuda_cudart") or "" for mirror entries */
+	char name[64]; /* component ("cuda_cudart") or "" for mirror entries */
 	char version[32];
-	char path[512];    /* relative path: "cuda_cudart/linux-x86_64/cuda_cudart-...tar.xz" */
+	char path[512]; /* relative path: "cuda_cudart/linux-x86_64/cuda_cudart-...tar.xz" */
 	char sha256[65];
 	unsigned long long size;
 };
@@ -31,18 +31,18 @@ const struct gb_manifest_entry *gb_manifest_find(const struct gb_manifest *m, co
  * Handles the plain form (component -> platform -> entry) and the variant
  * form (platform -> cudaNN -> entry) of cuDNN's manifests (cuda_variant). */
 int gb_redistrib_parse(const char *text, size_t len, const char *platform, const char *cuda_variant,
-		       struct gb_manifest *ret, char *err, size_t errsz);
+                       struct gb_manifest *ret, char *err, size_t errsz);
 
 /* gpuboot's mirror manifest: verify SIG (hex Ed25519 signature over the exact
  * bytes of TEXT) against one of the trusted PEM public keys, then parse it,
  * refuse it if expired (now_s) or older than min_version. */
-int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files,
-			      uint64_t now_s, uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz);
+int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
+                              uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz);
 
 /* Write a mirror manifest for entries and sign it with a PEM private key.
  * *ret_text and *ret_sig are malloc'd. */
 int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, char **ret_text, char **ret_sig,
-			    char *err, size_t errsz);
+                            char *err, size_t errsz);
 
 /* The last mirror manifest version accepted (rollback protection):
  * <state>/mirror-version. 0 when none. */

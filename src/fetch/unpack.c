@@ -149,9 +149,10 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 	unsigned long long total = 0, entries = 0;
 	int fd = -1, cwd = -1, r = 0;
 	const int flags = ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-			  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME;
+	                  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME;
 
-	if (snprintf(staging, sizeof(staging), "%s.staging.XXXXXX", dest) >= (int)sizeof(staging) || !mkdtemp(staging)) {
+	if (snprintf(staging, sizeof(staging), "%s.staging.XXXXXX", dest) >= (int)sizeof(staging) ||
+	    !mkdtemp(staging)) {
 		snprintf(err, errsz, "cannot create a staging directory next to %s: %s", dest, strerror(errno));
 		return -EIO;
 	}
@@ -206,13 +207,15 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 			goto out;
 		}
 		if (!path_ok(name)) {
-			snprintf(err, errsz, "%s: entry '%s' is absolute or climbs out with '..': refused", file, name ? name : "");
+			snprintf(err, errsz, "%s: entry '%s' is absolute or climbs out with '..': refused", file,
+			         name ? name : "");
 			r = -EPERM;
 			goto out;
 		}
 		link = archive_entry_hardlink(e);
 		if (link && !path_ok(link)) {
-			snprintf(err, errsz, "%s: hard link '%s' -> '%s' points outside the tree: refused", file, name, link);
+			snprintf(err, errsz, "%s: hard link '%s' -> '%s' points outside the tree: refused", file, name,
+			         link);
 			r = -EPERM;
 			goto out;
 		}
@@ -228,14 +231,16 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 		if (type == AE_IFLNK) {
 			link = archive_entry_symlink(e);
 			if (!link || link[0] == '/' || !path_ok(link)) {
-				snprintf(err, errsz, "%s: symlink '%s' -> '%s' points outside the tree: refused", file, name, link ? link : "");
+				snprintf(err, errsz, "%s: symlink '%s' -> '%s' points outside the tree: refused", file,
+				         name, link ? link : "");
 				r = -EPERM;
 				goto out;
 			}
 		}
 		total += (unsigned long long)(archive_entry_size(e) > 0 ? archive_entry_size(e) : 0);
 		if (total > o->max_bytes) {
-			snprintf(err, errsz, "%s: unpacks to more than %llu bytes (a decompression bomb?): refused", file, o->max_bytes);
+			snprintf(err, errsz, "%s: unpacks to more than %llu bytes (a decompression bomb?): refused",
+			         file, o->max_bytes);
 			r = -EFBIG;
 			goto out;
 		}
@@ -252,18 +257,21 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 			while ((rr = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 				written += len;
 				if (written > (unsigned long long)archive_entry_size(e)) {
-					snprintf(err, errsz, "%s: '%s' holds more data than its header says", file, name);
+					snprintf(err, errsz, "%s: '%s' holds more data than its header says", file,
+					         name);
 					r = -EBADMSG;
 					goto out;
 				}
 				if (archive_write_data_block(w, buf, len, off) != ARCHIVE_OK) {
-					snprintf(err, errsz, "%s: cannot write '%s': %s", file, name, archive_error_string(w));
+					snprintf(err, errsz, "%s: cannot write '%s': %s", file, name,
+					         archive_error_string(w));
 					r = -EIO;
 					goto out;
 				}
 			}
 			if (rr != ARCHIVE_EOF) {
-				snprintf(err, errsz, "%s: corrupt data in '%s': %s", file, name, archive_error_string(a));
+				snprintf(err, errsz, "%s: corrupt data in '%s': %s", file, name,
+				         archive_error_string(a));
 				r = -EBADMSG;
 				goto out;
 			}

@@ -8,10 +8,10 @@
 #include <stddef.h>
 
 struct gb_unpack_opts {
-	unsigned long long max_bytes;   /* total unpacked bytes (decompression bombs) */
+	unsigned long long max_bytes; /* total unpacked bytes (decompression bombs) */
 	unsigned long long max_entries;
-	bool allow_setid;               /* keep setuid/setgid bits */
-	unsigned long long offset;      /* start of the archive inside the file (makeself payload) */
+	bool allow_setid; /* keep setuid/setgid bits */
+	unsigned long long offset; /* start of the archive inside the file (makeself payload) */
 };
 
 void gb_unpack_opts_default(struct gb_unpack_opts *o);

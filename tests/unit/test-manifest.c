@@ -92,7 +92,10 @@ static void test_redistrib(void)
 	free(t);
 	/* Hostile paths are refused. */
 	{
-		const char *bad = "{\"x\":{\"version\":\"1\",\"linux-x86_64\":{\"relative_path\":\"../../etc/passwd\",\"sha256\":\"30ffafae23833dafc965cf4e4d034f8553805586959328c64e2c47b3ef3bcd55\",\"size\":\"10\"}}}";
+		const char *bad =
+		    "{\"x\":{\"version\":\"1\",\"linux-x86_64\":{\"relative_path\":\"../../etc/"
+		    "passwd\",\"sha256\":\"30ffafae23833dafc965cf4e4d034f8553805586959328c64e2c47b3ef3bcd55\",\"size\":"
+		    "\"10\"}}}";
 		CHECK_INT(gb_redistrib_parse(bad, strlen(bad), "linux-x86_64", NULL, &m, err, sizeof(err)), -EBADMSG);
 	}
 }
@@ -133,19 +136,25 @@ static void test_mirror(void)
 	snprintf(m.expires, sizeof(m.expires), "%s", "2027-01-01T00:00:00Z");
 	CHECK_INT(gb_mirror_manifest_sign(&m, priv, &text, &sig, err, sizeof(err)), 0);
 	/* 2026-12-01 */
-	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1796083200ull, 0, &got, err, sizeof(err)), 0);
+	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1796083200ull, 0, &got, err, sizeof(err)),
+	          0);
 	CHECK_INT(got.n, 1);
 	CHECK_INT(got.version, 5);
 	CHECK(gb_manifest_find(&got, "a/b.tar.xz") != NULL);
 	gb_manifest_done(&got);
-	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, wrong, 1796083200ull, 0, &got, err, sizeof(err)), -EPERM);
-	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1830000000ull, 0, &got, err, sizeof(err)), -ESTALE);
+	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, wrong, 1796083200ull, 0, &got, err, sizeof(err)),
+	          -EPERM);
+	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1830000000ull, 0, &got, err, sizeof(err)),
+	          -ESTALE);
 	CHECK(strstr(err, "expired") != NULL);
-	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1796083200ull, 6, &got, err, sizeof(err)), -ESTALE);
+	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1796083200ull, 6, &got, err, sizeof(err)),
+	          -ESTALE);
 	CHECK(strstr(err, "rollback") != NULL);
 	text[20] ^= 1;
-	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1796083200ull, 0, &got, err, sizeof(err)), -EPERM);
-	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), "zz", keys, 1796083200ull, 0, &got, err, sizeof(err)), -EBADMSG);
+	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), sig, keys, 1796083200ull, 0, &got, err, sizeof(err)),
+	          -EPERM);
+	CHECK_INT(gb_mirror_manifest_verify(text, strlen(text), "zz", keys, 1796083200ull, 0, &got, err, sizeof(err)),
+	          -EBADMSG);
 	free(text);
 	free(sig);
 	{
