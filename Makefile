@@ -127,6 +127,12 @@ test: deps
 lint:
 	scripts/lint.sh
 
+# vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
+vm-test:
+	scripts/install-deps.sh --vm
+	$(MAKE) build/gpuboot
+	vm-tests/run.sh
+
 # The benchmark's driver, optimised (not the ASan build).
 build/bench/bench-fetch: tests/tools/bench-fetch.c $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o
 	@mkdir -p $(dir $@)
@@ -139,7 +145,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static catalog deps test lint bench clean fuzz probe
+.PHONY: all static catalog deps test lint bench clean fuzz probe vm-test
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

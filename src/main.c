@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "status/status.h"
 #include "verify/verify.h"
 #include "exit-codes.h"
+#include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/tls.h"
 #include "shared/util.h"
@@ -103,7 +106,6 @@ static const struct option_doc options[] = {
 
 static int cmd_run(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv);
-static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv);
 static int cmd_status(struct gb_ctx *ctx, int argc, char **argv);
@@ -118,10 +120,8 @@ static const struct command commands[] = {
 	{ "verify", cmd_verify, "run the verification stage on the live machine" },
 	{ "status", cmd_status, "print the last status (--json, --prometheus)" },
 	{ "mirror", cmd_mirror, "build an offline mirror for a profile (mirror DIR)" },
-	{ "repair", cmd_not_yet, "the same as --repair" },
+	{ "repair", cmd_run, "the same as --repair" },
 };
-
-static const char *current_command = "run";
 
 static void help(FILE *out)
 {
@@ -147,20 +147,6 @@ static void help(FILE *out)
 	             " 12 unsupported GPU or GPU mix                     13 download or verification failed\n"
 	             " 14 kernel module could not be loaded              15 verification failed\n"
 	             " 16 another gpuboot holds the lock\n");
-}
-
-static int cmd_not_yet(struct gb_ctx *ctx, int argc, char **argv)
-{
-	(void)ctx;
-	(void)argc;
-	(void)argv;
-	gb_log_error("'%s' is not implemented yet in gpuboot %s", current_command, GPUBOOT_VERSION);
-	return GB_EXIT_USAGE;
-}
-
-static int cmd_run(struct gb_ctx *ctx, int argc, char **argv)
-{
-	return cmd_not_yet(ctx, argc, argv);
 }
 
 static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv)
@@ -210,7 +196,8 @@ static void today(struct gb_ctx *ctx, char *buf, size_t n)
 /* Detect (or take the targets), load profile, site configuration and GPU
  * overrides, and decide. Returns 0 with *plan made (which may be a refusal),
  * or an exit code (2 for configuration errors) with the error logged. */
-static int build_plan(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_site_config *site)
+static int build_plan_facts(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_site_config *site,
+                            json_object **ret_facts)
 {
 	struct gb_facts f = { .secure_boot = -1 };
 	struct gb_plan_input in;
@@ -225,6 +212,8 @@ static int build_plan(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_site_c
 		return GB_EXIT_FAILED;
 	}
 	gb_plan_input_from_facts(&f, &in);
+	if (ret_facts)
+		*ret_facts = gb_facts_to_json(&f);
 	gb_facts_done(&f);
 	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &in, err, sizeof(err)) < 0) ||
 	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &in, err, sizeof(err)) < 0))
@@ -251,6 +240,106 @@ error:
 out:
 	gb_profile_done(&prof);
 	gb_gpu_overrides_done(&ov);
+	return code;
+}
+
+static int build_plan(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_site_config *site)
+{
+	return build_plan_facts(ctx, plan, site, NULL);
+}
+
+/* One gpuboot at a time per state directory: <state-dir>/lock, flock'd. */
+static int take_lock(struct gb_ctx *ctx, int *ret_fd)
+{
+	char path[4200];
+	int fd, r;
+
+	r = gb_mkdir_p(ctx->opt.state_dir, 0755);
+	if (r < 0) {
+		gb_log_error_errno(r, "Failed to create the state directory '%s': %m", ctx->opt.state_dir);
+		return GB_EXIT_FAILED;
+	}
+	snprintf(path, sizeof(path), "%s/lock", ctx->opt.state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		gb_log_error_errno(negative_errno(), "Failed to open '%s': %m", path);
+		return GB_EXIT_FAILED;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno;
+		close(fd);
+		if (r == EWOULDBLOCK) {
+			gb_log_error("Another gpuboot holds '%s' (cloud-init and a manual run at once?); wait for it",
+			             path);
+			return GB_EXIT_LOCKED;
+		}
+		gb_log_error_errno(-r, "Failed to lock '%s': %m", path);
+		return GB_EXIT_FAILED;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* The whole pipeline. This version runs detect and plan; the stages that
+ * change the machine (prepare, fetch into place, install, load) come next,
+ * and until then run says so instead of pretending (exit 2). */
+static int cmd_run(struct gb_ctx *ctx, int argc, char **argv)
+{
+	struct gb_site_config site = { 0 };
+	struct gb_status st = { .command = ctx->opt.repair ? "repair" : "run", .write_flags = true };
+	struct gb_stage *stage;
+	struct gb_plan plan;
+	uint64_t t0;
+	int code, lock = -1;
+
+	if (argc > 0) {
+		gb_log_error("%s takes no arguments (got '%s'); see gpuboot --help", st.command, argv[0]);
+		return GB_EXIT_USAGE;
+	}
+	code = take_lock(ctx, &lock);
+	if (code)
+		return code;
+	st.started_ns = ctx->ops->now_realtime_ns();
+	t0 = ctx->ops->now_monotonic_ns();
+	stage = gb_status_stage(&st, "detect");
+	code = build_plan_facts(ctx, &plan, &site, &st.facts);
+	stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	if (code) {
+		/* Detection failed, or the configuration is bad: nothing changed. */
+		gb_strscpy(stage->result, sizeof(stage->result), "failed");
+		snprintf(stage->error, sizeof(stage->error), "detect or plan could not run (exit %d)", code);
+		goto out;
+	}
+	st.plan = gb_plan_to_json(&plan);
+	stage = gb_status_stage(&st, "plan");
+	if (plan.refusal_code) {
+		gb_strscpy(stage->result, sizeof(stage->result), "refused");
+		stage->err = plan.refusal_code == GB_EXIT_NO_GPU ? -ENODEV : -EOPNOTSUPP;
+		gb_strscpy(stage->error, sizeof(stage->error), plan.refusal);
+		gb_log_error("%s", plan.refusal);
+		code = plan.refusal_code;
+		goto done;
+	}
+	gb_plan_print(&plan, stdout);
+	stage = gb_status_stage(&st, "prepare");
+	gb_strscpy(stage->result, sizeof(stage->result), "skipped");
+	snprintf(stage->error, sizeof(stage->error), "prepare, install and load are not implemented yet in gpuboot %s",
+	         GPUBOOT_VERSION);
+	snprintf(
+	    stage->hint, sizeof(stage->hint),
+	    "this version detects, plans, fetches (gpuboot fetch) and verifies (gpuboot verify); nothing was changed");
+	gb_log_error("'%s': %s; the plan above is what it will do", st.command, stage->error);
+	code = GB_EXIT_USAGE;
+done:
+	gb_plan_done(&plan);
+out:
+	st.exit_code = code;
+	if (gb_status_write(ctx, &st) < 0 && code == GB_EXIT_OK)
+		code = GB_EXIT_FAILED;
+	gb_status_done(&st);
+	gb_site_config_done(&site);
+	close(lock);
+	fflush(stdout);
 	return code;
 }
 
@@ -488,6 +577,8 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 	struct gb_verify_result res = { 0 };
 	struct gb_status st = { .command = "verify", .write_flags = true };
 	struct gb_verify_opts o = { 0 };
+	struct gb_plan plan;
+	char expected_cuda[16] = "";
 	struct gb_stage *stage;
 	char err[1024];
 	uint64_t t0;
@@ -553,6 +644,17 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		o.disk_path = getenv("GPUBOOT_DISK_PATH");
 	}
 #endif
+	if (streq(o.tier, "full")) {
+		/* What CUDA the plan installs, for the cuda.installed check. */
+		struct gb_site_config s2 = { 0 };
+		if (build_plan(ctx, &plan, &s2) == 0) {
+			if (!plan.refusal_code && plan.cuda.version[0])
+				gb_strscpy(expected_cuda, sizeof(expected_cuda), plan.cuda.version);
+			gb_plan_done(&plan);
+		}
+		gb_site_config_done(&s2);
+		o.expected_cuda = expected_cuda[0] ? expected_cuda : NULL;
+	}
 	r = gb_verify(ctx, &f, &o, &res);
 	stage_time(ctx, stage, t0);
 	if (r < 0) {
@@ -731,7 +833,8 @@ int main(int argc, char **argv)
 		gb_log_error("unknown command '%s'; see gpuboot --help", cmd);
 		return GB_EXIT_USAGE;
 	}
-	current_command = command->name;
+	if (streq(command->name, "repair"))
+		ctx.opt.repair = true;
 
 	gb_log_set_level(ctx.opt.verbose >= 2 ? GB_LOG_DEBUG : ctx.opt.verbose == 1 ? GB_LOG_INFO : GB_LOG_WARNING);
 

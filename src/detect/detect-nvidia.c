@@ -101,6 +101,29 @@ static char *json_version(const char *text)
 	return r;
 }
 
+/* "#define CUDA_VERSION 13000" near the top of include/cuda.h -> "13.0". */
+static char *cuda_h_version(struct gb_ctx *ctx, const char *dir)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[256], buf[32];
+	const char *p;
+	uint32_t v;
+
+	snprintf(path, sizeof(path), "usr/local/%s/include/cuda.h", dir);
+	if (gb_root_read_head(ctx->root, path, 16 * 1024, &text, NULL) < 0)
+		return NULL;
+	p = strstr(text, "\n#define CUDA_VERSION ");
+	if (!p)
+		return NULL;
+	p += strlen("\n#define CUDA_VERSION ");
+	gb_strscpy(buf, sizeof(buf), p);
+	buf[strspn(buf, "0123456789")] = '\0';
+	if (gb_safe_atou32(buf, 10, &v) < 0 || v < 1000 || v > 99990)
+		return NULL;
+	snprintf(buf, sizeof(buf), "%u.%u", v / 1000, (v % 1000) / 10);
+	return strdup(buf);
+}
+
 static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 {
 	char **names = NULL;
@@ -137,9 +160,10 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 				else
 					free(s);
 			} else {
-				/* No version file: a CUDA install only if it has nvcc. */
+				/* No version file (pip-style installs): CUDA_VERSION in cuda.h, then nvcc. */
+				version = cuda_h_version(ctx, *n);
 				snprintf(path, sizeof(path), "usr/local/%s/bin/nvcc", *n);
-				if (!gb_root_lexists(ctx->root, path))
+				if (!version && !gb_root_lexists(ctx->root, path))
 					continue;
 			}
 		}

@@ -123,35 +123,41 @@ static bool transient_http(long code)
 	return code == 408 || code == 429 || (code >= 500 && code <= 599);
 }
 
-static int setup_easy(struct xfer *x, const struct gb_fetch_opts *o, const char *ca)
+/* The options every transfer gets: HTTPS only (file:// for local bundles,
+ * never both), redirects few and only to https, timeouts, the CA bundle. */
+static void common_opts(CURL *e, const char *url, const char *ca, char *errbuf)
 {
-	CURL *e = curl_easy_init();
-	bool is_file = gb_startswith(x->a->url, "file://") != NULL;
-
-	if (!e)
-		return -ENOMEM;
-	x->easy = e;
-	curl_easy_setopt(e, CURLOPT_URL, x->a->url);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+	bool is_file = gb_startswith(url, "file://") != NULL;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	/* HTTPS only; file:// for local bundles. Redirects: few, and never to a weaker scheme. */
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : "https");
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(e, CURLOPT_FAILONERROR, 0L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 30L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_s);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuboot/0.1");
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
 	if (ca)
 		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+}
+
+static int setup_easy(struct xfer *x, const struct gb_fetch_opts *o, const char *ca)
+{
+	CURL *e = curl_easy_init();
+
+	if (!e)
+		return -ENOMEM;
+	x->easy = e;
+	common_opts(e, x->a->url, ca, x->errbuf);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_FAILONERROR, 0L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_s);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
 	if (o->proxy)
 		curl_easy_setopt(e, CURLOPT_PROXY, o->proxy);
 	if (x->got > 0) {
@@ -487,20 +493,10 @@ int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret,
 		return -ENOMEM;
 	}
 	gb_ca_bundle_find(ca_file, &ca);
-	curl_easy_setopt(e, CURLOPT_URL, url);
+	common_opts(e, url, ca, eb);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_small);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, eb);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : "https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 30L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuboot/0.1");
-	if (ca)
-		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
 	c = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(e);

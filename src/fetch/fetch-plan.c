@@ -24,6 +24,20 @@
 
 #define REDIST_DIR "compute/cuda/redist/"
 
+#ifdef GB_TEST_HOOKS
+/* Test builds: "SHA256:SIZE" in the environment replaces a catalog pin, so the
+ * tests' loopback upstream can serve generated artifacts in NVIDIA's layout. */
+static void test_pin(const char *env, char *sha, size_t shasz, unsigned long long *size)
+{
+	const char *v = getenv(env), *colon;
+	uint64_t n;
+	if (!v || !(colon = strchr(v, ':')) || colon - v != 64 || gb_safe_atou64(colon + 1, 10, &n) < 0)
+		return;
+	snprintf(sha, shasz, "%.64s", v);
+	*size = n;
+}
+#endif
+
 /* "https://us.download.nvidia.com/XFree86/..." -> "XFree86/..." */
 static const char *url_path(const char *url)
 {
@@ -129,6 +143,9 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 				gb_strscpy(a->url, sizeof(a->url), rf->url);
 			gb_strscpy(a->sha256, sizeof(a->sha256), rf->sha256);
 			a->size = rf->size;
+#ifdef GB_TEST_HOOKS
+			test_pin("GPUBOOT_TEST_RUNFILE_PIN", a->sha256, sizeof(a->sha256), &a->size);
+#endif
 			/* NVIDIA publishes <url>.sha256sum beside each runfile: it must agree with the pin. */
 			if (!o->offline && gb_cache_lookup(o->state_dir, a->sha256, a->size, a->cache_path,
 			                                   sizeof(a->cache_path)) != 0) {
@@ -136,11 +153,11 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 				snprintf(sumurl, sizeof(sumurl), "%s.sha256sum", a->url);
 				if (gb_fetch_small(sumurl, src->ca_file, 4096, &sum, &slen, &code, e2, sizeof(e2)) ==
 				    0) {
-					if (slen < 64 || strncmp(sum, rf->sha256, 64) != 0) {
+					if (slen < 64 || strncmp(sum, a->sha256, 64) != 0) {
 						snprintf(err, errsz,
 						         "%s: NVIDIA's published checksum (%s) disagrees with the "
 						         "catalog's pin %.16s...: refusing it",
-						         a->name, sumurl, rf->sha256);
+						         a->name, sumurl, a->sha256);
 						free(sum);
 						r = -EBADMSG;
 						goto fail;
@@ -175,6 +192,9 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 			          src->upstream ? src->upstream : "https://developer.download.nvidia.com", man.path);
 			gb_strscpy(man.sha256, sizeof(man.sha256), cr->manifest_sha256);
 			man.size = cr->manifest_size;
+#ifdef GB_TEST_HOOKS
+			test_pin("GPUBOOT_TEST_CUDA_MANIFEST_PIN", man.sha256, sizeof(man.sha256), &man.size);
+#endif
 		}
 		r = gb_fetch_all(ctx, &man, 1, o);
 		if (r < 0) {

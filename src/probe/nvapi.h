@@ -26,6 +26,15 @@ typedef struct {
 	unsigned gpu, memory;
 } nvmlUtilization_t;
 
+/* nvmlGpuFabricInfo_t (R550+): clusterUuid[16], status, cliqueId, state (unsigned char). */
+typedef struct {
+	char cluster_uuid[16];
+	nvmlReturn_t status;
+	unsigned clique_id;
+	unsigned char state; /* 0 not supported, 1 not started, 2 in progress, 3 completed */
+	unsigned char pad[39];
+} gb_nvml_fabric_info;
+
 enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
 enum { NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
 enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
@@ -101,7 +110,8 @@ enum {
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), bus_width, "nvmlDeviceGetMemoryBusWidth", 0)                     \
 	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0)        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, void *), processes, "nvmlDeviceGetComputeRunningProcesses_v3", 0) \
-	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), temperature, "nvmlDeviceGetTemperature", 0)
+	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), temperature, "nvmlDeviceGetTemperature", 0)                 \
+	X(nvmlReturn_t (*)(nvmlDevice_t, void *), fabric_info, "nvmlDeviceGetGpuFabricInfo", 0)
 
 #define GB_CUDA_FUNCS(X)                                                                                           \
 	X(CUresult (*)(unsigned), init, "cuInit", 1)                                                               \

@@ -334,6 +334,20 @@ static void passive_gpu(unsigned i)
 		jint("memory_bus_width_bits", g->nvml_bus_width);
 	if (nv.temperature && nv.temperature(g->dev, 0, &u1) == NVML_SUCCESS)
 		jint("temperature_c", u1);
+	if (nv.fabric_info) {
+		gb_nvml_fabric_info fi;
+		memset(&fi, 0, sizeof(fi));
+		if (nv.fabric_info(g->dev, &fi) == NVML_SUCCESS && fi.state != 0) {
+			jopen("fabric", '{');
+			jint("state", fi.state);
+			jstr("state_name", fi.state == 1   ? "not_started"
+			                   : fi.state == 2 ? "in_progress"
+			                   : fi.state == 3 ? "completed"
+			                                   : "unknown");
+			jint("status", fi.status);
+			jclose('}');
+		}
+	}
 	if (nv.processes) {
 		unsigned count = 0;
 		nvmlReturn_t r = nv.processes(g->dev, &count, NULL);

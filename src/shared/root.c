@@ -181,6 +181,38 @@ int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char *
 	return 0;
 }
 
+int gb_root_read_head(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	char *buf;
+	size_t len = 0;
+
+	fd = gb_root_openat(root, path, O_RDONLY | O_NOCTTY);
+	if (fd < 0)
+		return fd;
+	buf = malloc(max + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (len < max) {
+		ssize_t n = read(fd, buf + len, max - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return negative_errno();
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	record(root, path, GB_ROOT_FILE);
+	*ret = buf;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
 int gb_root_read_attr(struct gb_root *root, const char *path, char **ret)
 {
 	_cleanup_free_ char *buf = NULL;

@@ -47,6 +47,10 @@ int gb_root_openat(struct gb_root *root, const char *path, int flags);
  * The buffer is NUL-terminated; *ret_len excludes the NUL. */
 int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len);
 
+/* Read at most max bytes from the start of a file (no error when it is
+ * longer). NUL-terminated; *ret_len excludes the NUL. */
+int gb_root_read_head(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len);
+
 /* Read a sysfs-style one-line attribute, trimmed. -EINVAL on garbage. */
 int gb_root_read_attr(struct gb_root *root, const char *path, char **ret);
 

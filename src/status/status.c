@@ -192,6 +192,24 @@ static json_object *jget(json_object *o, const char *k)
 	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
 }
 
+/* gpuboot_check_<key>{check,subject,unit} for every check with a number there. */
+static void numeric_metric(struct sbuf *b, json_object *checks, const char *key, const char *help)
+{
+	sb(b, "# HELP gpuboot_check_%s %s\n# TYPE gpuboot_check_%s gauge\n", key, help, key);
+	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
+		json_object *c = json_object_array_get_idx(checks, i), *v = jget(c, key);
+		if (!v || json_object_is_type(v, json_type_null))
+			continue;
+		sb(b, "gpuboot_check_%s{check=", key);
+		label(b, jstr(c, "name"));
+		sb(b, ",subject=");
+		label(b, jstr(c, "subject"));
+		sb(b, ",unit=");
+		label(b, jstr(c, "unit"));
+		sb(b, "} %.6g\n", json_object_get_double(v));
+	}
+}
+
 char *gb_status_prometheus(json_object *doc)
 {
 	struct sbuf b = { 0 };
@@ -242,34 +260,8 @@ char *gb_status_prometheus(json_object *doc)
 		label(&b, jstr(c, "subject"));
 		sb(&b, "} %d\n", streq(res, "pass"));
 	}
-	sb(&b, "# HELP gpuboot_check_value Measured value of a numeric check, in the unit label.\n# TYPE "
-	       "gpuboot_check_value gauge\n");
-	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
-		json_object *c = json_object_array_get_idx(checks, i), *v = jget(c, "value");
-		if (!v || json_object_is_type(v, json_type_null))
-			continue;
-		sb(&b, "gpuboot_check_value{check=");
-		label(&b, jstr(c, "name"));
-		sb(&b, ",subject=");
-		label(&b, jstr(c, "subject"));
-		sb(&b, ",unit=");
-		label(&b, jstr(c, "unit"));
-		sb(&b, "} %.6g\n", json_object_get_double(v));
-	}
-	sb(&b, "# HELP gpuboot_check_threshold Threshold of a numeric check, in the unit label.\n# TYPE "
-	       "gpuboot_check_threshold gauge\n");
-	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
-		json_object *c = json_object_array_get_idx(checks, i), *v = jget(c, "threshold");
-		if (!v || json_object_is_type(v, json_type_null))
-			continue;
-		sb(&b, "gpuboot_check_threshold{check=");
-		label(&b, jstr(c, "name"));
-		sb(&b, ",subject=");
-		label(&b, jstr(c, "subject"));
-		sb(&b, ",unit=");
-		label(&b, jstr(c, "unit"));
-		sb(&b, "} %.6g\n", json_object_get_double(v));
-	}
+	numeric_metric(&b, checks, "value", "Measured value of a numeric check, in the unit label.");
+	numeric_metric(&b, checks, "threshold", "Threshold of a numeric check, in the unit label.");
 	if (b.oom) {
 		free(b.p);
 		return NULL;

@@ -34,7 +34,7 @@ void gb_verify_result_done(struct gb_verify_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static struct gb_check *add(struct gb_verify_result *r, const char *name, const char *subject)
+struct gb_check *gb_verify_add(struct gb_verify_result *r, const char *name, const char *subject)
 {
 	struct gb_check *c;
 	if (r->n == r->cap) {
@@ -73,7 +73,7 @@ _printf_(2, 3) static void set_text(struct gb_check *c, const char *fmt, ...)
 static struct gb_check *num(struct gb_verify_result *r, const char *name, const char *subject, double value,
                             const char *op, double threshold, const char *unit, const char *source)
 {
-	struct gb_check *c = add(r, name, subject);
+	struct gb_check *c = gb_verify_add(r, name, subject);
 	bool ok;
 	if (!c)
 		return NULL;
@@ -91,7 +91,7 @@ static struct gb_check *num(struct gb_verify_result *r, const char *name, const 
 static struct gb_check *flag(struct gb_verify_result *r, const char *name, const char *subject, bool ok,
                              const char *text, const char *source)
 {
-	struct gb_check *c = add(r, name, subject);
+	struct gb_check *c = gb_verify_add(r, name, subject);
 	if (!c)
 		return NULL;
 	gb_strscpy(c->text, sizeof(c->text), text);
@@ -149,7 +149,7 @@ static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r)
 	struct gb_check *c;
 
 	if (fd < 0) {
-		c = add(r, "driver.xid", "system");
+		c = gb_verify_add(r, "driver.xid", "system");
 		if (c) {
 			c->state = GB_CHECK_SKIP;
 			set_text(c, "kernel log not readable (%s)", strerror(-fd));
@@ -241,7 +241,7 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 	struct gb_check *c;
 
 	gpu_subject(s, sizeof(s), i, get_str(g, "pci_bus_id"));
-	c = add(r, "gpu.identity", s);
+	c = gb_verify_add(r, "gpu.identity", s);
 	if (c) {
 		set_text(c, "%s %s", get_str(g, "name") ? get_str(g, "name") : "?",
 		         get_str(g, "uuid") ? get_str(g, "uuid") : "");
@@ -314,17 +314,30 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 				set_hint(c, "compute mode is Prohibited: nvidia-smi -c DEFAULT");
 		}
 	}
-	c = add(r, "gpu.mig", s);
+	{
+		json_object *fab = get(g, "fabric");
+		double st = 0, status = 0;
+		if (fab && f->n_nvswitches > 0 && get_num(fab, "state", &st)) {
+			get_num(fab, "status", &status);
+			c = flag(r, "fabric.state", s, st == 3 && status == 0,
+			         get_str(fab, "state_name") ? get_str(fab, "state_name") : "?",
+			         "NVML GPU fabric state on NVSwitch systems: completed, status success");
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c, "the NVLink fabric is not ready: start nvidia-fabricmanager (same version "
+				            "as the driver) and wait for it");
+		}
+	}
+	c = gb_verify_add(r, "gpu.mig", s);
 	if (c)
 		set_text(c, "%s", get_bool(g, "mig_enabled", false) ? "MIG enabled" : "MIG disabled");
 	if (get(g, "persistence_mode")) {
-		c = add(r, "gpu.persistence_mode", s);
+		c = gb_verify_add(r, "gpu.persistence_mode", s);
 		if (c)
 			set_text(c, "%s", get_bool(g, "persistence_mode", false) ? "on" : "off");
 	}
 	if (pcie) {
 		double mg = 0, mw = 0;
-		c = add(r, "pcie.link_idle", s);
+		c = gb_verify_add(r, "pcie.link_idle", s);
 		if (c && get_num(pcie, "max_gen", &mg) && get_num(pcie, "max_width", &mw)) {
 			double cg = 0, cw = 0;
 			get_num(pcie, "current_gen", &cg);
@@ -333,7 +346,6 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 			         cg, cw, mg, mw);
 		}
 	}
-	(void)f;
 }
 
 static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, json_object *a,
@@ -629,7 +641,7 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 				get_num(pi, "dst", &b);
 				snprintf(subj, sizeof(subj), "gpu%.0f->gpu%.0f", a, b);
 				if (!get_bool(pi, "can_access", false)) {
-					c = add(r, "peer.bandwidth", subj);
+					c = gb_verify_add(r, "peer.bandwidth", subj);
 					if (c) {
 						c->state = GB_CHECK_SKIP;
 						set_text(c, "no peer access between these GPUs");

@@ -22,27 +22,9 @@
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
                           struct gb_verify_result *r);
 
-static struct gb_check *addc(struct gb_verify_result *r, const char *name, const char *subject)
-{
-	struct gb_check *c;
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? r->cap * 2 : 64;
-		struct gb_check *nv = realloc(r->checks, nc * sizeof(*nv));
-		if (!nv)
-			return NULL;
-		r->checks = nv;
-		r->cap = nc;
-	}
-	c = &r->checks[r->n++];
-	memset(c, 0, sizeof(*c));
-	gb_strscpy(c->name, sizeof(c->name), name);
-	gb_strscpy(c->subject, sizeof(c->subject), subject);
-	return c;
-}
-
 static void container_check(struct gb_ctx *ctx, const struct gb_facts *f, struct gb_verify_result *r)
 {
-	struct gb_check *c = addc(r, "container.gpu_visible", "system");
+	struct gb_check *c = gb_verify_add(r, "container.gpu_visible", "system");
 	int status = 0, rc;
 	char *argv[] = { (char *)"nvidia-container-cli", (char *)"info", NULL };
 
@@ -98,7 +80,7 @@ static int largest_fs(char *ret, size_t n)
 static void disk_check(struct gb_ctx *ctx, const struct gb_verify_opts *o, struct gb_verify_result *r)
 {
 	const size_t block = 4u << 20, total = 256u << 20;
-	struct gb_check *c = addc(r, "disk.write_bandwidth", "system");
+	struct gb_check *c = gb_verify_add(r, "disk.write_bandwidth", "system");
 	char dir[512] = "", path[600];
 	void *buf = NULL;
 	int fd = -1;
@@ -202,7 +184,7 @@ static void network_check(struct gb_ctx *ctx, const struct gb_facts *f, const st
 			snprintf(best_name, sizeof(best_name), "%s port %u", p->device, p->port);
 		}
 	}
-	c = addc(r, "network.link_rate", "system");
+	c = gb_verify_add(r, "network.link_rate", "system");
 	if (!c)
 		return;
 	c->has_value = true;
@@ -225,9 +207,47 @@ static void network_check(struct gb_ctx *ctx, const struct gb_facts *f, const st
 	}
 }
 
+/* The installed CUDA is the plan's release (major.minor). */
+static void cuda_check(const struct gb_facts *f, const struct gb_verify_opts *o, struct gb_verify_result *r)
+{
+	struct gb_check *c = gb_verify_add(r, "cuda.installed", "system");
+	char want[16], found[160] = "";
+	size_t off = 0;
+	bool match = false;
+
+	if (!c)
+		return;
+	gb_strscpy(c->source, sizeof(c->source),
+	           "the plan's CUDA release against usr/local/cuda*/ (version.json, version.txt or cuda.h)");
+	if (!o->expected_cuda) {
+		c->state = GB_CHECK_SKIP;
+		snprintf(c->text, sizeof(c->text), "the plan installs no CUDA");
+		return;
+	}
+	gb_strscpy(want, sizeof(want), o->expected_cuda);
+	if (strchr(want, '.') && strchr(strchr(want, '.') + 1, '.'))
+		*strchr(strchr(want, '.') + 1, '.') = '\0';
+	for (size_t i = 0; i < f->nvidia.n_cuda; i++) {
+		const char *v = f->nvidia.cuda[i].version;
+		size_t l = strlen(want);
+		if (v && strncmp(v, want, l) == 0 && (v[l] == '\0' || v[l] == '.'))
+			match = true;
+		if (off < sizeof(found))
+			off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s %s", off ? ", " : "",
+			                        f->nvidia.cuda[i].path, v ? v : "(version unknown)");
+	}
+	c->state = match ? GB_CHECK_PASS : GB_CHECK_FAIL;
+	snprintf(c->text, sizeof(c->text), "plan: CUDA %s; installed: %s", want, off ? found : "none");
+	if (!match)
+		snprintf(c->hint, sizeof(c->hint),
+		         "CUDA %s is not installed (%s): gpuboot run installs the plan's CUDA", want,
+		         off ? found : "no CUDA under /usr/local");
+}
+
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
                           struct gb_verify_result *r)
 {
+	cuda_check(f, o, r);
 	container_check(ctx, f, r);
 	disk_check(ctx, o, r);
 	network_check(ctx, f, o, r);

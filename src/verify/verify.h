@@ -41,6 +41,7 @@ struct gb_verify_opts {
 	char *const *skip; /* check names (or prefixes) to skip, NULL-terminated */
 	int probe_timeout_ms;
 	const char *disk_path; /* where to measure write bandwidth; NULL: the largest local filesystem */
+	const char *expected_cuda; /* the plan's CUDA release ("13.0.0"), NULL when it installs none */
 };
 
 struct gb_verify_result {
@@ -54,6 +55,8 @@ struct gb_verify_result {
 int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
               struct gb_verify_result *ret);
 void gb_verify_result_done(struct gb_verify_result *r);
+/* Append a check (state info, no value) and return it; NULL on OOM. */
+struct gb_check *gb_verify_add(struct gb_verify_result *r, const char *name, const char *subject);
 json_object *gb_checks_to_json(const struct gb_verify_result *r);
 void gb_verify_print(const struct gb_verify_result *r, FILE *out);
 const char *gb_check_state_to_string(enum gb_check_state s);

@@ -20,11 +20,20 @@ grep -q "Not a directory" "$TMP/err" || fail "a root that is not a directory is 
 expect_exit 2 "$GB" detect --root /nonexistent/dir
 expect_exit 2 "$GB" detect extra-argument
 expect_exit 2 "$GB" --repair detect
-for c in run; do
-	expect_exit 2 "$GB" "$c" --root "$FIX/h200-ubuntu2404"
+for c in run repair; do
+	expect_exit 2 "$GB" "$c" --root "$FIX/h200-ubuntu2404" --state-dir "$TMP/st" --run-dir "$TMP/rd"
 	grep -q "not implemented yet" "$TMP/err" || fail "$c does not say it is not implemented yet"
 done
-expect_exit 2 "$GB" --repair --root "$FIX/h200-ubuntu2404"
+expect_exit 2 "$GB" --repair --root "$FIX/h200-ubuntu2404" --state-dir "$TMP/st" --run-dir "$TMP/rd"
+grep -q '"command": "repair"' "$TMP/st/status.json" || fail "--repair not recorded"
+expect_exit 11 "$GB" run --root "$FIX/nogpu-debian12" --state-dir "$TMP/st" --run-dir "$TMP/rd"
+grep -q '"result": "no-gpu"' "$TMP/st/status.json" || fail "run without a GPU: status"
+# Another gpuboot holds the lock: exit 16, and the status is not touched.
+cp "$TMP/st/status.json" "$TMP/before.json"
+flock "$TMP/st/lock" -c "'$GB' run --root '$FIX/nogpu-debian12' --state-dir '$TMP/st' --run-dir '$TMP/rd' >'$TMP/out' 2>'$TMP/err'; echo \$? >'$TMP/rc'"
+[ "$(cat "$TMP/rc")" = 16 ] || fail "locked run exited $(cat "$TMP/rc")"
+grep -q "Another gpuboot holds" "$TMP/err" || fail "lock not explained"
+cmp -s "$TMP/before.json" "$TMP/st/status.json" || fail "a locked run wrote the status"
 # Options may come before or after the command.
 expect_exit 0 "$GB" --json detect --root "$FIX/h200-ubuntu2404"
 head -c1 "$TMP/out" | grep -q '{' || fail "--json before the command is ignored"

@@ -75,19 +75,26 @@ LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier passive --st
 # Full tier: integration checks (disk measured in a temp dir; no container engine test here).
 : >"$M/dev/nvidia-uvm"
 # The container check runs nvidia-container-cli through the operations table: the fake records it.
-GPUBOOT_FAKE_OPS="record=$TMP/ops.log" LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier full --profile inference --state-dir "$S" --run-dir "$S/run" --json
+GPUBOOT_FAKE_OPS="record=$TMP/ops.log" LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier full --profile minimal --state-dir "$S" --run-dir "$S/run" --json
 python3 - "$TMP/out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = {c["name"]: c for c in d["checks"]}
 assert names["disk.write_bandwidth"]["value"] > 0, names["disk.write_bandwidth"]
 assert "network.link_rate" in names and "container.gpu_visible" in names
+assert names["cuda.installed"]["result"] == "skip", names["cuda.installed"]  # minimal installs no CUDA
 PY
 ls -A "$TMP" | grep -q gpuboot-disk-check && fail "disk check left its file"
 grep -q "^run nvidia-container-cli info" "$TMP/ops.log" || fail "container check did not run nvidia-container-cli"
-GPUBOOT_FAKE_OPS="command:nvidia-container-cli:1" LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --tier full --profile inference --state-dir "$S" --run-dir "$S/run"
+GPUBOOT_FAKE_OPS="command:nvidia-container-cli:1" LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --tier full --profile minimal --state-dir "$S" --run-dir "$S/run"
 [ "$(failed_checks)" = "container.gpu_visible@system" ] || fail "container failure: $(failed_checks)"
 [ ! -e "$S/run/toolkit-ready" ] || fail "toolkit-ready with a failing container check"
+# The installed CUDA (12.2 in the fixture) is not the plan's (13.0 for inference): named.
+GPUBOOT_FAKE_OPS="record=$TMP/ops.log" LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --tier full --profile inference --state-dir "$S" --run-dir "$S/run"
+[ "$(failed_checks)" = "cuda.installed@system" ] || fail "cuda.installed: $(failed_checks)"
+grep -q "CUDA 13.0 is not installed (/usr/local/cuda-12.2 12.2.2)" "$S/status.json" || fail "cuda.installed hint"
+# The NVLink fabric of an NVSwitch system not ready on one GPU.
+run_case fabric-incomplete 15 "fabric.state@gpu4"
 # The site skips a check: it stays in the document as skipped.
 mkdir -p "$M/etc/gpuboot"
 printf '[checks]\nskip = ecc\n' >"$M/etc/gpuboot/gpuboot.conf"

@@ -1,0 +1,42 @@
+#!/bin/sh
+# vm-tests/build-image.sh SUITE: a Debian guest (bookworm, trixie) with
+# systemd, kmod, initramfs-tools, cloud-init, curl and a kernel, built with
+# mmdebstrap from Debian's packages, as a raw ext4 disk plus its kernel and
+# initrd. Cached in ${GPUBOOT_VM_CACHE:-~/.cache/gpuboot-vm}/SUITE-<hash of the
+# recipe>; prints that directory.
+set -eu
+suite=$1
+here=$(cd "$(dirname "$0")" && pwd)
+hash=$(cat "$here/build-image.sh" "$here"/guest/* | sha256sum | cut -c1-16)
+cache=${GPUBOOT_VM_CACHE:-${HOME:-/root}/.cache/gpuboot-vm}
+img=$cache/$suite-$hash
+if [ -f "$img/.complete" ]; then
+	echo "$img"
+	exit 0
+fi
+mkdir -p "$cache"
+work=$(mktemp -d "$cache/work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+echo "vm-tests: building the $suite guest (mmdebstrap, a few minutes)" >&2
+mmdebstrap --quiet --variant=minbase \
+	--include=systemd-sysv,udev,kmod,initramfs-tools,zstd,linux-image-amd64,cloud-init,curl,ca-certificates,e2fsprogs,procps \
+	--customize-hook="cp '$here/guest/90-vmtest.cfg' \"\$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg\"" \
+	--customize-hook="install -m 0755 '$here/guest/vmtest-report' \"\$1/usr/local/sbin/vmtest-report\"" \
+	--customize-hook="install -m 0644 '$here/guest/vmtest-report.service' \"\$1/etc/systemd/system/vmtest-report.service\"" \
+	--customize-hook='chroot "$1" systemctl enable vmtest-report.service' \
+	--customize-hook='for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do ln -sf /dev/null "$1/etc/systemd/system/$t"; done' \
+	--customize-hook='rm -f "$1/etc/apt/sources.list" "$1"/etc/apt/sources.list.d/*' \
+	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\nLABEL=GPUBOOT /media/gpuboot iso9660 ro,nofail,x-systemd.device-timeout=20s 0 0\n" >"$1/etc/fstab"; mkdir -p "$1/media/gpuboot"' \
+	--customize-hook='echo vmtest >"$1/etc/hostname"' \
+	--customize-hook='sed -i "s/^MODULES=.*/MODULES=dep/" "$1/etc/initramfs-tools/initramfs.conf"' \
+	--customize-hook='passwd -R "$1" -d root >/dev/null 2>&1 || true' \
+	"$suite" "$work/root" http://deb.debian.org/debian >&2
+mkdir -p "$work/out"
+cp "$(ls "$work"/root/boot/vmlinuz-* | sort -V | tail -n1)" "$work/out/vmlinuz"
+cp "$(ls "$work"/root/boot/initrd.img-* | sort -V | tail -n1)" "$work/out/initrd.img"
+truncate -s 3G "$work/out/disk.raw"
+mkfs.ext4 -q -L rootfs -d "$work/root" "$work/out/disk.raw"
+touch "$work/out/.complete"
+rm -rf "$img"
+mv "$work/out" "$img"
+echo "$img"
