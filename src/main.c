@@ -455,8 +455,12 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 		keys[nk++] = *k;
 	keys[nk] = NULL;
 	src.trust_keys = keys;
-	if (src.mirror && !gb_startswith(src.mirror, "https://") && !gb_startswith(src.mirror, "file://")) {
-		gb_log_error("--mirror '%s': only https:// and file:// mirrors", src.mirror);
+	if (src.mirror && gb_startswith(src.mirror, "http://") && site.allow_http_mirror)
+		fo.allow_http = true; /* the manifest's signature and every artifact's hash still decide */
+	else if (src.mirror && !gb_startswith(src.mirror, "https://") && !gb_startswith(src.mirror, "file://")) {
+		gb_log_error("--mirror '%s': only https:// and file:// mirrors; a plain http:// mirror needs [site] "
+		             "allow_http_mirror = yes",
+		             src.mirror);
 		code = GB_EXIT_USAGE;
 		goto out;
 	}

@@ -125,14 +125,15 @@ static bool transient_http(long code)
 
 /* The options every transfer gets: HTTPS only (file:// for local bundles,
  * never both), redirects few and only to https, timeouts, the CA bundle. */
-static void common_opts(CURL *e, const char *url, const char *ca, char *errbuf)
+static void common_opts(CURL *e, const char *url, const char *ca, char *errbuf, bool allow_http)
 {
 	bool is_file = gb_startswith(url, "file://") != NULL;
+	bool is_http = allow_http && gb_startswith(url, "http://") != NULL;
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : "https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : is_http ? "http" : "https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, is_http ? "http,https" : "https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 30L);
@@ -150,7 +151,7 @@ static int setup_easy(struct xfer *x, const struct gb_fetch_opts *o, const char 
 	if (!e)
 		return -ENOMEM;
 	x->easy = e;
-	common_opts(e, x->a->url, ca, x->errbuf);
+	common_opts(e, x->a->url, ca, x->errbuf, o->allow_http);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -473,8 +474,8 @@ static size_t on_small(char *data, size_t sz, size_t nm, void *userp)
 	return n;
 }
 
-int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret, size_t *ret_len, long *ret_http,
-                   char *err, size_t errsz)
+int gb_fetch_small(const char *url, const char *ca_file, bool allow_http, size_t max, char **ret, size_t *ret_len,
+                   long *ret_http, char *err, size_t errsz)
 {
 	struct small s = { .max = max };
 	char eb[CURL_ERROR_SIZE] = "";
@@ -493,7 +494,7 @@ int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret,
 		return -ENOMEM;
 	}
 	gb_ca_bundle_find(ca_file, &ca);
-	common_opts(e, url, ca, eb);
+	common_opts(e, url, ca, eb, allow_http);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_small);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 120L);

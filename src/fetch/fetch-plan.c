@@ -99,10 +99,10 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 		uint64_t now = ctx->ops->now_realtime_ns() / 1000000000ull;
 		uint64_t seen = gb_mirror_version_load(o->state_dir);
 		base_join(url, sizeof(url), src->mirror, "manifest.json");
-		r = gb_fetch_small(url, src->ca_file, 8u << 20, &text, &tlen, NULL, err, errsz);
+		r = gb_fetch_small(url, src->ca_file, o->allow_http, 8u << 20, &text, &tlen, NULL, err, errsz);
 		if (r >= 0) {
 			base_join(url, sizeof(url), src->mirror, "manifest.json.sig");
-			r = gb_fetch_small(url, src->ca_file, 4096, &sig, &slen, NULL, err, errsz);
+			r = gb_fetch_small(url, src->ca_file, o->allow_http, 4096, &sig, &slen, NULL, err, errsz);
 		}
 		if (r >= 0)
 			r = gb_mirror_manifest_verify(text, tlen, sig, src->trust_keys, now, seen, &mm, err, errsz);
@@ -151,8 +151,8 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 			                                   sizeof(a->cache_path)) != 0) {
 				char e2[400];
 				snprintf(sumurl, sizeof(sumurl), "%s.sha256sum", a->url);
-				if (gb_fetch_small(sumurl, src->ca_file, 4096, &sum, &slen, &code, e2, sizeof(e2)) ==
-				    0) {
+				if (gb_fetch_small(sumurl, src->ca_file, false, 4096, &sum, &slen, &code, e2,
+				                   sizeof(e2)) == 0) {
 					if (slen < 64 || strncmp(sum, a->sha256, 64) != 0) {
 						snprintf(err, errsz,
 						         "%s: NVIDIA's published checksum (%s) disagrees with the "

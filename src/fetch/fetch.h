@@ -36,6 +36,7 @@ struct gb_fetch_opts {
 	unsigned low_speed_s; /* abort a transfer slower than 1 KiB/s for this long (default 30) */
 	unsigned backoff_ms; /* first retry delay (default 1000) */
 	bool offline; /* only the cache and file:// */
+	bool allow_http; /* plain http for a signed mirror (its manifest is verified, every artifact hashed) */
 };
 
 void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir);
@@ -50,5 +51,5 @@ int gb_cache_lookup(const char *state_dir, const char *sha256, unsigned long lon
 
 /* A small document (a manifest, a signature, a .sha256sum) into memory,
  * with the same protocol rules, at most max bytes. */
-int gb_fetch_small(const char *url, const char *ca_file, size_t max, char **ret, size_t *ret_len, long *ret_http,
-                   char *err, size_t errsz);
+int gb_fetch_small(const char *url, const char *ca_file, bool allow_http, size_t max, char **ret, size_t *ret_len,
+                   long *ret_http, char *err, size_t errsz);

@@ -329,6 +329,14 @@ int gb_site_config_parse(const char *source, const char *text, size_t len, struc
 			    !gb_startswith(v, "http://"))
 				goto bad_url;
 			r = set_str(&s.mirror, v);
+		} else if (IS("site", "allow_http_mirror")) {
+			int b;
+			if (gb_conf_parse_bool(v, &b) < 0) {
+				snprintf(err, errsz, "%s:%u: allow_http_mirror must be yes or no, not '%s'", source,
+				         e->line, v);
+				goto fail;
+			}
+			s.allow_http_mirror = b;
 		} else if (IS("site", "proxy")) {
 			r = set_str(&s.proxy, v);
 		} else if (IS("site", "ca_file")) {

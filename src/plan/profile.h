@@ -66,6 +66,7 @@ struct gb_site_config {
 	char pinned_driver[32], pinned_cuda[16], pinned_toolkit[16];
 	char **skip_checks;
 	char *signing_key, *signing_cert;
+	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */
 };
 
 /* A site's GPU override from <root>/etc/gpuboot/gpus.d/ (*.conf). */

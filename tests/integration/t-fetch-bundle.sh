@@ -104,6 +104,19 @@ grep -q "no trusted key" "$TMP/err" || fail "missing key not explained"
 expect_exit 13 "$GB" --root "$FIX/nogpu-debian12" fetch --offline $ARGS --state-dir "$TMP/s5"
 grep -q -- "--offline forbids" "$TMP/err" || fail "offline refusal: $(cat "$TMP/err")"
 
+# A plain-http mirror: refused by default, allowed by the site for a signed manifest.
+HP=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1]); s.close()")
+python3 -m http.server "$HP" --bind 127.0.0.1 --directory "$OUT/mirror" >/dev/null 2>&1 &
+HS=$!
+for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $HP), 1)" 2>/dev/null && break; sleep 0.1; done
+# shellcheck disable=SC2086
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" fetch --mirror "http://127.0.0.1:$HP" --trust-key "$OUT/key.pub" $ARGS --state-dir "$TMP/sh"
+grep -q "allow_http_mirror" "$TMP/err" || fail "http mirror refusal does not name the setting"
+printf '[site]\nallow_http_mirror = yes\n' >"$TMP/http.conf"
+# shellcheck disable=SC2086
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" fetch --config "$TMP/http.conf" --mirror "http://127.0.0.1:$HP" --trust-key "$OUT/key.pub" $ARGS --state-dir "$TMP/sh"
+kill $HS 2>/dev/null
+
 # gpuboot mirror: re-sign the bundle for a fleet with another key; fetch accepts the result.
 openssl genpkey -algorithm ed25519 -out "$TMP/fleet.pem" 2>/dev/null
 openssl pkey -in "$TMP/fleet.pem" -pubout -out "$TMP/fleet.pub"
