@@ -306,6 +306,8 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 	uint64_t deadline = ctx->ops->now_monotonic_ns() + (uint64_t)o->deadline_s * 1000000000ull;
 	int failed = 0, r;
 	bool tty = isatty(STDERR_FILENO);
+	uint64_t last_draw_ns = 0;
+	unsigned drawn = 0;
 
 	if (!curl_ready) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -414,28 +416,46 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 			if (x->finished)
 				done++;
 		}
-		/* Progress: one line per transfer on a terminal, a log line every 5 s otherwise. */
-		for (size_t i = 0; i < n; i++) {
+		/* Progress: on a terminal one line per running transfer, redrawn in
+		 * place twice a second; otherwise a log line per transfer every 5 s. */
+		if (tty && now - last_draw_ns >= 500000000ull) {
+			unsigned lines = 0;
+			last_draw_ns = now;
+			if (drawn)
+				fprintf(stderr, "\033[%uA", drawn);
+			for (size_t i = 0; i < n; i++) {
+				struct xfer *x = &xs[i];
+				double secs = (double)(now - x->start_ns) / 1e9, rate;
+				if (!x->running || secs < 0.5)
+					continue;
+				rate = x->got / secs;
+				fprintf(stderr, "\033[2K%-40.40s %7.1f/%7.1f MiB %7.1f MB/s ETA %4.0f s\n", x->a->name,
+				        x->got / 1048576.0, x->a->size / 1048576.0, rate / 1e6,
+				        rate > 0 ? (double)(x->a->size - x->got) / rate : 0.0);
+				lines++;
+			}
+			for (unsigned k = lines; k < drawn; k++)
+				fputs("\033[2K\n", stderr);
+			if (lines < drawn)
+				fprintf(stderr, "\033[%uA", drawn - lines);
+			drawn = lines;
+		}
+		for (size_t i = 0; i < n && !tty; i++) {
 			struct xfer *x = &xs[i];
 			double secs;
-			if (!x->running || now - x->last_log_ns < (tty ? 500000000ull : 5000000000ull))
+			if (!x->running || now - x->last_log_ns < 5000000000ull)
 				continue;
 			x->last_log_ns = now;
 			secs = (double)(now - x->start_ns) / 1e9;
-			if (secs < 1)
-				continue;
-			if (tty)
-				fprintf(stderr, "\r%-40.40s %6.1f/%6.1f MiB %7.1f MB/s   ", x->a->name,
-				        x->got / 1048576.0, x->a->size / 1048576.0, x->got / 1e6 / secs);
-			else
+			if (secs >= 1)
 				gb_log_info("%s: %llu of %llu bytes, %.1f MB/s", x->a->name, x->got, x->a->size,
 				            x->got / 1e6 / secs);
 		}
 		if (done < n)
 			curl_multi_poll(m, NULL, 0, 100, NULL);
 	}
-	if (tty)
-		fputc('\r', stderr);
+	if (tty && drawn)
+		fprintf(stderr, "\033[%uA\033[J", drawn);
 	for (size_t i = 0; i < n; i++) {
 		if (xs[i].easy) {
 			curl_multi_remove_handle(m, xs[i].easy);
