@@ -149,12 +149,12 @@ clean:
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia
-$(FAKE_NV)/libnvidia-ml.so.1: tests/fake-nvidia/fake-nvml.c tests/fake-nvidia/fake.h
+$(FAKE_NV)/libnvidia-ml.so.1: tests/fake-nvidia/fake-nvml.c tests/fake-nvidia/fake.h src/probe/nvapi.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FAKE    $@")
-	$(Q)$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
-$(FAKE_NV)/libcuda.so.1: tests/fake-nvidia/fake-cuda.c tests/fake-nvidia/fake.h
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -Isrc -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+$(FAKE_NV)/libcuda.so.1: tests/fake-nvidia/fake-cuda.c tests/fake-nvidia/fake.h src/probe/nvapi.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FAKE    $@")
-	$(Q)$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+	$(Q)$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -Isrc -fPIC -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 fake-nvidia: $(FAKE_NV)/libnvidia-ml.so.1 $(FAKE_NV)/libcuda.so.1

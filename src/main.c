@@ -196,50 +196,68 @@ static void today(struct gb_ctx *ctx, char *buf, size_t n)
 /* Detect (or take the targets), load profile, site configuration and GPU
  * overrides, and decide. Returns 0 with *plan made (which may be a refusal),
  * or an exit code (2 for configuration errors) with the error logged. */
+/* Decide from facts already read and a profile and site already loaded (the
+ * targets, when given, stand in for the machine). Returns 0 with *plan made
+ * (a refusal is a plan too), or an exit code with the error logged. */
+static int plan_from(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_profile *prof,
+                     const struct gb_site_config *site, struct gb_plan *plan)
+{
+	struct gb_plan_input in;
+	struct gb_gpu_overrides ov = { 0 };
+	char err[1024] = "", date[16];
+	int r;
+
+	gb_plan_input_from_facts(f, &in);
+	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &in, err, sizeof(err)) < 0) ||
+	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &in, err, sizeof(err)) < 0)) {
+		gb_log_error("%s", err);
+		return GB_EXIT_USAGE;
+	}
+	r = gb_gpu_overrides_load(ctx, &ov, err, sizeof(err));
+	if (r >= 0) {
+		today(ctx, date, sizeof(date));
+		r = gb_plan_make(&in, prof, site, &ov, date, plan, err, sizeof(err));
+	}
+	gb_gpu_overrides_done(&ov);
+	if (r == -ENOMEM) {
+		gb_log_error("out of memory while planning");
+		return GB_EXIT_FAILED;
+	}
+	if (r < 0) {
+		gb_log_error("%s", err);
+		return GB_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Detect (or take the targets), load profile and site configuration, and
+ * decide; *ret_facts (when asked) gets the facts as JSON. */
 static int build_plan_facts(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_site_config *site,
                             json_object **ret_facts)
 {
 	struct gb_facts f = { .secure_boot = -1 };
-	struct gb_plan_input in;
 	struct gb_profile prof = { 0 };
-	struct gb_gpu_overrides ov = { 0 };
-	char err[1024] = "", date[16];
-	int r, code = GB_EXIT_USAGE;
+	char err[1024] = "";
+	int r, code;
 
 	r = gb_detect(ctx, &f);
 	if (r < 0) {
 		gb_log_error_errno(r, "Failed to detect the machine under '%s': %m", ctx->root->path);
 		return GB_EXIT_FAILED;
 	}
-	gb_plan_input_from_facts(&f, &in);
 	if (ret_facts)
 		*ret_facts = gb_facts_to_json(&f);
-	gb_facts_done(&f);
-	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &in, err, sizeof(err)) < 0) ||
-	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &in, err, sizeof(err)) < 0))
-		goto error;
 	r = gb_profile_load(ctx, ctx->opt.profile ? ctx->opt.profile : "training", &prof, err, sizeof(err));
 	if (r >= 0)
 		r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, site, err, sizeof(err));
-	if (r >= 0)
-		r = gb_gpu_overrides_load(ctx, &ov, err, sizeof(err));
-	if (r >= 0) {
-		today(ctx, date, sizeof(date));
-		r = gb_plan_make(&in, &prof, site, &ov, date, plan, err, sizeof(err));
+	if (r < 0) {
+		gb_log_error("%s", r == -ENOMEM ? "out of memory" : err);
+		code = r == -ENOMEM ? GB_EXIT_FAILED : GB_EXIT_USAGE;
+	} else {
+		code = plan_from(ctx, &f, &prof, site, plan);
 	}
-	if (r == -ENOMEM) {
-		snprintf(err, sizeof(err), "out of memory while planning");
-		code = GB_EXIT_FAILED;
-	}
-	if (r < 0)
-		goto error;
-	code = 0;
-	goto out;
-error:
-	gb_log_error("%s", err);
-out:
 	gb_profile_done(&prof);
-	gb_gpu_overrides_done(&ov);
+	gb_facts_done(&f);
 	return code;
 }
 
@@ -648,15 +666,11 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		o.disk_path = getenv("GPUBOOT_DISK_PATH");
 	}
 #endif
-	if (streq(o.tier, "full")) {
+	if (streq(o.tier, "full") && plan_from(ctx, &f, &prof, &site, &plan) == 0) {
 		/* What CUDA the plan installs, for the cuda.installed check. */
-		struct gb_site_config s2 = { 0 };
-		if (build_plan(ctx, &plan, &s2) == 0) {
-			if (!plan.refusal_code && plan.cuda.version[0])
-				gb_strscpy(expected_cuda, sizeof(expected_cuda), plan.cuda.version);
-			gb_plan_done(&plan);
-		}
-		gb_site_config_done(&s2);
+		if (!plan.refusal_code && plan.cuda.version[0])
+			gb_strscpy(expected_cuda, sizeof(expected_cuda), plan.cuda.version);
+		gb_plan_done(&plan);
 		o.expected_cuda = expected_cuda[0] ? expected_cuda : NULL;
 	}
 	r = gb_verify(ctx, &f, &o, &res);

@@ -48,19 +48,6 @@ void gb_sha256_done(struct gb_sha256 *h)
 	h->md = NULL;
 }
 
-int gb_sha256_copy(struct gb_sha256 *dst, const struct gb_sha256 *src)
-{
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	if (!c)
-		return -ENOMEM;
-	if (EVP_MD_CTX_copy_ex(c, src->md) != 1) {
-		EVP_MD_CTX_free(c);
-		return -EIO;
-	}
-	dst->md = c;
-	return 0;
-}
-
 int gb_sha256_file(int fd, char hex[65], unsigned long long *ret_size)
 {
 	struct gb_sha256 h;

@@ -14,8 +14,6 @@ int gb_sha256_update(struct gb_sha256 *h, const void *data, size_t len);
 /* Finish into 65 bytes of lowercase hex. */
 int gb_sha256_final(struct gb_sha256 *h, char hex[65]);
 void gb_sha256_done(struct gb_sha256 *h);
-/* Copy the running state (for resuming a download). */
-int gb_sha256_copy(struct gb_sha256 *dst, const struct gb_sha256 *src);
 
 /* Hash a whole file; *ret_size is its size. */
 int gb_sha256_file(int fd, char hex[65], unsigned long long *ret_size);

@@ -28,6 +28,13 @@ void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir)
 	o->backoff_ms = 1000;
 }
 
+bool gb_cache_has(const char *state_dir, const char *sha256)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/cache/sha256/%s", state_dir, sha256);
+	return access(path, F_OK) == 0;
+}
+
 int gb_cache_lookup(const char *state_dir, const char *sha256, unsigned long long size, char *ret_path, size_t n)
 {
 	char path[1024], hex[65];

@@ -146,9 +146,9 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 #ifdef GB_TEST_HOOKS
 			test_pin("GPUBOOT_TEST_RUNFILE_PIN", a->sha256, sizeof(a->sha256), &a->size);
 #endif
-			/* NVIDIA publishes <url>.sha256sum beside each runfile: it must agree with the pin. */
-			if (!o->offline && gb_cache_lookup(o->state_dir, a->sha256, a->size, a->cache_path,
-			                                   sizeof(a->cache_path)) != 0) {
+			/* NVIDIA publishes <url>.sha256sum beside each runfile: it must agree with the
+			 * pin. Not needed for a copy already in the cache (gb_fetch_all verifies it). */
+			if (!o->offline && !gb_cache_has(o->state_dir, a->sha256)) {
 				char e2[400];
 				snprintf(sumurl, sizeof(sumurl), "%s.sha256sum", a->url);
 				if (gb_fetch_small(sumurl, src->ca_file, false, 4096, &sum, &slen, &code, e2,
@@ -177,8 +177,7 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 		struct gb_artifact man;
 		struct gb_manifest red = { 0 };
 		char *text = NULL;
-		int fd;
-		struct stat st;
+		size_t tlen = 0;
 
 		memset(&man, 0, sizeof(man));
 		snprintf(man.name, sizeof(man.name), "CUDA %s redistrib manifest", cr->manifest);
@@ -201,18 +200,12 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 			snprintf(err, errsz, "%s", man.error);
 			goto fail;
 		}
-		fd = open(man.cache_path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st) < 0 || st.st_size > (16 << 20) ||
-		    !(text = malloc((size_t)st.st_size + 1)) || read(fd, text, (size_t)st.st_size) != st.st_size) {
-			if (fd >= 0)
-				close(fd);
-			free(text);
-			snprintf(err, errsz, "cannot read the verified manifest %s", man.cache_path);
-			r = -EIO;
+		r = gb_read_file(man.cache_path, 16u << 20, &text, &tlen);
+		if (r < 0) {
+			snprintf(err, errsz, "cannot read the verified manifest %s: %s", man.cache_path, strerror(-r));
 			goto fail;
 		}
-		close(fd);
-		r = gb_redistrib_parse(text, (size_t)st.st_size, p->in.platform, NULL, &red, err, errsz);
+		r = gb_redistrib_parse(text, tlen, p->in.platform, NULL, &red, err, errsz);
 		free(text);
 		if (r < 0)
 			goto fail;
@@ -283,25 +276,12 @@ int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifac
 	if (!m.v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		int in = -1;
-		char *buf = NULL;
-		struct stat st;
 		snprintf(path, sizeof(path), "%s/%s", dir, a[i].path);
-		in = open(a[i].cache_path, O_RDONLY | O_CLOEXEC);
-		if (in < 0 || fstat(in, &st) < 0 || !(buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1)) ||
-		    read(in, buf, (size_t)st.st_size) != st.st_size) {
-			snprintf(err, errsz, "cannot read %s", a[i].cache_path);
-			r = -EIO;
-		} else {
-			r = gb_write_file_atomic(path, buf, (size_t)st.st_size, 0644);
-			if (r < 0)
-				snprintf(err, errsz, "cannot write %s: %s", path, strerror(-r));
-		}
-		free(buf);
-		if (in >= 0)
-			close(in);
-		if (r < 0)
+		r = gb_copy_file_atomic(a[i].cache_path, path, 0644);
+		if (r < 0) {
+			snprintf(err, errsz, "cannot copy %s to %s: %s", a[i].cache_path, path, strerror(-r));
 			goto out;
+		}
 		gb_strscpy(m.v[i].path, sizeof(m.v[i].path), a[i].path);
 		gb_strscpy(m.v[i].sha256, sizeof(m.v[i].sha256), a[i].sha256);
 		m.v[i].size = a[i].size;

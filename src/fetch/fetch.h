@@ -48,6 +48,8 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *a, size_t n, const stru
 /* The cache: <state>/cache/sha256/<hex>. An entry is used only after it is
  * hashed again in full and matches; an altered or truncated one is removed. */
 int gb_cache_lookup(const char *state_dir, const char *sha256, unsigned long long size, char *ret_path, size_t n);
+/* Is there an entry under that name at all (not verified: a cheap check)? */
+bool gb_cache_has(const char *state_dir, const char *sha256);
 
 /* A small document (a manifest, a signature, a .sha256sum) into memory,
  * with the same protocol rules, at most max bytes. */

@@ -14,6 +14,7 @@
 
 #include "digest.h"
 #include "shared/fileio.h"
+#include "shared/json-util.h"
 #include "shared/macro.h"
 #include "shared/util.h"
 
@@ -83,20 +84,13 @@ static json_object *parse_json(const char *text, size_t len)
 	return o;
 }
 
-static const char *str(json_object *o, const char *k)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-	           ? json_object_get_string(v)
-	           : NULL;
-}
-
 /* One {relative_path, sha256, size} entry. size is a string in NVIDIA's manifests. */
 static int redist_entry(json_object *plat, const char *name, const char *version, struct gb_manifest *m, char *err,
                         size_t errsz)
 {
 	struct gb_manifest_entry e;
-	const char *rp = str(plat, "relative_path"), *sha = str(plat, "sha256"), *size = str(plat, "size");
+	const char *rp = gb_json_get_str(plat, "relative_path"), *sha = gb_json_get_str(plat, "sha256"),
+	           *size = gb_json_get_str(plat, "size");
 	json_object *sv;
 	uint64_t sz = 0;
 
@@ -135,13 +129,13 @@ int gb_redistrib_parse(const char *text, size_t len, const char *platform, const
 		if (!json_object_is_type(comp, json_type_object) || !json_object_object_get_ex(comp, platform, &plat) ||
 		    !json_object_is_type(plat, json_type_object))
 			continue;
-		if (str(plat, "relative_path")) {
-			r = redist_entry(plat, name, str(comp, "version"), &m, err, errsz);
+		if (gb_json_get_str(plat, "relative_path")) {
+			r = redist_entry(plat, name, gb_json_get_str(comp, "version"), &m, err, errsz);
 		} else if (cuda_variant) {
 			json_object *var;
 			if (json_object_object_get_ex(plat, cuda_variant, &var) &&
 			    json_object_is_type(var, json_type_object))
-				r = redist_entry(var, name, str(comp, "version"), &m, err, errsz);
+				r = redist_entry(var, name, gb_json_get_str(comp, "version"), &m, err, errsz);
 		}
 		if (r < 0)
 			break;
@@ -268,8 +262,8 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		return -EPERM;
 	}
 	root = parse_json(text, len);
-	if (!root || !json_object_is_type(root, json_type_object) || !str(root, "format") ||
-	    !streq(str(root, "format"), "gpuboot-mirror")) {
+	if (!root || !json_object_is_type(root, json_type_object) || !gb_json_get_str(root, "format") ||
+	    !streq(gb_json_get_str(root, "format"), "gpuboot-mirror")) {
 		snprintf(err, errsz, "mirror manifest: not a gpuboot-mirror document");
 		r = -EBADMSG;
 		goto out;
@@ -289,19 +283,20 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		r = -ESTALE;
 		goto out;
 	}
-	if (iso_to_epoch(str(root, "expires"), &exp) < 0) {
+	if (iso_to_epoch(gb_json_get_str(root, "expires"), &exp) < 0) {
 		snprintf(err, errsz, "mirror manifest: no valid expiry time");
 		r = -EBADMSG;
 		goto out;
 	}
 	if (exp <= now_s) {
 		snprintf(err, errsz, "mirror manifest: expired at %s; the mirror must be re-signed",
-		         str(root, "expires"));
+		         gb_json_get_str(root, "expires"));
 		r = -ESTALE;
 		goto out;
 	}
-	gb_strscpy(m.expires, sizeof(m.expires), str(root, "expires"));
-	gb_strscpy(m.created, sizeof(m.created), str(root, "created") ? str(root, "created") : "");
+	gb_strscpy(m.expires, sizeof(m.expires), gb_json_get_str(root, "expires"));
+	gb_strscpy(m.created, sizeof(m.created),
+	           gb_json_get_str(root, "created") ? gb_json_get_str(root, "created") : "");
 	gb_strscpy(m.key_id, sizeof(m.key_id), kid);
 	if (!json_object_object_get_ex(root, "artifacts", &arts) || !json_object_is_type(arts, json_type_array)) {
 		snprintf(err, errsz, "mirror manifest: no artifacts list");
@@ -311,7 +306,7 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 	for (size_t i = 0; i < json_object_array_length(arts); i++) {
 		json_object *a = json_object_array_get_idx(arts, i), *sz;
 		struct gb_manifest_entry e;
-		const char *p = str(a, "path"), *sha = str(a, "sha256");
+		const char *p = gb_json_get_str(a, "path"), *sha = gb_json_get_str(a, "sha256");
 		memset(&e, 0, sizeof(e));
 		if (!p || !rel_path_ok(p) || !gb_sha256_valid(sha) || !json_object_object_get_ex(a, "size", &sz) ||
 		    !json_object_is_type(sz, json_type_int) || json_object_get_int64(sz) <= 0) {

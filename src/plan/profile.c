@@ -9,6 +9,7 @@
 
 #include "conf.h"
 #include "context.h"
+#include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/root.h"
@@ -207,17 +208,6 @@ static bool name_ok(const char *n)
 	return true;
 }
 
-static int read_host_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_(gb_root_freep) struct gb_root *cwd = NULL;
-	int r = gb_root_open(path[0] == '/' ? "/" : ".", &cwd);
-	if (r < 0)
-		return r;
-	/* A path the user gave: resolve it normally, not inside a root. */
-	cwd->have_openat2 = false;
-	return gb_root_read_file(cwd, path, max, ret, ret_len);
-}
-
 int gb_profile_load(struct gb_ctx *ctx, const char *name_or_file, struct gb_profile *ret, char *err, size_t errsz)
 {
 	_cleanup_free_ char *text = NULL;
@@ -228,7 +218,7 @@ int gb_profile_load(struct gb_ctx *ctx, const char *name_or_file, struct gb_prof
 
 	if (strchr(name_or_file, '/') || strstr(name_or_file, ".profile")) {
 		_cleanup_free_ char *nm = NULL;
-		r = read_host_file(name_or_file, GB_CONF_MAX_BYTES, &text, &len);
+		r = gb_read_file(name_or_file, GB_CONF_MAX_BYTES, &text, &len);
 		if (r == -EFBIG)
 			ERR("%s: larger than %u KiB", name_or_file, GB_CONF_MAX_BYTES / 1024);
 		if (r < 0)
@@ -412,7 +402,7 @@ int gb_site_config_load(struct gb_ctx *ctx, const char *explicit_path, struct gb
 	int r;
 
 	if (explicit_path) {
-		r = read_host_file(explicit_path, GB_CONF_MAX_BYTES, &text, &len);
+		r = gb_read_file(explicit_path, GB_CONF_MAX_BYTES, &text, &len);
 		if (r < 0)
 			ERR("%s: cannot read the configuration: %s", explicit_path, strerror(-r));
 		return gb_site_config_parse(explicit_path, text, len, ret, err, errsz);

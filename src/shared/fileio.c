@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "root.h"
 #include "util.h"
 
 int gb_mkdir_p(const char *path, unsigned mode)
@@ -30,50 +31,51 @@ int gb_mkdir_p(const char *path, unsigned mode)
 	return 0;
 }
 
-int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode)
+int gb_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 {
-	char dir[4096], tmp[4200];
-	const char *slash = strrchr(path, '/');
-	const char *p = data;
-	int fd = -1, dfd = -1, r = 0;
+	_cleanup_(gb_root_freep) struct gb_root *base = NULL;
+	int r = gb_root_open(path[0] == '/' ? "/" : ".", &base);
+	if (r < 0)
+		return r;
+	/* A path the user gave: resolved as the system resolves it, not inside a root. */
+	base->have_openat2 = false;
+	return gb_root_read_file(base, path, max, ret, ret_len);
+}
 
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+/* Create a temp file beside path; on success *ret_fd and tmp (the name) are set. */
+static int temp_beside(const char *path, char *tmp, size_t tmpsz, char *dir, size_t dirsz, int *ret_fd)
+{
+	const char *slash = strrchr(path, '/');
+	int r;
+
+	if (!slash || (size_t)(slash - path) >= dirsz)
 		return -EINVAL;
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = '\0';
 	if (!dir[0])
-		gb_strscpy(dir, sizeof(dir), "/");
+		gb_strscpy(dir, dirsz, "/");
 	r = gb_mkdir_p(dir, 0755);
 	if (r < 0)
 		return r;
-	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, slash + 1);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return negative_errno();
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			r = negative_errno();
-			goto fail;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
+	snprintf(tmp, tmpsz, "%s/.%s.XXXXXX", dir, slash + 1);
+	*ret_fd = mkostemp(tmp, O_CLOEXEC);
+	return *ret_fd < 0 ? negative_errno() : 0;
+}
+
+/* fchmod, fsync, close, rename over path, fsync the directory; unlink tmp on failure. */
+static int commit_temp(int fd, const char *tmp, const char *path, const char *dir, unsigned mode)
+{
+	int dfd, r = 0;
+
+	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
 		r = negative_errno();
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
+	if (close(fd) < 0 && r == 0)
 		r = negative_errno();
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
+	if (r == 0 && rename(tmp, path) < 0)
 		r = negative_errno();
-		goto fail;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
@@ -81,9 +83,68 @@ int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigne
 		close(dfd);
 	}
 	return 0;
-fail:
-	if (fd >= 0)
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int gb_copy_file_atomic(const char *src, const char *dst, unsigned mode)
+{
+	char dir[4096], tmp[4200];
+	static char buf[1 << 20];
+	int in, fd = -1, r;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return negative_errno();
+	r = temp_beside(dst, tmp, sizeof(tmp), dir, sizeof(dir), &fd);
+	while (r >= 0) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = negative_errno();
+		else if (n == 0)
+			break;
+		else
+			r = write_all(fd, buf, (size_t)n);
+	}
+	close(in);
+	if (fd < 0)
+		return r;
+	if (r < 0) {
 		close(fd);
-	unlink(tmp);
-	return r;
+		unlink(tmp);
+		return r;
+	}
+	return commit_temp(fd, tmp, dst, dir, mode);
+}
+
+int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+	char dir[4096], tmp[4200];
+	int fd = -1, r;
+
+	r = temp_beside(path, tmp, sizeof(tmp), dir, sizeof(dir), &fd);
+	if (r < 0)
+		return r;
+	r = write_all(fd, data, len);
+	if (r < 0) {
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	return commit_temp(fd, tmp, path, dir, mode);
 }

@@ -10,3 +10,10 @@ int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigne
 
 /* mkdir -p with mode for the last component. */
 int gb_mkdir_p(const char *path, unsigned mode);
+
+/* Read a whole file given by the user or owned by gpuboot (not below --root),
+ * at most max bytes (-EFBIG when larger). NUL-terminated; *ret_len without it. */
+int gb_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Copy src to dst durably, streaming (temp file beside dst, fsync, rename). */
+int gb_copy_file_atomic(const char *src, const char *dst, unsigned mode);

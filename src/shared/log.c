@@ -12,11 +12,6 @@ void gb_log_set_level(enum gb_log_level level)
 	max_level = level;
 }
 
-enum gb_log_level gb_log_get_level(void)
-{
-	return max_level;
-}
-
 static const char *const level_names[] = {
 	[GB_LOG_ERR] = "error",
 	[GB_LOG_WARNING] = "warning",

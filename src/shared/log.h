@@ -14,7 +14,6 @@ enum gb_log_level {
 
 /* Messages above this level are dropped. Default GB_LOG_WARNING; -v raises it. */
 void gb_log_set_level(enum gb_log_level level);
-enum gb_log_level gb_log_get_level(void);
 
 /* Returns -abs(err) so callers can `return gb_log_error_errno(r, ...)`.
  * "%m" in fmt is expanded from err, not from errno. */

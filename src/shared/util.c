@@ -112,14 +112,6 @@ int gb_strscpy(char *dst, size_t dstsz, const char *src)
 	return 0;
 }
 
-int gb_path_join(char *dst, size_t dstsz, const char *a, const char *b)
-{
-	int n = snprintf(dst, dstsz, "%s/%s", a, b);
-	if (n < 0 || (size_t)n >= dstsz)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 int gb_sysfs_attr_parse(const char *buf, size_t len, char **ret)
 {
 	char *v;

@@ -22,9 +22,6 @@ const char *gb_startswith(const char *s, const char *prefix);
 /* Copy with truncation; always NUL-terminates; returns -ENAMETOOLONG when cut. */
 int gb_strscpy(char *dst, size_t dstsz, const char *src);
 
-/* snprintf that reports truncation as -ENAMETOOLONG. */
-int gb_path_join(char *dst, size_t dstsz, const char *a, const char *b);
-
 /* Parse a sysfs attribute: one line, optionally newline-terminated, printable.
  * Copies the trimmed value into ret (malloc'd). -EINVAL on control bytes. */
 int gb_sysfs_attr_parse(const char *buf, size_t len, char **ret);

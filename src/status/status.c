@@ -11,6 +11,7 @@
 
 #include "context.h"
 #include "shared/fileio.h"
+#include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/root.h"
@@ -178,34 +179,20 @@ static void label(struct sbuf *b, const char *v)
 	sb(b, "\"");
 }
 
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-	return o && json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-	           ? json_object_get_string(v)
-	           : NULL;
-}
-
-static json_object *jget(json_object *o, const char *k)
-{
-	json_object *v = NULL;
-	return o && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
 /* gpuboot_check_<key>{check,subject,unit} for every check with a number there. */
 static void numeric_metric(struct sbuf *b, json_object *checks, const char *key, const char *help)
 {
 	sb(b, "# HELP gpuboot_check_%s %s\n# TYPE gpuboot_check_%s gauge\n", key, help, key);
 	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
-		json_object *c = json_object_array_get_idx(checks, i), *v = jget(c, key);
+		json_object *c = json_object_array_get_idx(checks, i), *v = gb_json_get(c, key);
 		if (!v || json_object_is_type(v, json_type_null))
 			continue;
 		sb(b, "gpuboot_check_%s{check=", key);
-		label(b, jstr(c, "name"));
+		label(b, gb_json_get_str(c, "name"));
 		sb(b, ",subject=");
-		label(b, jstr(c, "subject"));
+		label(b, gb_json_get_str(c, "subject"));
 		sb(b, ",unit=");
-		label(b, jstr(c, "unit"));
+		label(b, gb_json_get_str(c, "unit"));
 		sb(b, "} %.6g\n", json_object_get_double(v));
 	}
 }
@@ -213,21 +200,22 @@ static void numeric_metric(struct sbuf *b, json_object *checks, const char *key,
 char *gb_status_prometheus(json_object *doc)
 {
 	struct sbuf b = { 0 };
-	json_object *checks = jget(doc, "checks"), *ready = jget(doc, "ready"), *facts = jget(doc, "facts");
+	json_object *checks = gb_json_get(doc, "checks"), *ready = gb_json_get(doc, "ready"),
+	            *facts = gb_json_get(doc, "facts");
 	const char *flags[] = { "driver_ready", "cuda_ready", "toolkit_ready", "verified" };
 
 	sb(&b, "# HELP gpuboot_info gpuboot version and the command of the last run.\n# TYPE gpuboot_info gauge\n");
 	sb(&b, "gpuboot_info{version=");
-	label(&b, jstr(doc, "gpuboot_version"));
+	label(&b, gb_json_get_str(doc, "gpuboot_version"));
 	sb(&b, ",command=");
-	label(&b, jstr(doc, "command"));
+	label(&b, gb_json_get_str(doc, "command"));
 	sb(&b, ",result=");
-	label(&b, jstr(doc, "result"));
+	label(&b, gb_json_get_str(doc, "result"));
 	sb(&b, "} 1\n");
 	sb(&b, "# HELP gpuboot_last_exit_code Exit code of the last run.\n# TYPE gpuboot_last_exit_code gauge\n");
-	sb(&b, "gpuboot_last_exit_code %d\n", json_object_get_int(jget(doc, "exit_code")));
+	sb(&b, "gpuboot_last_exit_code %d\n", json_object_get_int(gb_json_get(doc, "exit_code")));
 	{
-		const char *fin = jstr(doc, "finished_at");
+		const char *fin = gb_json_get_str(doc, "finished_at");
 		struct tm tm;
 		memset(&tm, 0, sizeof(tm));
 		if (fin && strptime(fin, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
@@ -237,13 +225,13 @@ char *gb_status_prometheus(json_object *doc)
 		}
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
-		json_object *v = jget(ready, flags[i]);
+		json_object *v = gb_json_get(ready, flags[i]);
 		sb(&b, "# HELP gpuboot_%s 1 when the %s flag is set.\n# TYPE gpuboot_%s gauge\n", flags[i], flags[i],
 		   flags[i]);
 		sb(&b, "gpuboot_%s %d\n", flags[i], v && json_object_get_boolean(v) ? 1 : 0);
 	}
 	if (facts) {
-		json_object *g = jget(facts, "gpus");
+		json_object *g = gb_json_get(facts, "gpus");
 		sb(&b, "# HELP gpuboot_gpus NVIDIA GPUs found on PCI.\n# TYPE gpuboot_gpus gauge\n");
 		sb(&b, "gpuboot_gpus %zu\n", g ? json_object_array_length(g) : 0);
 	}
@@ -251,13 +239,13 @@ char *gb_status_prometheus(json_object *doc)
 	       "are left out).\n# TYPE gpuboot_check_passed gauge\n");
 	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
 		json_object *c = json_object_array_get_idx(checks, i);
-		const char *res = jstr(c, "result");
+		const char *res = gb_json_get_str(c, "result");
 		if (!res || (!streq(res, "pass") && !streq(res, "fail")))
 			continue;
 		sb(&b, "gpuboot_check_passed{check=");
-		label(&b, jstr(c, "name"));
+		label(&b, gb_json_get_str(c, "name"));
 		sb(&b, ",subject=");
-		label(&b, jstr(c, "subject"));
+		label(&b, gb_json_get_str(c, "subject"));
 		sb(&b, "} %d\n", streq(res, "pass"));
 	}
 	numeric_metric(&b, checks, "value", "Measured value of a numeric check, in the unit label.");
@@ -293,15 +281,15 @@ static int write_flags(struct gb_ctx *ctx, const struct gb_status *s)
 static char *nfd_features(const struct gb_status *s)
 {
 	struct sbuf b = { 0 };
-	json_object *nv = jget(s->facts, "nvidia"), *gpus = jget(s->facts, "gpus");
-	const char *drv = jstr(nv, "loaded_version");
+	json_object *nv = gb_json_get(s->facts, "nvidia"), *gpus = gb_json_get(s->facts, "gpus");
+	const char *drv = gb_json_get_str(nv, "loaded_version");
 	sb(&b, "gpuboot.dev/verified=%s\n", s->verified ? "true" : "false");
 	sb(&b, "gpuboot.dev/driver-ready=%s\n", s->driver_ready ? "true" : "false");
 	if (drv)
 		sb(&b, "gpuboot.dev/driver-version=%s\n", drv);
 	sb(&b, "gpuboot.dev/gpu-count=%zu\n", gpus ? json_object_array_length(gpus) : 0);
 	if (gpus && json_object_array_length(gpus) > 0) {
-		const char *arch = jstr(json_object_array_get_idx(gpus, 0), "architecture");
+		const char *arch = gb_json_get_str(json_object_array_get_idx(gpus, 0), "architecture");
 		if (arch)
 			sb(&b, "gpuboot.dev/gpu-architecture=%s\n", arch);
 	}
@@ -374,7 +362,6 @@ int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
 
 int gb_status_show(struct gb_ctx *ctx)
 {
-	_cleanup_(gb_root_freep) struct gb_root *host = NULL;
 	_cleanup_free_ char *text = NULL;
 	char path[4200];
 	json_object *doc, *checks;
@@ -382,11 +369,7 @@ int gb_status_show(struct gb_ctx *ctx)
 	int r;
 
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
-	r = gb_root_open("/", &host);
-	if (r >= 0) {
-		host->have_openat2 = false;
-		r = gb_root_read_file(host, path, 64u << 20, &text, &len);
-	}
+	r = gb_read_file(path, 64u << 20, &text, &len);
 	if (r < 0) {
 		gb_log_error_errno(r, "No status at '%s': %m; gpuboot has not run here yet (or use --state-dir)", path);
 		return 1;
@@ -408,20 +391,21 @@ int gb_status_show(struct gb_ctx *ctx)
 		free(p);
 	} else {
 		unsigned failed = 0, total = 0;
-		checks = jget(doc, "checks");
+		checks = gb_json_get(doc, "checks");
 		printf("%-12s %s (exit %d) at %s by 'gpuboot %s'\n",
-		       "last run:", jstr(doc, "result") ? jstr(doc, "result") : "?",
-		       json_object_get_int(jget(doc, "exit_code")),
-		       jstr(doc, "finished_at") ? jstr(doc, "finished_at") : "?",
-		       jstr(doc, "command") ? jstr(doc, "command") : "?");
+		       "last run:", gb_json_get_str(doc, "result") ? gb_json_get_str(doc, "result") : "?",
+		       json_object_get_int(gb_json_get(doc, "exit_code")),
+		       gb_json_get_str(doc, "finished_at") ? gb_json_get_str(doc, "finished_at") : "?",
+		       gb_json_get_str(doc, "command") ? gb_json_get_str(doc, "command") : "?");
 		for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
 			json_object *c = json_object_array_get_idx(checks, i);
-			const char *res = jstr(c, "result");
+			const char *res = gb_json_get_str(c, "result");
 			total++;
 			if (res && streq(res, "fail")) {
 				failed++;
-				printf("%-12s %s %s: %s\n", failed == 1 ? "failed:" : "", jstr(c, "name"),
-				       jstr(c, "subject"), jstr(c, "hint") ? jstr(c, "hint") : "");
+				printf("%-12s %s %s: %s\n", failed == 1 ? "failed:" : "", gb_json_get_str(c, "name"),
+				       gb_json_get_str(c, "subject"),
+				       gb_json_get_str(c, "hint") ? gb_json_get_str(c, "hint") : "");
 			}
 		}
 		printf("%-12s %u of %u failed\n", "checks:", failed, total);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/root.h"
@@ -110,35 +111,6 @@ static bool skipped(const struct gb_verify_opts *o, const char *name)
 	return false;
 }
 
-static json_object *get(json_object *o, const char *k)
-{
-	json_object *v = NULL;
-	if (o && json_object_object_get_ex(o, k, &v))
-		return v;
-	return NULL;
-}
-
-static bool get_num(json_object *o, const char *k, double *ret)
-{
-	json_object *v = get(o, k);
-	if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-		return false;
-	*ret = json_object_get_double(v);
-	return true;
-}
-
-static bool get_bool(json_object *o, const char *k, bool def)
-{
-	json_object *v = get(o, k);
-	return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : def;
-}
-
-static const char *get_str(json_object *o, const char *k)
-{
-	json_object *v = get(o, k);
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* XIDs the driver logged since boot: /dev/kmsg (root only) under the root. */
 static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r)
 {
@@ -236,18 +208,18 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 {
 	char s[48];
 	double v;
-	json_object *ecc = get(g, "ecc"), *rr = get(g, "remapped_rows"), *rp = get(g, "retired_pages"),
-	            *pcie = get(g, "pcie");
+	json_object *ecc = gb_json_get(g, "ecc"), *rr = gb_json_get(g, "remapped_rows"),
+	            *rp = gb_json_get(g, "retired_pages"), *pcie = gb_json_get(g, "pcie");
 	struct gb_check *c;
 
-	gpu_subject(s, sizeof(s), i, get_str(g, "pci_bus_id"));
+	gpu_subject(s, sizeof(s), i, gb_json_get_str(g, "pci_bus_id"));
 	c = gb_verify_add(r, "gpu.identity", s);
 	if (c) {
-		set_text(c, "%s %s", get_str(g, "name") ? get_str(g, "name") : "?",
-		         get_str(g, "uuid") ? get_str(g, "uuid") : "");
+		set_text(c, "%s %s", gb_json_get_str(g, "name") ? gb_json_get_str(g, "name") : "?",
+		         gb_json_get_str(g, "uuid") ? gb_json_get_str(g, "uuid") : "");
 		c->state = GB_CHECK_INFO;
 	}
-	if (get_num(g, "memory_total_bytes", &v) && o->min_gpu_memory_gib > 0) {
+	if (gb_json_get_num(g, "memory_total_bytes", &v) && o->min_gpu_memory_gib > 0) {
 		c = num(r, "gpu.memory", s, v / (1024.0 * 1024 * 1024), ">=", o->min_gpu_memory_gib, "GiB",
 		        "profile: min_gpu_memory_gib");
 		if (c && c->state == GB_CHECK_FAIL)
@@ -256,14 +228,14 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 			    "%.1f GiB is less than the profile needs (%.0f GiB): use a larger GPU or another profile",
 			    c->value, c->threshold);
 	}
-	if (get_bool(ecc, "supported", false)) {
-		bool on = get_bool(ecc, "enabled", false);
+	if (gb_json_get_bool(ecc, "supported", false)) {
+		bool on = gb_json_get_bool(ecc, "enabled", false);
 		if (o->ecc_required) {
 			c = flag(r, "ecc.enabled", s, on, on ? "on" : "off", "profile: ecc_required");
 			if (c && !on)
 				set_hint(c, "ECC is off and the profile requires it: nvidia-smi -e 1, then reboot");
 		}
-		if (get_num(ecc, "volatile_uncorrected", &v)) {
+		if (gb_json_get_num(ecc, "volatile_uncorrected", &v)) {
 			c = num(r, "ecc.uncorrected_errors", s, v, "<=", 0, "errors",
 			        "volatile uncorrected ECC errors since the driver loaded");
 			if (c && c->state == GB_CHECK_FAIL)
@@ -275,8 +247,8 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 		if (c)
 			set_hint(c, "this GPU has no ECC and the profile requires it: use a data-center GPU");
 	}
-	if (get_bool(rr, "supported", false)) {
-		bool pend = get_bool(rr, "pending", false), fail = get_bool(rr, "failure", false);
+	if (gb_json_get_bool(rr, "supported", false)) {
+		bool pend = gb_json_get_bool(rr, "pending", false), fail = gb_json_get_bool(rr, "failure", false);
 		c = flag(r, "memory.remapped_rows", s, !pend && !fail,
 		         pend   ? "remap pending"
 		         : fail ? "remap failed"
@@ -286,14 +258,14 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 			set_hint(c, "%s",
 			         pend ? "a row remap is pending: reset the GPU (or reboot) to apply it before use"
 			              : "row remapping failed: the GPU's memory is out of spare rows; replace the GPU");
-	} else if (get_bool(rp, "supported", false)) {
-		bool pend = get_bool(rp, "pending", false);
+	} else if (gb_json_get_bool(rp, "supported", false)) {
+		bool pend = gb_json_get_bool(rp, "pending", false);
 		c = flag(r, "memory.retired_pages", s, !pend, pend ? "retirement pending" : "none pending",
 		         "NVML retired pages pending");
 		if (c && pend)
 			set_hint(c, "a page retirement is pending: reboot to apply it");
 	}
-	if (get_num(g, "clock_event_reasons", &v)) {
+	if (gb_json_get_num(g, "clock_event_reasons", &v)) {
 		unsigned long long ev = (unsigned long long)v;
 		unsigned long long bad = ev & (0x8ull | 0x40ull | 0x80ull);
 		c = flag(r, "clocks.slowdown", s, bad == 0, bad ? "hardware slowdown active" : "no hardware slowdown",
@@ -306,7 +278,7 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 		}
 	}
 	{
-		const char *cm = get_str(g, "compute_mode");
+		const char *cm = gb_json_get_str(g, "compute_mode");
 		if (cm) {
 			c = flag(r, "gpu.compute_mode", s, !streq(cm, "prohibited"), cm,
 			         "compute mode must allow CUDA contexts");
@@ -315,12 +287,12 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 		}
 	}
 	{
-		json_object *fab = get(g, "fabric");
+		json_object *fab = gb_json_get(g, "fabric");
 		double st = 0, status = 0;
-		if (fab && f->n_nvswitches > 0 && get_num(fab, "state", &st)) {
-			get_num(fab, "status", &status);
+		if (fab && f->n_nvswitches > 0 && gb_json_get_num(fab, "state", &st)) {
+			gb_json_get_num(fab, "status", &status);
 			c = flag(r, "fabric.state", s, st == 3 && status == 0,
-			         get_str(fab, "state_name") ? get_str(fab, "state_name") : "?",
+			         gb_json_get_str(fab, "state_name") ? gb_json_get_str(fab, "state_name") : "?",
 			         "NVML GPU fabric state on NVSwitch systems: completed, status success");
 			if (c && c->state == GB_CHECK_FAIL)
 				set_hint(c, "the NVLink fabric is not ready: start nvidia-fabricmanager (same version "
@@ -329,19 +301,19 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 	}
 	c = gb_verify_add(r, "gpu.mig", s);
 	if (c)
-		set_text(c, "%s", get_bool(g, "mig_enabled", false) ? "MIG enabled" : "MIG disabled");
-	if (get(g, "persistence_mode")) {
+		set_text(c, "%s", gb_json_get_bool(g, "mig_enabled", false) ? "MIG enabled" : "MIG disabled");
+	if (gb_json_get(g, "persistence_mode")) {
 		c = gb_verify_add(r, "gpu.persistence_mode", s);
 		if (c)
-			set_text(c, "%s", get_bool(g, "persistence_mode", false) ? "on" : "off");
+			set_text(c, "%s", gb_json_get_bool(g, "persistence_mode", false) ? "on" : "off");
 	}
 	if (pcie) {
 		double mg = 0, mw = 0;
 		c = gb_verify_add(r, "pcie.link_idle", s);
-		if (c && get_num(pcie, "max_gen", &mg) && get_num(pcie, "max_width", &mw)) {
+		if (c && gb_json_get_num(pcie, "max_gen", &mg) && gb_json_get_num(pcie, "max_width", &mw)) {
 			double cg = 0, cw = 0;
-			get_num(pcie, "current_gen", &cg);
-			get_num(pcie, "current_width", &cw);
+			gb_json_get_num(pcie, "current_gen", &cg);
+			gb_json_get_num(pcie, "current_width", &cw);
 			set_text(c, "Gen%.0f x%.0f at idle (max Gen%.0f x%.0f); checked under load by the active tier",
 			         cg, cw, mg, mw);
 		}
@@ -354,11 +326,11 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	char s[48], src[200];
 	double sms = 0, clk = 0, memclk = 0, bus = 0, v, mg = 0, mw = 0;
 	int major = 0, minor = 0;
-	const char *cc = get_str(a, "compute_capability"), *err = get_str(a, "error");
-	json_object *clocks = get(g, "clocks"), *pcie = get(g, "pcie");
+	const char *cc = gb_json_get_str(a, "compute_capability"), *err = gb_json_get_str(a, "error");
+	json_object *clocks = gb_json_get(g, "clocks"), *pcie = gb_json_get(g, "pcie");
 	struct gb_check *c;
 
-	gpu_subject(s, sizeof(s), i, get_str(g, "pci_bus_id"));
+	gpu_subject(s, sizeof(s), i, gb_json_get_str(g, "pci_bus_id"));
 	if (err) {
 		c = flag(r, "cuda.context", s, false, err, "a CUDA context and the probe's kernels");
 		if (c)
@@ -368,15 +340,15 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	flag(r, "cuda.context", s, true, "context, PTX JIT and kernels ran", "the probe's kernels");
 	if (cc)
 		sscanf(cc, "%d.%d", &major, &minor);
-	get_num(a, "sm_count", &sms);
-	get_num(clocks, "sm_max_mhz", &clk);
-	get_num(clocks, "mem_max_mhz", &memclk);
-	if (!get_num(g, "memory_bus_width_bits", &bus))
-		get_num(a, "memory_bus_width_bits", &bus);
+	gb_json_get_num(a, "sm_count", &sms);
+	gb_json_get_num(clocks, "sm_max_mhz", &clk);
+	gb_json_get_num(clocks, "mem_max_mhz", &memclk);
+	if (!gb_json_get_num(g, "memory_bus_width_bits", &bus))
+		gb_json_get_num(a, "memory_bus_width_bits", &bus);
 
-	if (get_num(a, "pattern_errors", &v)) {
+	if (gb_json_get_num(a, "pattern_errors", &v)) {
 		double bytes = 0;
-		get_num(a, "pattern_bytes", &bytes);
+		gb_json_get_num(a, "pattern_bytes", &bytes);
 		c = num(r, "memory.pattern", s, v, "<=", 0, "bad words",
 		        "every word of the buffer written with an address-dependent pattern and its complement, then "
 		        "checked");
@@ -389,7 +361,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	}
 	if (memclk > 0 && bus > 0) {
 		double peak = gb_peak_memory_gbps((unsigned)memclk, (unsigned)bus);
-		if (get_num(a, "read_gbps", &v)) {
+		if (gb_json_get_num(a, "read_gbps", &v)) {
 			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (%.0f MHz x 2 x %.0f bit / 8)",
 			         GB_EFF_READ, peak, memclk, bus);
 			c = num(r, "memory.read_bandwidth", s, v, ">=", GB_EFF_READ * peak, "GB/s", src);
@@ -399,7 +371,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 				         "using the GPU, or the memory is degraded",
 				         100 * v / peak);
 		}
-		if (get_num(a, "d2d_copy_gbps", &v)) {
+		if (gb_json_get_num(a, "d2d_copy_gbps", &v)) {
 			snprintf(src, sizeof(src), "%.2f x derived peak %.0f GB/s (bytes read + written)", GB_EFF_COPY,
 			         peak);
 			c = num(r, "memory.copy_bandwidth", s, v, ">=", GB_EFF_COPY * peak, "GB/s", src);
@@ -414,7 +386,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 		unsigned lanes = gb_fp32_lanes_per_sm(major, minor);
 		double peak = gb_peak_flops_tflops((unsigned)sms, lanes, (unsigned)clk);
 		double fp32 = 0;
-		if (lanes && get_num(a, "fp32_tflops", &fp32)) {
+		if (lanes && gb_json_get_num(a, "fp32_tflops", &fp32)) {
 			snprintf(src, sizeof(src),
 			         "%.2f x derived peak %.1f TFLOP/s (%.0f SMs x %u FP32 lanes x 2 x %.0f MHz)",
 			         GB_EFF_FP32, peak, sms, lanes, clk);
@@ -427,7 +399,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 		if (o->fp64_gate) {
 			unsigned l64 = gb_fp64_lanes_per_sm(major, minor);
 			double p64 = gb_peak_flops_tflops((unsigned)sms, l64, (unsigned)clk);
-			if (get_num(a, "fp64_tflops", &v)) {
+			if (gb_json_get_num(a, "fp64_tflops", &v)) {
 				snprintf(src, sizeof(src), "%.2f x derived peak %.1f TFLOP/s (%u FP64 lanes/SM)",
 				         GB_EFF_FP64, p64, l64);
 				c = num(r, "compute.fp64", s, v, ">=", GB_EFF_FP64 * p64, "TFLOP/s", src);
@@ -448,7 +420,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 			}
 		}
 	}
-	if (get_num(a, "utilization_max_pct", &v) && v >= 0) {
+	if (gb_json_get_num(a, "utilization_max_pct", &v) && v >= 0) {
 		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%",
 		        "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
 		if (c && c->state == GB_CHECK_FAIL)
@@ -457,7 +429,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 			         "stalling",
 			         v);
 	}
-	if (get_num(a, "clock_event_reasons_under_load", &v)) {
+	if (gb_json_get_num(a, "clock_event_reasons_under_load", &v)) {
 		unsigned long long bad = (unsigned long long)v & (0x8ull | 0x20ull | 0x40ull | 0x80ull);
 		c = flag(r, "clocks.throttle_under_load", s, bad == 0,
 		         bad ? "throttled" : "no thermal or hardware throttling",
@@ -467,10 +439,10 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 			         "the GPU throttled under load (reasons 0x%llx): check cooling, power caps and airflow",
 			         bad);
 	}
-	if (pcie && get_num(pcie, "max_gen", &mg) && get_num(pcie, "max_width", &mw)) {
+	if (pcie && gb_json_get_num(pcie, "max_gen", &mg) && gb_json_get_num(pcie, "max_width", &mw)) {
 		double lg = 0, lw = 0;
-		get_num(a, "pcie_gen_under_load", &lg);
-		get_num(a, "pcie_width_under_load", &lw);
+		gb_json_get_num(a, "pcie_gen_under_load", &lg);
+		gb_json_get_num(a, "pcie_width_under_load", &lw);
 		c = flag(r, "pcie.link_under_load", s, lg >= mg && lw >= mw, "",
 		         "NVML link generation and width during a host copy, against the maximum");
 		if (c) {
@@ -486,7 +458,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 			const char *dirs[] = { "h2d_pinned_gbps", "d2h_pinned_gbps" };
 			const char *names[] = { "pcie.host_to_device", "pcie.device_to_host" };
 			for (int d = 0; d < 2 && peak > 0; d++)
-				if (get_num(a, dirs[d], &v)) {
+				if (gb_json_get_num(a, dirs[d], &v)) {
 					snprintf(src, sizeof(src), "%.2f x derived peak %.1f GB/s (Gen%.0f x%.0f)",
 					         GB_EFF_PCIE, peak, mg, mw);
 					c = num(r, names[d], s, v, ">=", GB_EFF_PCIE * peak, "GB/s", src);
@@ -498,7 +470,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 				}
 		}
 	}
-	if (get_num(g, "compute_processes", &v)) {
+	if (gb_json_get_num(g, "compute_processes", &v)) {
 		c = num(r, "gpu.idle_before_test", s, v, "<=", 0, "processes",
 		        "NVML compute processes on the GPU when verify started");
 		if (c && c->state == GB_CHECK_FAIL)
@@ -574,19 +546,19 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 			             : "the probe failed; run gpuboot verify -v");
 		goto tail;
 	}
-	if (get_str(r->probe, "error")) {
-		c = flag(r, "driver.userspace", "system", false, get_str(r->probe, "error"),
+	if (gb_json_get_str(r->probe, "error")) {
+		c = flag(r, "driver.userspace", "system", false, gb_json_get_str(r->probe, "error"),
 		         "libnvidia-ml.so.1 loads and initialises");
 		if (c)
 			set_hint(c,
 			         "the driver's userspace is missing or cannot talk to the kernel module: %s; run "
 			         "gpuboot --repair",
-			         get_str(r->probe, "error"));
+			         gb_json_get_str(r->probe, "error"));
 		goto tail;
 	}
 	flag(r, "driver.userspace", "system", true, "libnvidia-ml.so.1 loaded and initialised", "NVML");
 	{
-		const char *uv = get_str(r->probe, "driver_version");
+		const char *uv = gb_json_get_str(r->probe, "driver_version");
 		bool same = uv && f->nvidia.loaded_version && streq(uv, f->nvidia.loaded_version);
 		c = flag(r, "driver.version_match", "system", same, "",
 		         "kernel module version (/proc/driver/nvidia/version) = userspace version (NVML)");
@@ -600,8 +572,8 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 				         f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
 		}
 	}
-	gpus = get(r->probe, "gpus");
-	if (get_num(r->probe, "nvml_gpu_count", &v)) {
+	gpus = gb_json_get(r->probe, "gpus");
+	if (gb_json_get_num(r->probe, "nvml_gpu_count", &v)) {
 		c = num(r, "gpu.count", "system", v, "==", (double)f->n_gpus, "GPUs",
 		        "NVML's GPU count = NVIDIA display/3D PCI functions");
 		if (c && c->state == GB_CHECK_FAIL)
@@ -612,41 +584,41 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	}
 	for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++)
 		passive_gpu(o, r, json_object_array_get_idx(gpus, i), (unsigned)i, f);
-	act = get(r->probe, "active");
+	act = gb_json_get(r->probe, "active");
 	if (active) {
-		json_object *cuda = get(r->probe, "cuda");
-		if (get_str(cuda, "error")) {
-			c = flag(r, "cuda.init", "system", false, get_str(cuda, "error"), "cuInit");
+		json_object *cuda = gb_json_get(r->probe, "cuda");
+		if (gb_json_get_str(cuda, "error")) {
+			c = flag(r, "cuda.init", "system", false, gb_json_get_str(cuda, "error"), "cuInit");
 			if (c)
 				set_hint(c, "%s",
-				         strstr(get_str(cuda, "error"), "802")
+				         strstr(gb_json_get_str(cuda, "error"), "802")
 				             ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
 				             : "CUDA cannot initialise: check dmesg and the driver installation");
 		}
 		for (size_t i = 0; act && i < json_object_array_length(act); i++) {
 			json_object *ai = json_object_array_get_idx(act, i);
 			double idx = 0;
-			get_num(ai, "index", &idx);
+			gb_json_get_num(ai, "index", &idx);
 			if (gpus && idx < json_object_array_length(gpus))
-				active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx), get(ai, "active"),
-				           (unsigned)idx);
+				active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx),
+				           gb_json_get(ai, "active"), (unsigned)idx);
 		}
 		{
-			json_object *peers = get(r->probe, "peers");
+			json_object *peers = gb_json_get(r->probe, "peers");
 			for (size_t i = 0; peers && i < json_object_array_length(peers); i++) {
 				json_object *pi = json_object_array_get_idx(peers, i);
 				double a = 0, b = 0, gbps = 0;
 				char subj[48];
-				get_num(pi, "src", &a);
-				get_num(pi, "dst", &b);
+				gb_json_get_num(pi, "src", &a);
+				gb_json_get_num(pi, "dst", &b);
 				snprintf(subj, sizeof(subj), "gpu%.0f->gpu%.0f", a, b);
-				if (!get_bool(pi, "can_access", false)) {
+				if (!gb_json_get_bool(pi, "can_access", false)) {
 					c = gb_verify_add(r, "peer.bandwidth", subj);
 					if (c) {
 						c->state = GB_CHECK_SKIP;
 						set_text(c, "no peer access between these GPUs");
 					}
-				} else if (get_num(pi, "gbps", &gbps)) {
+				} else if (gb_json_get_num(pi, "gbps", &gbps)) {
 					double floor = gb_peak_pcie_gbps(3, 16) * 0.5;
 					c = num(r, "peer.bandwidth", subj, gbps, ">=", floor, "GB/s",
 					        "peer copies must beat half a PCIe Gen3 x16 link (NVLink reaches far "

@@ -8,8 +8,7 @@
 
 #include "fake.h"
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
+#include "probe/nvapi.h" /* CUresult, CUdeviceptr: the ABI the probe expects */
 
 struct ctx {
 	unsigned dev;

@@ -7,18 +7,7 @@
 
 #include "fake.h"
 
-typedef int nvmlReturn_t;
-typedef struct {
-	char busIdLegacy[16];
-	unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
-	char busId[32];
-} nvmlPciInfo_t;
-typedef struct {
-	unsigned long long total, free, used;
-} nvmlMemory_t;
-typedef struct {
-	unsigned gpu, memory;
-} nvmlUtilization_t;
+#include "probe/nvapi.h" /* the ABI the probe expects, declared once */
 
 #define OK 0
 #define NOT_SUPPORTED 3
@@ -200,14 +189,8 @@ nvmlReturn_t nvmlDeviceGetTemperature(void *d, int s, unsigned *t)
 	*t = 38;
 	return OK;
 }
-nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void *d, void *info)
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void *d, gb_nvml_fabric_info *fi)
 {
-	struct {
-		char uuid[16];
-		nvmlReturn_t status;
-		unsigned clique;
-		unsigned char state;
-	} *fi = info;
 	memset(fi, 0, sizeof(*fi));
 	fi->state = fake_is("fabric-incomplete") && idx(d) == 4 ? 2 : 3;
 	return OK;
