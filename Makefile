@@ -9,12 +9,13 @@ WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -
               -Wmissing-prototypes -Wno-missing-field-initializers -Wvla -Wpointer-arith
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DGPUBOOT_VERSION='"$(VERSION)"' -Isrc $(WARN)
 
-LIB_SRC    := $(sort $(wildcard src/shared/*.c src/detect/*.c src/catalog/*.c src/plan/*.c src/verify/*.c src/status/*.c src/fetch/*.c))
+LIB_DIRS   := shared detect catalog plan verify status fetch run prepare install load repair
+LIB_SRC    := $(sort $(wildcard $(patsubst %,src/%/*.c,$(LIB_DIRS))))
 LIB_ASM    := src/verify/probe-blob.S
 PROBE      := build/probe/gpuboot-probe
 ASM_FLAGS  := -DPROBE_BIN='"$(PROBE)"'
 
-MAIN_SRC   := src/main.c
+MAIN_SRC   := src/main.c $(sort $(wildcard src/cmd/*.c))
 HDRS       := $(wildcard src/*.h src/*/*.h)
 
 # --- the development build: dynamic, against Debian's -dev packages ---

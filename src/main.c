@@ -187,7 +187,7 @@ static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv)
 /* Today's date (UTC) from the operations table's clock: EOL dates are compared with it. */
 static void today(struct gb_ctx *ctx, char *buf, size_t n)
 {
-	time_t t = (time_t)(ctx->ops->now_realtime_ns() / 1000000000ull);
+	time_t t = (time_t)(ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull);
 	struct tm tm;
 	if (!gmtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%d", &tm) == 0)
 		gb_strscpy(buf, n, "1970-01-01");
@@ -317,11 +317,11 @@ static int cmd_run(struct gb_ctx *ctx, int argc, char **argv)
 	code = take_lock(ctx, &lock);
 	if (code)
 		return code;
-	st.started_ns = ctx->ops->now_realtime_ns();
-	t0 = ctx->ops->now_monotonic_ns();
+	st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
+	t0 = ctx->ops->now_monotonic_ns(ctx->ops);
 	stage = gb_status_stage(&st, "detect");
 	code = build_plan_facts(ctx, &plan, &site, &st.facts);
-	stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	stage->duration_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - t0) / 1e6;
 	if (code) {
 		/* Detection failed, or the configuration is bad: nothing changed. */
 		gb_strscpy(stage->result, sizeof(stage->result), "failed");
@@ -436,7 +436,7 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 		gb_site_config_done(&site);
 		return code;
 	}
-	st.started_ns = ctx->ops->now_realtime_ns();
+	st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	st.plan = gb_plan_to_json(&plan);
 	stage = gb_status_stage(&st, "plan");
 	if (plan.refusal_code) {
@@ -482,12 +482,12 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 		code = GB_EXIT_USAGE;
 		goto out;
 	}
-	t0 = ctx->ops->now_monotonic_ns();
+	t0 = ctx->ops->now_monotonic_ns(ctx->ops);
 	stage = gb_status_stage(&st, "fetch");
 	r = gb_fetch_for_plan(ctx, &plan, &src, &fo, &arts, &n, err, sizeof(err));
 	if (r >= 0)
 		r = gb_fetch_all(ctx, arts, n, &fo);
-	stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	stage->duration_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - t0) / 1e6;
 	if (r < 0) {
 		stage->err = r;
 		gb_strscpy(stage->result, sizeof(stage->result), "failed");
@@ -512,11 +512,11 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 		                            : "fetched",
 		       arts[i].name, arts[i].size, arts[i].result ? arts[i].error : arts[i].cache_path);
 	if (code == GB_EXIT_OK && mirror_mode) {
-		t0 = ctx->ops->now_monotonic_ns();
+		t0 = ctx->ops->now_monotonic_ns(ctx->ops);
 		stage = gb_status_stage(&st, "mirror");
 		r = gb_mirror_write(ctx, mirror_dir, arts, n, ctx->opt.sign_key, ctx->opt.mirror_version, err,
 		                    sizeof(err));
-		stage->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+		stage->duration_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - t0) / 1e6;
 		if (r < 0) {
 			gb_strscpy(stage->result, sizeof(stage->result), "failed");
 			gb_strscpy(stage->error, sizeof(stage->error), err);
@@ -574,7 +574,7 @@ static int cmd_status(struct gb_ctx *ctx, int argc, char **argv)
 
 static void stage_time(struct gb_ctx *ctx, struct gb_stage *st, uint64_t t0)
 {
-	st->duration_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	st->duration_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - t0) / 1e6;
 }
 
 static bool check_passed(const struct gb_verify_result *r, const char *name, bool all)
@@ -623,8 +623,8 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		gb_profile_done(&prof);
 		return GB_EXIT_USAGE;
 	}
-	st.started_ns = ctx->ops->now_realtime_ns();
-	t0 = ctx->ops->now_monotonic_ns();
+	st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
+	t0 = ctx->ops->now_monotonic_ns(ctx->ops);
 	stage = gb_status_stage(&st, "detect");
 	r = gb_detect(ctx, &f);
 	stage_time(ctx, stage, t0);
@@ -636,7 +636,7 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	st.facts = gb_facts_to_json(&f);
-	t0 = ctx->ops->now_monotonic_ns();
+	t0 = ctx->ops->now_monotonic_ns(ctx->ops);
 	stage = gb_status_stage(&st, "verify");
 	if (f.n_gpus == 0) {
 		gb_strscpy(stage->result, sizeof(stage->result), "refused");
@@ -860,7 +860,7 @@ int main(int argc, char **argv)
 	/* Test builds only: the fake operations table, from the environment. */
 	{
 		const char *spec = getenv("GPUBOOT_FAKE_OPS");
-		if (spec && gb_ops_fake_setup(spec, &ctx.ops) < 0) {
+		if (spec && gb_ops_fake_new(spec, &ctx.ops) < 0) {
 			gb_log_error("GPUBOOT_FAKE_OPS='%s' is not a valid fake specification", spec);
 			return GB_EXIT_USAGE;
 		}
@@ -874,5 +874,6 @@ int main(int argc, char **argv)
 	}
 	r = command->fn(&ctx, rest_argc, rest);
 	gb_root_free(ctx.root);
+	gb_ops_fake_free(ctx.ops);
 	return r;
 }

@@ -93,7 +93,7 @@ static char *detect_arch(struct gb_ctx *ctx, struct gb_facts *f)
 	/* Last, and only for the live machine: ask the kernel. */
 	if (ctx->root->is_host) {
 		struct utsname u;
-		if (ctx->ops->uname(&u) >= 0 && arch_valid(u.machine))
+		if (ctx->ops->uname(ctx->ops, &u) >= 0 && arch_valid(u.machine))
 			return strdup(u.machine);
 	}
 	return NULL;
@@ -108,7 +108,7 @@ int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f)
 	r = gb_root_read_attr(ctx->root, "proc/sys/kernel/osrelease", &rel);
 	if (r < 0 && ctx->root->is_host) {
 		struct utsname u;
-		if (ctx->ops->uname(&u) >= 0)
+		if (ctx->ops->uname(ctx->ops, &u) >= 0)
 			rel = strdup(u.release);
 	}
 	if (rel && release_valid(rel)) {

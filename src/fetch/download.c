@@ -279,12 +279,12 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 		}
 		a->result = 0;
 		a->error[0] = '\0';
-		a->seconds = (double)(ctx->ops->now_monotonic_ns() - x->start_ns) / 1e9;
+		a->seconds = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - x->start_ns) / 1e9;
 		x->finished = true;
 		return;
 	}
 retry:
-	if (a->attempts >= o->max_attempts || ctx->ops->now_monotonic_ns() >= deadline) {
+	if (a->attempts >= o->max_attempts || ctx->ops->now_monotonic_ns(ctx->ops) >= deadline) {
 		char last[340];
 		snprintf(last, sizeof(last), "%s (gave up after %u attempts)", a->error, a->attempts);
 		fail_xfer(x, -ETIMEDOUT, "%s", last);
@@ -293,10 +293,10 @@ retry:
 	{
 		/* Exponential backoff with jitter, capped at 30 s. */
 		uint64_t base = (uint64_t)o->backoff_ms << (a->attempts > 5 ? 5 : a->attempts - 1);
-		uint64_t jitter = base / 2 + (uint64_t)(rand() % (int)(base + 1));
+		uint64_t jitter = base / 2 + gb_ops_random_below(ctx->ops, base + 1);
 		if (jitter > 30000)
 			jitter = 30000;
-		x->next_try_ns = ctx->ops->now_monotonic_ns() + jitter * 1000000ull;
+		x->next_try_ns = ctx->ops->now_monotonic_ns(ctx->ops) + jitter * 1000000ull;
 		gb_log_info("%s: %s; retrying in %llu ms%s", a->name, a->error, (unsigned long long)jitter,
 		            x->got ? " (resuming)" : "");
 	}
@@ -310,7 +310,7 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 	const char *ca = NULL;
 	char dir[1100];
 	size_t done = 0;
-	uint64_t deadline = ctx->ops->now_monotonic_ns() + (uint64_t)o->deadline_s * 1000000000ull;
+	uint64_t deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)o->deadline_s * 1000000000ull;
 	int failed = 0, r;
 	bool tty = isatty(STDERR_FILENO);
 	uint64_t last_draw_ns = 0;
@@ -327,8 +327,9 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 	snprintf(dir, sizeof(dir), "%s/cache/tmp", o->state_dir);
 	if ((r = gb_mkdir_p(dir, 0700)) < 0)
 		return gb_log_error_errno(r, "Failed to create '%s': %m", dir);
-	if (gb_ca_bundle_find(o->ca_file, &ca) < 0 && o->ca_file)
-		return gb_log_error("CA file '%s' cannot be read", o->ca_file);
+	if ((r = gb_ca_bundle_find(o->ca_file, &ca)) < 0 && o->ca_file)
+		return gb_log_error_errno(r, "CA file '%s' cannot be read: %m; pass a PEM bundle with --ca-file",
+		                          o->ca_file);
 
 	xs = calloc(n ? n : 1, sizeof(*xs));
 	m = curl_multi_init();
@@ -383,11 +384,11 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 			done++;
 			continue;
 		}
-		x->start_ns = ctx->ops->now_monotonic_ns();
+		x->start_ns = ctx->ops->now_monotonic_ns(ctx->ops);
 	}
 
 	while (done < n) {
-		uint64_t now = ctx->ops->now_monotonic_ns();
+		uint64_t now = ctx->ops->now_monotonic_ns(ctx->ops);
 		unsigned running = 0;
 		int still = 0, msgs = 0;
 		CURLMsg *msg;

@@ -96,7 +96,7 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 		char url[1100];
 		char *text = NULL, *sig = NULL;
 		size_t tlen = 0, slen = 0;
-		uint64_t now = ctx->ops->now_realtime_ns() / 1000000000ull;
+		uint64_t now = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull;
 		uint64_t seen = gb_mirror_version_load(o->state_dir);
 		base_join(url, sizeof(url), src->mirror, "manifest.json");
 		r = gb_fetch_small(url, src->ca_file, o->allow_http, 8u << 20, &text, &tlen, NULL, err, errsz);
@@ -268,7 +268,7 @@ int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifac
 {
 	struct gb_manifest m = { 0 };
 	char *text = NULL, *sig = NULL, path[1600];
-	time_t now = (time_t)(ctx->ops->now_realtime_ns() / 1000000000ull), exp = now + 90 * 24 * 3600;
+	time_t now = (time_t)(ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull), exp = now + 90 * 24 * 3600;
 	struct tm tm;
 	int r = 0;
 

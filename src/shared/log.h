@@ -15,14 +15,17 @@ enum gb_log_level {
 /* Messages above this level are dropped. Default GB_LOG_WARNING; -v raises it. */
 void gb_log_set_level(enum gb_log_level level);
 
-/* Returns -abs(err) so callers can `return gb_log_error_errno(r, ...)`.
+/* Returns -abs(err) so callers can `return gb_log_error_errno(r, ...)`;
+ * err must be non-zero there (a zero err would return 0: success).
  * "%m" in fmt is expanded from err, not from errno. */
 int gb_log_full(enum gb_log_level level, int err, const char *fmt, ...) _printf_(3, 4);
 
-#define gb_log_error(...) gb_log_full(GB_LOG_ERR, 0, __VA_ARGS__)
-#define gb_log_warning(...) gb_log_full(GB_LOG_WARNING, 0, __VA_ARGS__)
-#define gb_log_info(...) gb_log_full(GB_LOG_INFO, 0, __VA_ARGS__)
-#define gb_log_debug(...) gb_log_full(GB_LOG_DEBUG, 0, __VA_ARGS__)
+/* The helpers without an errno return nothing: `return gb_log_error(...)`
+ * cannot compile, so no error path returns 0 by accident. */
+#define gb_log_error(...) ((void)gb_log_full(GB_LOG_ERR, 0, __VA_ARGS__))
+#define gb_log_warning(...) ((void)gb_log_full(GB_LOG_WARNING, 0, __VA_ARGS__))
+#define gb_log_info(...) ((void)gb_log_full(GB_LOG_INFO, 0, __VA_ARGS__))
+#define gb_log_debug(...) ((void)gb_log_full(GB_LOG_DEBUG, 0, __VA_ARGS__))
 #define gb_log_error_errno(e, ...) gb_log_full(GB_LOG_ERR, (e), __VA_ARGS__)
 #define gb_log_warning_errno(e, ...) gb_log_full(GB_LOG_WARNING, (e), __VA_ARGS__)
 #define gb_log_debug_errno(e, ...) gb_log_full(GB_LOG_DEBUG, (e), __VA_ARGS__)

@@ -3,42 +3,169 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/reboot.h>
-#include <sys/syscall.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <libkmod.h>
+
+#include "log.h"
 #include "macro.h"
 #include "util.h"
 
-extern char **environ;
+/* ---- modules, through libkmod ---- */
 
-static int real_module_insert(const char *module, const char *options)
+static void kmod_log_to_gb(void *data, int priority, const char *file, int line, const char *fn, const char *format,
+                           va_list args)
 {
-	/* The load stage inserts with libkmod; this is the raw fallback seam. */
-	(void)module;
-	(void)options;
-	return -EOPNOTSUPP;
+	char msg[512];
+	(void)data;
+	(void)file;
+	(void)line;
+	(void)fn;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	vsnprintf(msg, sizeof(msg), format, args);
+#pragma GCC diagnostic pop
+	msg[strcspn(msg, "\n")] = '\0';
+	if (priority <= 3)
+		gb_log_warning("libkmod: %s", msg);
+	else
+		gb_log_debug("libkmod: %s", msg);
 }
 
-static int real_module_remove(const char *module)
+static struct kmod_ctx *kmod_open(void)
 {
-	long r = syscall(SYS_delete_module, module, O_NONBLOCK);
-	return r < 0 ? negative_errno() : 0;
+	struct kmod_ctx *k = kmod_new(NULL, NULL);
+	if (!k)
+		return NULL;
+	kmod_set_log_fn(k, kmod_log_to_gb, NULL);
+	if (kmod_load_resources(k) < 0)
+		gb_log_debug("libkmod: the module indexes could not be loaded, reading the files instead");
+	return k;
 }
 
-static int real_reboot(void)
+static int real_module_load(const struct gb_ops *ops, const char *module, const char *params)
 {
-	sync();
-	if (reboot(RB_AUTOBOOT) < 0)
-		return negative_errno();
-	return 0;
+	struct kmod_ctx *k;
+	struct kmod_list *list = NULL, *it;
+	int r;
+	(void)ops;
+
+	k = kmod_open();
+	if (!k)
+		return -ENOMEM;
+	r = kmod_module_new_from_lookup(k, module, &list);
+	if (r >= 0 && !list)
+		r = -ENOENT;
+	kmod_list_foreach(it, list)
+	{
+		struct kmod_module *m = kmod_module_get_module(it);
+		/* Dependencies and the configuration's options and install rules
+		 * apply; a module already there is not an error. */
+		r = kmod_module_probe_insert_module(m, KMOD_PROBE_IGNORE_LOADED, params, NULL, NULL, NULL);
+		kmod_module_unref(m);
+		if (r != 0)
+			break;
+	}
+	kmod_module_unref_list(list);
+	kmod_unref(k);
+	if (r > 0) /* a blacklist or an install rule stopped it */
+		r = -EPERM;
+	return r;
+}
+
+static int real_module_unload(const struct gb_ops *ops, const char *module)
+{
+	struct kmod_ctx *k;
+	struct kmod_module *m = NULL;
+	int r;
+	(void)ops;
+
+	k = kmod_open();
+	if (!k)
+		return -ENOMEM;
+	r = kmod_module_new_from_name(k, module, &m);
+	if (r >= 0)
+		r = kmod_module_remove_module(m, 0);
+	kmod_module_unref(m);
+	kmod_unref(k);
+	return r;
+}
+
+static int real_module_state(const struct gb_ops *ops, const char *module, enum gb_module_state *ret)
+{
+	struct kmod_ctx *k;
+	struct kmod_module *m = NULL;
+	int r;
+	(void)ops;
+
+	k = kmod_new(NULL, NULL);
+	if (!k)
+		return -ENOMEM;
+	r = kmod_module_new_from_name(k, module, &m);
+	if (r >= 0) {
+		r = kmod_module_get_initstate(m);
+		switch (r) {
+		case KMOD_MODULE_BUILTIN: *ret = GB_MODULE_BUILTIN; break;
+		case KMOD_MODULE_LIVE: *ret = GB_MODULE_LIVE; break;
+		case KMOD_MODULE_COMING: *ret = GB_MODULE_COMING; break;
+		case KMOD_MODULE_GOING: *ret = GB_MODULE_GOING; break;
+		default: *ret = GB_MODULE_ABSENT; break;
+		}
+		if (r == -ENOENT)
+			*ret = GB_MODULE_ABSENT;
+		r = r < 0 && r != -ENOENT ? r : 0;
+	}
+	kmod_module_unref(m);
+	kmod_unref(k);
+	return r;
+}
+
+/* ---- commands ---- */
+
+static const char *const fixed_path[] = {
+	"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"
+};
+
+/* Find argv0 in the fixed PATH, inside chroot_dir when given. */
+static int resolve_command(const char *argv0, const char *chroot_dir, char *out, size_t outsz)
+{
+	char probe[4096];
+	if (strchr(argv0, '/'))
+		return gb_strscpy(out, outsz, argv0) < 0 ? -ENAMETOOLONG : 0;
+	for (size_t i = 0; i < ARRAY_SIZE(fixed_path); i++) {
+		snprintf(out, outsz, "%s/%s", fixed_path[i], argv0);
+		snprintf(probe, sizeof(probe), "%s%s", chroot_dir ? chroot_dir : "", out);
+		if (access(probe, X_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static void capture_append(struct gb_cmd_result *res, const char *buf, size_t n)
+{
+	const size_t cap = sizeof(res->output) - 1;
+	if (n >= cap) {
+		memcpy(res->output, buf + n - cap, cap);
+		res->output_len = cap;
+	} else {
+		if (res->output_len + n > cap) {
+			size_t drop = res->output_len + n - cap;
+			memmove(res->output, res->output + drop, res->output_len - drop);
+			res->output_len -= drop;
+		}
+		memcpy(res->output + res->output_len, buf, n);
+		res->output_len += n;
+	}
+	res->output[res->output_len] = '\0';
 }
 
 static uint64_t ts_ns(clockid_t c)
@@ -49,220 +176,188 @@ static uint64_t ts_ns(clockid_t c)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static uint64_t real_now_monotonic_ns(void)
+/* In the child, after fork: only async-signal-safe calls. */
+_Noreturn static void child_exec(const char *path, const struct gb_cmd_spec *spec, char *const envp[], int out_fd)
 {
-	return ts_ns(CLOCK_MONOTONIC);
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	setpgid(0, 0);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+	    dup2(out_fd, STDERR_FILENO) < 0)
+		_exit(127);
+	if (spec->chroot_dir && (chroot(spec->chroot_dir) < 0 || chdir("/") < 0))
+		_exit(127);
+	execve(path, (char *const *)spec->argv, envp);
+	_exit(errno == ENOENT ? 127 : 126);
 }
 
-static uint64_t real_now_realtime_ns(void)
+static int wait_capture(pid_t pid, int fd, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret)
 {
-	return ts_ns(CLOCK_REALTIME);
-}
+	uint64_t deadline = ts_ns(CLOCK_MONOTONIC) + (uint64_t)spec->timeout_ms * 1000000ull;
+	bool eof = false;
+	char buf[4096];
 
-static int real_run_command(char *const argv[], int timeout_ms, int *ret_status)
-{
-	pid_t pid;
-	int r, status = 0;
-	uint64_t deadline = real_now_monotonic_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-	if (r != 0)
-		return -r;
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
+	while (!eof) {
+		uint64_t now = ts_ns(CLOCK_MONOTONIC);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int n;
+		if (now >= deadline) {
+			kill(-pid, SIGKILL);
+			ret->timed_out = true;
 			break;
-		if (w < 0 && errno != EINTR)
-			return negative_errno();
-		if (real_now_monotonic_ns() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -ETIMEDOUT;
 		}
-		usleep(2000);
+		n = poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0) {
+			ssize_t k = read(fd, buf, sizeof(buf));
+			if (k > 0)
+				capture_append(ret, buf, (size_t)k);
+			else if (k == 0 || errno != EINTR)
+				eof = true;
+		}
 	}
-	*ret_status = status;
+	/* The process group may outlive the leader's output: the leader is reaped,
+	 * and on a timeout every member was killed above. */
+	while (waitpid(pid, &ret->status, 0) < 0)
+		if (errno != EINTR)
+			return negative_errno();
 	return 0;
 }
 
-static int real_uname(struct utsname *ret)
+static int real_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret)
 {
+	char path[4096];
+	char *envp[GB_CMD_MAX_ENV + 4];
+	size_t ne = 0;
+	int pipefd[2], r;
+	pid_t pid;
+	(void)ops;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!spec->argv || !spec->argv[0])
+		return -EINVAL;
+	r = resolve_command(spec->argv[0], spec->chroot_dir, path, sizeof(path));
+	if (r < 0)
+		return r;
+	envp[ne++] = (char *)"LC_ALL=C";
+	envp[ne++] = (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	envp[ne++] = (char *)"DEBIAN_FRONTEND=noninteractive";
+	for (size_t i = 0; spec->env && spec->env[i]; i++) {
+		if (i >= GB_CMD_MAX_ENV)
+			return -E2BIG;
+		envp[ne++] = (char *)spec->env[i];
+	}
+	envp[ne] = NULL;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return negative_errno();
+	pid = fork();
+	if (pid < 0) {
+		r = negative_errno();
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return r;
+	}
+	if (pid == 0)
+		child_exec(path, spec, envp, pipefd[1]);
+	close(pipefd[1]);
+	setpgid(pid, pid); /* both sides, so the kill below finds the group */
+	r = wait_capture(pid, pipefd[0], spec, ret);
+	close(pipefd[0]);
+	if (r == 0 && ret->timed_out)
+		return -ETIMEDOUT;
+	return r;
+}
+
+static int real_systemctl(const struct gb_ops *ops, const char *verb, const char *unit)
+{
+	const char *argv[] = { "systemctl", verb, unit, NULL };
+	struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 120000 };
+	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	int r;
+
+	if (!res)
+		return -ENOMEM;
+	r = ops->run_command(ops, &spec, res);
+	if (r < 0)
+		return r;
+	if (!WIFEXITED(res->status) || WEXITSTATUS(res->status) != 0) {
+		gb_log_debug("systemctl %s %s: %s", verb, unit ? unit : "", res->output);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- time, randomness ---- */
+
+static int real_random(const struct gb_ops *ops, void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	(void)ops;
+	while (n > 0) {
+		ssize_t k = getrandom(p, n, 0);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static void real_sleep_ms(const struct gb_ops *ops, unsigned ms)
+{
+	struct timespec t = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	(void)ops;
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+}
+
+static uint64_t real_now_monotonic_ns(const struct gb_ops *ops)
+{
+	(void)ops;
+	return ts_ns(CLOCK_MONOTONIC);
+}
+
+static uint64_t real_now_realtime_ns(const struct gb_ops *ops)
+{
+	(void)ops;
+	return ts_ns(CLOCK_REALTIME);
+}
+
+static int real_uname(const struct gb_ops *ops, struct utsname *ret)
+{
+	(void)ops;
 	return uname(ret) < 0 ? negative_errno() : 0;
 }
 
 const struct gb_ops gb_ops_real = {
 	.name = "real",
-	.module_insert = real_module_insert,
-	.module_remove = real_module_remove,
-	.reboot = real_reboot,
+	.module_load = real_module_load,
+	.module_unload = real_module_unload,
+	.module_state = real_module_state,
 	.run_command = real_run_command,
+	.systemctl = real_systemctl,
+	.random = real_random,
+	.sleep_ms = real_sleep_ms,
 	.now_monotonic_ns = real_now_monotonic_ns,
 	.now_realtime_ns = real_now_realtime_ns,
 	.uname = real_uname,
 };
 
-/* ---- the fake ---- */
-
-#define FAKE_MAX_RULES 32
-
-struct fake_rule {
-	char kind[16];
-	char name[64];
-	int value;
-};
-
-static struct {
-	char record[4096];
-	struct fake_rule rules[FAKE_MAX_RULES];
-	size_t n_rules;
-	uint64_t clock;
-	int has_clock;
-	char release[65];
-	char machine[65];
-} fake;
-
-static void fake_record(const char *fmt, const char *a, const char *b)
+uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound)
 {
-	FILE *f;
-	if (!fake.record[0])
-		return;
-	f = fopen(fake.record, "ae");
-	if (!f)
-		return;
-	fprintf(f, fmt, a, b ? b : "");
-	fputc('\n', f);
-	fclose(f);
-}
-
-static const struct fake_rule *fake_find(const char *kind, const char *name)
-{
-	for (size_t i = 0; i < fake.n_rules; i++)
-		if (streq(fake.rules[i].kind, kind) && streq(fake.rules[i].name, name))
-			return &fake.rules[i];
-	return NULL;
-}
-
-static int fake_module_insert(const char *module, const char *options)
-{
-	const struct fake_rule *r = fake_find("module", module);
-	fake_record("module_insert %s %s", module, options);
-	return r ? -r->value : 0;
-}
-
-static int fake_module_remove(const char *module)
-{
-	const struct fake_rule *r = fake_find("remove", module);
-	fake_record("module_remove %s%s", module, NULL);
-	return r ? -r->value : 0;
-}
-
-static int fake_reboot(void)
-{
-	fake_record("reboot%s%s", "", NULL);
-	return 0;
-}
-
-static int fake_run_command(char *const argv[], int timeout_ms, int *ret_status)
-{
-	const struct fake_rule *r = fake_find("command", argv[0]);
-	char line[1024] = "";
-	size_t o = 0;
-	(void)timeout_ms;
-	for (size_t i = 1; argv[i] && o < sizeof(line) - 2; i++) {
-		int n = snprintf(line + o, sizeof(line) - o, "%s%s", i > 1 ? " " : "", argv[i]);
-		if (n < 0)
-			break;
-		o += (size_t)n;
+	uint64_t v, limit;
+	if (bound <= 1)
+		return 0;
+	/* Rejection sampling: no modulo bias. */
+	limit = UINT64_MAX - UINT64_MAX % bound;
+	for (int i = 0; i < 16; i++) {
+		if (ops->random(ops, &v, sizeof(v)) < 0)
+			return 0;
+		if (v < limit)
+			return v % bound;
 	}
-	fake_record("run %s %s", argv[0], line);
-	*ret_status = r ? (r->value & 0xff) << 8 : 0;
-	return 0;
-}
-
-static uint64_t fake_now(void)
-{
-	if (!fake.has_clock)
-		return real_now_monotonic_ns();
-	fake.clock += 1000000ull;
-	return fake.clock;
-}
-
-static uint64_t fake_now_realtime(void)
-{
-	if (!fake.has_clock)
-		return real_now_realtime_ns();
-	fake.clock += 1000000ull;
-	return fake.clock;
-}
-
-static int fake_uname(struct utsname *ret)
-{
-	int r = real_uname(ret);
-	if (r < 0)
-		return r;
-	if (fake.release[0])
-		gb_strscpy(ret->release, sizeof(ret->release), fake.release);
-	if (fake.machine[0])
-		gb_strscpy(ret->machine, sizeof(ret->machine), fake.machine);
-	return 0;
-}
-
-static const struct gb_ops gb_ops_fake = {
-	.name = "fake",
-	.module_insert = fake_module_insert,
-	.module_remove = fake_module_remove,
-	.reboot = fake_reboot,
-	.run_command = fake_run_command,
-	.now_monotonic_ns = fake_now,
-	.now_realtime_ns = fake_now_realtime,
-	.uname = fake_uname,
-};
-
-int gb_ops_fake_setup(const char *spec, const struct gb_ops **ret)
-{
-	_cleanup_free_ char *copy = strdup(spec);
-	char *save = NULL, *item;
-
-	if (!copy)
-		return -ENOMEM;
-	memset(&fake, 0, sizeof(fake));
-	for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		const char *v;
-		if ((v = gb_startswith(item, "record="))) {
-			if (gb_strscpy(fake.record, sizeof(fake.record), v) < 0)
-				return -EINVAL;
-		} else if ((v = gb_startswith(item, "clock:"))) {
-			if (gb_safe_atou64(v, 10, &fake.clock) < 0)
-				return -EINVAL;
-			fake.has_clock = 1;
-		} else if ((v = gb_startswith(item, "uname:"))) {
-			const char *c = strchr(v, ':');
-			if (!c || (size_t)(c - v) >= sizeof(fake.release))
-				return -EINVAL;
-			memcpy(fake.release, v, (size_t)(c - v));
-			if (gb_strscpy(fake.machine, sizeof(fake.machine), c + 1) < 0)
-				return -EINVAL;
-		} else {
-			struct fake_rule *r;
-			char *c1 = strchr(item, ':'), *c2;
-			uint32_t value;
-			if (!c1 || fake.n_rules >= FAKE_MAX_RULES)
-				return -EINVAL;
-			c2 = strrchr(item, ':');
-			if (c2 == c1)
-				return -EINVAL;
-			*c1 = *c2 = '\0';
-			if (!streq(item, "module") && !streq(item, "remove") && !streq(item, "command"))
-				return -EINVAL;
-			if (gb_safe_atou32(c2 + 1, 10, &value) < 0 || value > 4095)
-				return -EINVAL;
-			r = &fake.rules[fake.n_rules++];
-			if (gb_strscpy(r->kind, sizeof(r->kind), item) < 0 ||
-			    gb_strscpy(r->name, sizeof(r->name), c1 + 1) < 0)
-				return -EINVAL;
-			r->value = (int)value;
-		}
-	}
-	*ret = &gb_ops_fake;
-	return 0;
+	return v % bound;
 }

@@ -2,39 +2,99 @@
 /* The operations table: every effect on the machine goes through it, so
  * tests swap in a fake without root, without a GPU and without touching
  * the host. A static binary cannot be intercepted from outside; the seam
- * must be inside. */
+ * must be inside.
+ *
+ * Every operation takes the table itself first: an implementation keeps its
+ * state behind ops->data (the fake's scripted world), never in globals. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/utsname.h>
 
+/* A kernel module's state, as libkmod's kmod_module_get_initstate sees it. */
+enum gb_module_state {
+	GB_MODULE_ABSENT = 0, /* not loaded */
+	GB_MODULE_LIVE,
+	GB_MODULE_COMING,
+	GB_MODULE_GOING,
+	GB_MODULE_BUILTIN,
+};
+
+#define GB_CMD_MAX_ENV 8
+#define GB_CMD_CAPTURE_MAX 4096 /* the tail of stdout+stderr that is kept */
+
+/* One command to run. The environment is always LC_ALL=C,
+ * PATH=/usr/sbin:/usr/bin:/sbin:/bin and DEBIAN_FRONTEND=noninteractive,
+ * plus env[] (NAME=VALUE); stdin is /dev/null. */
+struct gb_cmd_spec {
+	const char *const *argv; /* NULL-terminated; argv[0] looked up in the fixed PATH */
+	const char *const *env; /* NULL-terminated extra NAME=VALUE, or NULL */
+	const char *chroot_dir; /* run chrooted into this directory (image builds), or NULL */
+	int timeout_ms; /* the whole process group is killed after this */
+};
+
+struct gb_cmd_result {
+	int status; /* wait status; valid when the call returned 0 */
+	bool timed_out;
+	char output[GB_CMD_CAPTURE_MAX]; /* the last bytes of stdout and stderr, interleaved */
+	size_t output_len;
+};
+
 struct gb_ops {
 	const char *name;
-	/* insert a kernel module (by name, with options); negative errno */
-	int (*module_insert)(const char *module, const char *options);
-	/* remove a kernel module; negative errno */
-	int (*module_remove)(const char *module);
-	/* reboot the machine; returns only on failure */
-	int (*reboot)(void);
-	/* run argv[0] with argv, wait at most timeout_ms; *ret_status is the
-	 * wait status. Negative errno when it could not be run. */
-	int (*run_command)(char *const argv[], int timeout_ms, int *ret_status);
+	void *data; /* the implementation's state */
+
+	/* Load a module and what it depends on (libkmod), with parameters
+	 * "a=1 b=2" (may be NULL). Negative errno of the insert that failed. */
+	int (*module_load)(const struct gb_ops *ops, const char *module, const char *params);
+	/* Unload a module (not its dependencies). Negative errno. */
+	int (*module_unload)(const struct gb_ops *ops, const char *module);
+	/* The module's state; negative errno when it cannot be read. */
+	int (*module_state)(const struct gb_ops *ops, const char *module, enum gb_module_state *ret);
+
+	/* Run a command; 0 with *ret filled (whatever its exit status), or a
+	 * negative errno when it could not be started. */
+	int (*run_command)(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret);
+	/* systemctl VERB UNIT... (UNIT may be NULL for verbs like reboot or
+	 * daemon-reload); 0 when systemctl exited 0, else a negative errno. */
+	int (*systemctl)(const struct gb_ops *ops, const char *verb, const char *unit);
+
+	/* n random bytes (getrandom); negative errno. */
+	int (*random)(const struct gb_ops *ops, void *buf, size_t n);
+	/* sleep (a retry's backoff, a lock wait) */
+	void (*sleep_ms)(const struct gb_ops *ops, unsigned ms);
 	/* monotonic and wall clock, nanoseconds */
-	uint64_t (*now_monotonic_ns)(void);
-	uint64_t (*now_realtime_ns)(void);
+	uint64_t (*now_monotonic_ns)(const struct gb_ops *ops);
+	uint64_t (*now_realtime_ns)(const struct gb_ops *ops);
 	/* uname(2) of the running kernel */
-	int (*uname)(struct utsname *ret);
+	int (*uname)(const struct gb_ops *ops, struct utsname *ret);
 };
 
 extern const struct gb_ops gb_ops_real;
 
-/* The fake: records every call to a log file and fails on cue. Configured by
- * a spec string, a comma-separated list of
- *   record=PATH          append one line per call to PATH
- *   module:NAME:ERRNO    module_insert(NAME) fails with -ERRNO
- *   remove:NAME:ERRNO    module_remove(NAME) fails with -ERRNO
- *   command:ARGV0:STATUS run_command(ARGV0) exits with STATUS
- *   clock:NS             both clocks start at NS and advance 1 ms per read
+/* A uniformly distributed integer in [0, bound) from ops->random; 0 when
+ * randomness is unavailable (the caller's base delay still applies). */
+uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
+
+/* The fake: records every call to a log file, fails on cue, and keeps the
+ * fixture's world in step (module state in sys/module and proc/modules,
+ * kernel log lines in dev/kmsg), so later stages read what the fake did.
+ * Configured by a spec string, a comma-separated list of
+ *   record=PATH             append one line per call to PATH
+ *   root=DIR                the fixture tree the fake updates (else none)
+ *   module:NAME:ERRNO       module_load(NAME) fails with -ERRNO
+ *   kmsg:NAME:FILE          on that failure, append FILE's lines to dev/kmsg
+ *   remove:NAME:ERRNO       module_unload(NAME) fails with -ERRNO
+ *   command:PREFIX:STATUS[:FILE]
+ *                           a command whose argv, joined by spaces, starts
+ *                           with PREFIX exits STATUS, printing FILE's bytes
+ *   systemctl:VERB:ERRNO    systemctl VERB fails with -ERRNO
+ *   clock:NS                both clocks start at NS and advance 1 ms per read
+ *   random:BYTE             random() fills with BYTE (default: real getrandom)
  *   uname:RELEASE:MACHINE
- * Returns -EINVAL on a bad spec. */
-int gb_ops_fake_setup(const char *spec, const struct gb_ops **ret);
+ * Anything not scripted succeeds. Returns -EINVAL on a bad spec. The table
+ * is freed with gb_ops_fake_free. */
+int gb_ops_fake_new(const char *spec, const struct gb_ops **ret);
+void gb_ops_fake_free(const struct gb_ops *ops);

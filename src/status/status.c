@@ -308,7 +308,7 @@ int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
 	char *prom = NULL, *nfd = NULL;
 	int r, first = 0;
 
-	s->finished_ns = ctx->ops->now_realtime_ns();
+	s->finished_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	doc = gb_status_to_json(s);
 	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 	                                               JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -486,7 +486,7 @@ int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const st
 
 int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o, struct gb_verify_result *r)
 {
-	uint64_t t0 = ctx->ops->now_monotonic_ns(), tp;
+	uint64_t t0 = ctx->ops->now_monotonic_ns(ctx->ops), tp;
 	bool active = !streq(o->tier, "passive");
 	char pattern[16] = "4096", bw[16] = "1024", load[16] = "600", err[512] = "";
 	char *args[14];
@@ -531,9 +531,9 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		args[na++] = load;
 	}
 	args[na] = NULL;
-	tp = ctx->ops->now_monotonic_ns();
+	tp = ctx->ops->now_monotonic_ns(ctx->ops);
 	rc = gb_probe_run(ctx, args, o->probe_timeout_ms, &r->probe, &exit_code, err, sizeof(err));
-	r->probe_ms = (double)(ctx->ops->now_monotonic_ns() - tp) / 1e6;
+	r->probe_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - tp) / 1e6;
 	if (rc < 0) {
 		c = flag(r, "probe", "system", false, err, "gpuboot-probe run from a memfd under a timeout");
 		if (c)
@@ -644,7 +644,7 @@ tail:
 		}
 	for (size_t i = 0; i < r->n; i++)
 		r->failed += r->checks[i].state == GB_CHECK_FAIL;
-	r->wall_ms = (double)(ctx->ops->now_monotonic_ns() - t0) / 1e6;
+	r->wall_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - t0) / 1e6;
 	(void)exit_code;
 	return 0;
 }

@@ -25,8 +25,10 @@ int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const st
 static void container_check(struct gb_ctx *ctx, const struct gb_facts *f, struct gb_verify_result *r)
 {
 	struct gb_check *c = gb_verify_add(r, "container.gpu_visible", "system");
+	const char *argv[] = { "nvidia-container-cli", "info", NULL };
+	struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 30000 };
+	struct gb_cmd_result res;
 	int status = 0, rc;
-	char *argv[] = { (char *)"nvidia-container-cli", (char *)"info", NULL };
 
 	if (!c)
 		return;
@@ -38,7 +40,8 @@ static void container_check(struct gb_ctx *ctx, const struct gb_facts *f, struct
 		                                      : "no container engine installed");
 		return;
 	}
-	rc = ctx->ops->run_command(argv, 30000, &status);
+	rc = ctx->ops->run_command(ctx->ops, &spec, &res);
+	status = res.status;
 	if (rc < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		c->state = GB_CHECK_FAIL;
 		snprintf(c->text, sizeof(c->text), "nvidia-container-cli info %s", rc < 0 ? strerror(-rc) : "failed");
@@ -111,7 +114,7 @@ static void disk_check(struct gb_ctx *ctx, const struct gb_verify_opts *o, struc
 		free(buf);
 		return;
 	}
-	t0 = ctx->ops->now_monotonic_ns();
+	t0 = ctx->ops->now_monotonic_ns(ctx->ops);
 	while (done < total) {
 		ssize_t w = write(fd, buf, block);
 		if (w <= 0)
@@ -119,7 +122,7 @@ static void disk_check(struct gb_ctx *ctx, const struct gb_verify_opts *o, struc
 		done += (size_t)w;
 	}
 	fdatasync(fd);
-	t1 = ctx->ops->now_monotonic_ns();
+	t1 = ctx->ops->now_monotonic_ns(ctx->ops);
 	close(fd);
 	unlink(path);
 	free(buf);

@@ -148,10 +148,10 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 	close(out[1]);
 	close(errp[1]);
 	out[1] = errp[1] = -1;
-	deadline = ctx->ops->now_monotonic_ns() + (uint64_t)timeout_ms * 1000000ull;
+	deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
 		struct pollfd p[2] = { { .fd = out[0], .events = POLLIN }, { .fd = errp[0], .events = POLLIN } };
-		uint64_t now = ctx->ops->now_monotonic_ns();
+		uint64_t now = ctx->ops->now_monotonic_ns(ctx->ops);
 		int left, pr;
 		if (p[0].fd < 0 && p[1].fd < 0)
 			break;
@@ -202,7 +202,7 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
 			break;
-		if (ctx->ops->now_monotonic_ns() >= deadline) {
+		if (ctx->ops->now_monotonic_ns(ctx->ops) >= deadline) {
 			kill(-pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			snprintf(err, errsz, "the probe hung after its output (killed after %d ms)", timeout_ms);

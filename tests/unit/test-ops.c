@@ -1,59 +1,188 @@
 /* SPDX-License-Identifier: MIT */
-/* The fake operations table: records what was asked, fails on cue. */
+/* The operations table: the fake records what was asked, fails on cue and
+ * keeps the fixture's world in step; the real one runs commands with a
+ * fixed environment, captures their output and kills a whole process group
+ * on timeout. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shared/fileio.h"
 #include "shared/ops.h"
 #include "unit.h"
 
-int main(void)
+static void write_text(const char *path, const char *text)
 {
-	char rec[] = "/tmp/gpuboot-test-ops.XXXXXX";
-	char spec[256], line[256];
-	const struct gb_ops *ops = NULL;
-	int fd = mkstemp(rec), status = -1;
-	struct utsname u;
-	FILE *f;
+	FILE *f = fopen(path, "we");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
 
-	CHECK(fd >= 0);
-	close(fd);
+static char *slurp(const char *path)
+{
+	char *t = NULL;
+	size_t n;
+	if (gb_read_file(path, 1u << 20, &t, &n) < 0)
+		return NULL;
+	return t;
+}
+
+static void test_fake(void)
+{
+	char dir[] = "/tmp/gpuboot-test-ops.XXXXXX";
+	char spec[2048], p[1200], rec[1100], kmsg[1100], out[1100];
+	const struct gb_ops *ops = NULL;
+	enum gb_module_state st;
+	struct gb_cmd_result res;
+	struct utsname u;
+	char *t;
+	uint8_t rnd[4];
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(rec, sizeof(rec), "%s/record", dir);
+	snprintf(kmsg, sizeof(kmsg), "%s/kmsg-lines", dir);
+	snprintf(out, sizeof(out), "%s/apt-out", dir);
+	write_text(kmsg, "NVRM: No NVIDIA GPU found.\n");
+	write_text(out, "E: Unable to locate package nvidia-driver\n");
 	snprintf(spec, sizeof(spec),
-	         "record=%s,module:nvidia:22,command:update-initramfs:1,clock:1000,uname:5.15.0-1-generic:aarch64",
-	         rec);
-	CHECK_INT(gb_ops_fake_setup(spec, &ops), 0);
+	         "record=%s,root=%s/root,module:nvidia:19,kmsg:nvidia:%s,command:update-initramfs:1,"
+	         "command:apt-get install:100:%s,systemctl:reboot:5,clock:1000,random:7,"
+	         "uname:5.15.0-1-generic:aarch64",
+	         rec, dir, kmsg, out);
+	CHECK_INT(gb_ops_fake_new(spec, &ops), 0);
 	CHECK_STREQ(ops->name, "fake");
-	CHECK_INT(ops->module_insert("nvidia", "NVreg_OpenRmEnableUnsupportedGpus=1"), -EINVAL);
-	CHECK_INT(ops->module_insert("nvidia_uvm", ""), 0);
-	CHECK_INT(ops->run_command((char *[]){ "update-initramfs", "-u", NULL }, 1000, &status), 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-	CHECK_INT(ops->reboot(), 0);
-	CHECK_INT(ops->now_monotonic_ns(), 1001000);
-	CHECK_INT(ops->uname(&u), 0);
+
+	/* A scripted failure leaves the kernel's lines in dev/kmsg and no module. */
+	CHECK_INT(ops->module_load(ops, "nvidia", "NVreg_OpenRmEnableUnsupportedGpus=1"), -ENODEV);
+	snprintf(p, sizeof(p), "%s/root/dev/kmsg", dir);
+	t = slurp(p);
+	CHECK(t && strstr(t, "No NVIDIA GPU found"));
+	free(t);
+	CHECK_INT(ops->module_state(ops, "nvidia", &st), 0);
+	CHECK_INT(st, GB_MODULE_ABSENT);
+
+	/* A load that succeeds shows in sys/module and proc/modules; unload undoes it. */
+	CHECK_INT(ops->module_load(ops, "nvidia_uvm", NULL), 0);
+	CHECK_INT(ops->module_state(ops, "nvidia_uvm", &st), 0);
+	CHECK_INT(st, GB_MODULE_LIVE);
+	snprintf(p, sizeof(p), "%s/root/proc/modules", dir);
+	t = slurp(p);
+	CHECK(t && strstr(t, "nvidia_uvm 1048576 0 - Live"));
+	free(t);
+	CHECK_INT(ops->module_unload(ops, "nvidia_uvm"), 0);
+	CHECK_INT(ops->module_state(ops, "nvidia_uvm", &st), 0);
+	CHECK_INT(st, GB_MODULE_ABSENT);
+	t = slurp(p);
+	CHECK(t && !strstr(t, "nvidia_uvm"));
+	free(t);
+
+	/* Commands match by argv prefix, the longest prefix winning, with scripted output. */
+	CHECK_INT(ops->run_command(
+	              ops, &(struct gb_cmd_spec){ .argv = (const char *[]){ "update-initramfs", "-u", NULL } }, &res),
+	          0);
+	CHECK(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 1);
+	CHECK_INT(ops->run_command(ops,
+	                           &(struct gb_cmd_spec){
+	                               .argv = (const char *[]){ "apt-get", "install", "-y", "nvidia-driver", NULL } },
+	                           &res),
+	          0);
+	CHECK(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 100);
+	CHECK(strstr(res.output, "Unable to locate package") != NULL);
+	CHECK_INT(ops->run_command(ops, &(struct gb_cmd_spec){ .argv = (const char *[]){ "apt-getx", NULL } }, &res),
+	          0);
+	CHECK(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0);
+
+	/* systemctl fails on cue: the caller must see the error, not a success. */
+	CHECK_INT(ops->systemctl(ops, "reboot", NULL), -EIO);
+	CHECK_INT(ops->systemctl(ops, "enable", "gpuboot-resume.service"), 0);
+
+	CHECK_INT(ops->random(ops, rnd, sizeof(rnd)), 0);
+	CHECK(rnd[0] == 7 && rnd[3] == 7);
+	CHECK_INT(ops->now_monotonic_ns(ops), 1001000);
+	ops->sleep_ms(ops, 5);
+	CHECK_INT(ops->now_monotonic_ns(ops), 7001000);
+	CHECK_INT(ops->uname(ops, &u), 0);
 	CHECK_STREQ(u.release, "5.15.0-1-generic");
 	CHECK_STREQ(u.machine, "aarch64");
 
-	f = fopen(rec, "re");
-	CHECK(f != NULL);
-	if (f) {
-		CHECK(fgets(line, sizeof(line), f) && strstr(line, "module_insert nvidia NVreg"));
-		CHECK(fgets(line, sizeof(line), f) && strstr(line, "module_insert nvidia_uvm"));
-		CHECK(fgets(line, sizeof(line), f) && strstr(line, "run update-initramfs -u"));
-		CHECK(fgets(line, sizeof(line), f) && strstr(line, "reboot"));
-		fclose(f);
-	}
-	unlink(rec);
+	t = slurp(rec);
+	CHECK(t && strstr(t, "module_load nvidia NVreg") && strstr(t, "module_unload nvidia_uvm") &&
+	      strstr(t, "run update-initramfs -u") && strstr(t, "systemctl reboot") && strstr(t, "sleep 5"));
+	free(t);
+	gb_ops_fake_free(ops);
 
-	CHECK_INT(gb_ops_fake_setup("module:nvidia", &ops), -EINVAL);
-	CHECK_INT(gb_ops_fake_setup("bogus:x:1", &ops), -EINVAL);
-	CHECK_INT(gb_ops_fake_setup("module:nvidia:notanumber", &ops), -EINVAL);
+	CHECK_INT(gb_ops_fake_new("module:nvidia", &ops), -EINVAL);
+	CHECK_INT(gb_ops_fake_new("bogus:x:1", &ops), -EINVAL);
+	CHECK_INT(gb_ops_fake_new("module:nvidia:notanumber", &ops), -EINVAL);
+	CHECK_INT(gb_ops_fake_new("random:256", &ops), -EINVAL);
+}
 
-	/* The real table runs commands and reports their status. */
-	CHECK_INT(gb_ops_real.run_command((char *[]){ "false", NULL }, 5000, &status), 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-	CHECK_INT(gb_ops_real.run_command((char *[]){ "sleep", "5", NULL }, 100, &status), -ETIMEDOUT);
+static void test_real(void)
+{
+	const struct gb_ops *ops = &gb_ops_real;
+	struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	uint8_t a[16] = { 0 }, b[16] = { 0 };
+	uint64_t t0;
+
+	CHECK(res != NULL);
+	if (!res)
+		return;
+	CHECK_INT(ops->run_command(
+	              ops, &(struct gb_cmd_spec){ .argv = (const char *[]){ "false", NULL }, .timeout_ms = 5000 }, res),
+	          0);
+	CHECK(WIFEXITED(res->status) && WEXITSTATUS(res->status) == 1);
+	/* The fixed environment, stdin from /dev/null, output captured. */
+	CHECK_INT(ops->run_command(ops,
+	                           &(struct gb_cmd_spec){ .argv = (const char *[]){ "sh", "-c",
+	                                                                            "echo $LC_ALL $DEBIAN_FRONTEND "
+	                                                                            "$EXTRA; cat; echo err >&2",
+	                                                                            NULL },
+	                                                  .env = (const char *[]){ "EXTRA=yes", NULL },
+	                                                  .timeout_ms = 5000 },
+	                           res),
+	          0);
+	CHECK(WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0);
+	CHECK_STREQ(res->output, "C noninteractive yes\nerr\n");
+	/* A timeout kills the whole process group, grandchildren included. */
+	t0 = ops->now_monotonic_ns(ops);
+	CHECK_INT(
+	    ops->run_command(ops,
+	                     &(struct gb_cmd_spec){ .argv = (const char *[]){ "sh", "-c", "sleep 30 & sleep 30", NULL },
+	                                            .timeout_ms = 200 },
+	                     res),
+	    -ETIMEDOUT);
+	CHECK(res->timed_out);
+	CHECK(ops->now_monotonic_ns(ops) - t0 < 10000000000ull);
+	/* More output than the capture keeps: the tail is kept. */
+	CHECK_INT(ops->run_command(
+	              ops,
+	              &(struct gb_cmd_spec){ .argv = (const char *[]){ "sh", "-c", "seq 1 5000; echo LAST", NULL },
+	                                     .timeout_ms = 5000 },
+	              res),
+	          0);
+	CHECK(res->output_len == GB_CMD_CAPTURE_MAX - 1);
+	CHECK(strstr(res->output, "5000\nLAST\n") != NULL);
+	CHECK_INT(
+	    ops->run_command(ops, &(struct gb_cmd_spec){ .argv = (const char *[]){ "no-such-command-gb", NULL } }, res),
+	    -ENOENT);
+	CHECK_INT(ops->random(ops, a, sizeof(a)), 0);
+	CHECK_INT(ops->random(ops, b, sizeof(b)), 0);
+	CHECK(memcmp(a, b, sizeof(a)) != 0);
+	for (int i = 0; i < 1000; i++)
+		CHECK(gb_ops_random_below(ops, 7) < 7);
+	free(res);
+}
+
+int main(void)
+{
+	test_fake();
+	test_real();
 	UNIT_DONE();
 }

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/* The fake operations table: records what was asked, fails on cue, and
+ * keeps the fixture tree in step with what it did (as kmod's testsuite
+ * does with its init_module and sysfs fakes), so the stages after an effect
+ * read the world the effect made. */
+#include "ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "util.h"
+
+#define FAKE_MAX_RULES 64
+
+struct fake_rule {
+	char kind[16];
+	char name[128];
+	int value;
+	char file[512];
+};
+
+struct fake {
+	struct gb_ops ops;
+	char record[1024];
+	char root[1024];
+	struct fake_rule rules[FAKE_MAX_RULES];
+	size_t n_rules;
+	uint64_t clock;
+	bool has_clock;
+	int random_byte; /* -1: real getrandom */
+	char release[65];
+	char machine[65];
+};
+
+static struct fake *F(const struct gb_ops *ops)
+{
+	return ops->data;
+}
+
+_printf_(2, 3) static void fake_record(const struct gb_ops *ops, const char *fmt, ...)
+{
+	struct fake *f = F(ops);
+	FILE *out;
+	va_list ap;
+	if (!f->record[0])
+		return;
+	out = fopen(f->record, "ae");
+	if (!out)
+		return;
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
+	fclose(out);
+}
+
+static const struct fake_rule *fake_find(const struct fake *f, const char *kind, const char *name)
+{
+	for (size_t i = 0; i < f->n_rules; i++)
+		if (streq(f->rules[i].kind, kind) && streq(f->rules[i].name, name))
+			return &f->rules[i];
+	return NULL;
+}
+
+/* Append FILE's bytes to the fixture's dev/kmsg, as the kernel would log them. */
+static void fake_kmsg(struct fake *f, const char *module)
+{
+	const struct fake_rule *k = fake_find(f, "kmsg", module);
+	_cleanup_free_ char *text = NULL;
+	char path[1200];
+	size_t len;
+	FILE *out;
+	if (!k || !f->root[0] || gb_read_file(k->file, 1u << 20, &text, &len) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/dev", f->root);
+	(void)gb_mkdir_p(path, 0755);
+	snprintf(path, sizeof(path), "%s/dev/kmsg", f->root);
+	out = fopen(path, "ae");
+	if (!out)
+		return;
+	fwrite(text, 1, len, out);
+	if (len && text[len - 1] != '\n')
+		fputc('\n', out);
+	fclose(out);
+}
+
+static void fake_set_loaded(struct fake *f, const char *module, bool loaded)
+{
+	char path[1200];
+	_cleanup_free_ char *mods = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	if (!f->root[0])
+		return;
+	snprintf(path, sizeof(path), "%s/sys/module/%s", f->root, module);
+	if (loaded) {
+		(void)gb_mkdir_p(path, 0755);
+		snprintf(path, sizeof(path), "%s/sys/module/%s/initstate", f->root, module);
+		(void)gb_write_file_atomic(path, "live\n", 5, 0644);
+	} else {
+		snprintf(path, sizeof(path), "%s/sys/module/%s/initstate", f->root, module);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/sys/module/%s", f->root, module);
+		rmdir(path);
+	}
+	/* proc/modules: one line per module, "name size refs deps state address". */
+	snprintf(path, sizeof(path), "%s/proc/modules", f->root);
+	(void)gb_read_file(path, 1u << 20, &mods, &len);
+	snprintf(path, sizeof(path), "%s/proc", f->root);
+	(void)gb_mkdir_p(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc/modules", f->root);
+	out = fopen(path, "we");
+	if (!out)
+		return;
+	for (char *line = mods, *next; line && *line; line = next) {
+		size_t n = strcspn(line, "\n"), ml = strlen(module);
+		next = line[n] ? line + n + 1 : line + n;
+		if (n > ml && strneq(line, module, ml) && line[ml] == ' ')
+			continue;
+		fwrite(line, 1, n, out);
+		fputc('\n', out);
+	}
+	if (loaded)
+		fprintf(out, "%s 1048576 0 - Live 0x0000000000000000\n", module);
+	fclose(out);
+}
+
+static int fake_module_load(const struct gb_ops *ops, const char *module, const char *params)
+{
+	struct fake *f = F(ops);
+	const struct fake_rule *r = fake_find(f, "module", module);
+	fake_record(ops, "module_load %s %s", module, params ? params : "");
+	if (r) {
+		fake_kmsg(f, module);
+		return -r->value;
+	}
+	fake_set_loaded(f, module, true);
+	return 0;
+}
+
+static int fake_module_unload(const struct gb_ops *ops, const char *module)
+{
+	struct fake *f = F(ops);
+	const struct fake_rule *r = fake_find(f, "remove", module);
+	fake_record(ops, "module_unload %s", module);
+	if (r)
+		return -r->value;
+	fake_set_loaded(f, module, false);
+	return 0;
+}
+
+static int fake_module_state(const struct gb_ops *ops, const char *module, enum gb_module_state *ret)
+{
+	struct fake *f = F(ops);
+	char path[1200];
+	_cleanup_free_ char *s = NULL;
+	size_t len;
+	struct stat st;
+
+	*ret = GB_MODULE_ABSENT;
+	if (!f->root[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/sys/module/%s/initstate", f->root, module);
+	if (gb_read_file(path, 64, &s, &len) == 0) {
+		gb_strstrip(s);
+		*ret = streq(s, "live") ? GB_MODULE_LIVE : streq(s, "coming") ? GB_MODULE_COMING : GB_MODULE_GOING;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/sys/module/%s", f->root, module);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		*ret = GB_MODULE_BUILTIN;
+	return 0;
+}
+
+/* A rule's PREFIX matches when the argv, joined by single spaces, starts with it. */
+static const struct fake_rule *fake_find_command(const struct fake *f, const char *line)
+{
+	const struct fake_rule *best = NULL;
+	for (size_t i = 0; i < f->n_rules; i++) {
+		const struct fake_rule *r = &f->rules[i];
+		size_t n = strlen(r->name);
+		if (!streq(r->kind, "command") || !strneq(line, r->name, n) || (line[n] && line[n] != ' '))
+			continue;
+		if (!best || n > strlen(best->name))
+			best = r; /* the longest prefix wins */
+	}
+	return best;
+}
+
+static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret)
+{
+	struct fake *f = F(ops);
+	const struct fake_rule *r;
+	char line[2048] = "";
+	size_t o = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!spec->argv || !spec->argv[0])
+		return -EINVAL;
+	for (size_t i = 0; spec->argv[i] && o < sizeof(line) - 2; i++) {
+		int n = snprintf(line + o, sizeof(line) - o, "%s%s", i ? " " : "", spec->argv[i]);
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+	if (o >= sizeof(line))
+		o = sizeof(line) - 1;
+	fake_record(ops, "run%s%s %s", spec->chroot_dir ? " chroot=" : "", spec->chroot_dir ? spec->chroot_dir : "",
+	            line);
+	r = fake_find_command(f, line);
+	if (r && r->file[0]) {
+		_cleanup_free_ char *text = NULL;
+		size_t len;
+		if (gb_read_file(r->file, 1u << 20, &text, &len) == 0) {
+			size_t keep = len < sizeof(ret->output) - 1 ? len : sizeof(ret->output) - 1;
+			memcpy(ret->output, text + len - keep, keep);
+			ret->output[keep] = '\0';
+			ret->output_len = keep;
+		}
+	}
+	if (r && r->value == 999) /* the scripted timeout */
+		return ret->timed_out = true, -ETIMEDOUT;
+	ret->status = r ? (r->value & 0xff) << 8 : 0;
+	return 0;
+}
+
+static int fake_systemctl(const struct gb_ops *ops, const char *verb, const char *unit)
+{
+	const struct fake_rule *r = fake_find(F(ops), "systemctl", verb);
+	fake_record(ops, "systemctl %s %s", verb, unit ? unit : "");
+	return r ? -r->value : 0;
+}
+
+static int fake_random(const struct gb_ops *ops, void *buf, size_t n)
+{
+	struct fake *f = F(ops);
+	if (f->random_byte < 0)
+		return gb_ops_real.random(&gb_ops_real, buf, n);
+	memset(buf, f->random_byte, n);
+	return 0;
+}
+
+static void fake_sleep_ms(const struct gb_ops *ops, unsigned ms)
+{
+	struct fake *f = F(ops);
+	fake_record(ops, "sleep %u", ms);
+	if (f->has_clock)
+		f->clock += (uint64_t)ms * 1000000ull;
+	else
+		gb_ops_real.sleep_ms(&gb_ops_real, ms);
+}
+
+static uint64_t fake_now(const struct gb_ops *ops)
+{
+	struct fake *f = F(ops);
+	if (!f->has_clock)
+		return gb_ops_real.now_monotonic_ns(&gb_ops_real);
+	f->clock += 1000000ull;
+	return f->clock;
+}
+
+static uint64_t fake_now_realtime(const struct gb_ops *ops)
+{
+	struct fake *f = F(ops);
+	if (!f->has_clock)
+		return gb_ops_real.now_realtime_ns(&gb_ops_real);
+	f->clock += 1000000ull;
+	return f->clock;
+}
+
+static int fake_uname(const struct gb_ops *ops, struct utsname *ret)
+{
+	struct fake *f = F(ops);
+	int r = gb_ops_real.uname(&gb_ops_real, ret);
+	if (r < 0)
+		return r;
+	if (f->release[0])
+		gb_strscpy(ret->release, sizeof(ret->release), f->release);
+	if (f->machine[0])
+		gb_strscpy(ret->machine, sizeof(ret->machine), f->machine);
+	return 0;
+}
+
+/* kind:NAME:VALUE[:FILE]; NAME may hold spaces, not colons. */
+static int parse_rule(struct fake *f, char *item)
+{
+	char *field[4] = { NULL };
+	size_t n = 0;
+	struct fake_rule *r;
+	uint32_t value = 0;
+
+	for (char *p = item; p && n < ARRAY_SIZE(field); n++) {
+		field[n] = p;
+		p = strchr(p, ':');
+		if (p)
+			*p++ = '\0';
+	}
+	if (n < 3 || f->n_rules >= FAKE_MAX_RULES)
+		return -EINVAL;
+	if (!streq(field[0], "module") && !streq(field[0], "remove") && !streq(field[0], "command") &&
+	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg"))
+		return -EINVAL;
+	r = &f->rules[f->n_rules];
+	if (streq(field[0], "kmsg")) {
+		if (n != 3 || gb_strscpy(r->file, sizeof(r->file), field[2]) < 0)
+			return -EINVAL;
+	} else {
+		if (gb_safe_atou32(field[2], 10, &value) < 0 || value > 4095)
+			return -EINVAL;
+		if (n == 4 && (!streq(field[0], "command") || gb_strscpy(r->file, sizeof(r->file), field[3]) < 0))
+			return -EINVAL;
+	}
+	if (!field[1][0] || gb_strscpy(r->kind, sizeof(r->kind), field[0]) < 0 ||
+	    gb_strscpy(r->name, sizeof(r->name), field[1]) < 0)
+		return -EINVAL;
+	r->value = (int)value;
+	f->n_rules++;
+	return 0;
+}
+
+static int parse_item(struct fake *f, char *item)
+{
+	const char *v;
+	if ((v = gb_startswith(item, "record=")))
+		return gb_strscpy(f->record, sizeof(f->record), v) < 0 ? -EINVAL : 0;
+	if ((v = gb_startswith(item, "root=")))
+		return gb_strscpy(f->root, sizeof(f->root), v) < 0 ? -EINVAL : 0;
+	if ((v = gb_startswith(item, "clock:"))) {
+		f->has_clock = true;
+		return gb_safe_atou64(v, 10, &f->clock);
+	}
+	if ((v = gb_startswith(item, "random:"))) {
+		uint32_t b;
+		if (gb_safe_atou32(v, 10, &b) < 0 || b > 255)
+			return -EINVAL;
+		f->random_byte = (int)b;
+		return 0;
+	}
+	if ((v = gb_startswith(item, "uname:"))) {
+		const char *c = strchr(v, ':');
+		if (!c || (size_t)(c - v) >= sizeof(f->release))
+			return -EINVAL;
+		memcpy(f->release, v, (size_t)(c - v));
+		return gb_strscpy(f->machine, sizeof(f->machine), c + 1) < 0 ? -EINVAL : 0;
+	}
+	return parse_rule(f, item);
+}
+
+int gb_ops_fake_new(const char *spec, const struct gb_ops **ret)
+{
+	_cleanup_free_ char *copy = strdup(spec);
+	struct fake *f;
+	char *save = NULL, *item;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->random_byte = -1;
+	for (item = strtok_r(copy, ",", &save); item && r == 0; item = strtok_r(NULL, ",", &save))
+		r = parse_item(f, item);
+	if (r < 0) {
+		free(f);
+		return -EINVAL;
+	}
+	f->ops = (struct gb_ops){
+		.name = "fake",
+		.data = f,
+		.module_load = fake_module_load,
+		.module_unload = fake_module_unload,
+		.module_state = fake_module_state,
+		.run_command = fake_run_command,
+		.systemctl = fake_systemctl,
+		.random = fake_random,
+		.sleep_ms = fake_sleep_ms,
+		.now_monotonic_ns = fake_now,
+		.now_realtime_ns = fake_now_realtime,
+		.uname = fake_uname,
+	};
+	*ret = &f->ops;
+	return 0;
+}
+
+void gb_ops_fake_free(const struct gb_ops *ops)
+{
+	if (ops && ops != &gb_ops_real)
+		free(ops->data);
+}
