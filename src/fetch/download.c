@@ -2,6 +2,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,7 @@ static int setup_easy(struct xfer *x, const struct gb_fetch_opts *o, const char 
 static void fail_xfer(struct xfer *x, int err, const char *fmt, const char *detail)
 {
 	x->a->result = err;
+	x->a->verified = false;
 	snprintf(x->a->error, sizeof(x->a->error), fmt, detail);
 	x->finished = true;
 	if (x->fd >= 0) {
@@ -278,6 +280,7 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 			return;
 		}
 		a->result = 0;
+		a->verified = true;
 		a->error[0] = '\0';
 		a->seconds = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - x->start_ns) / 1e9;
 		x->finished = true;
@@ -302,117 +305,181 @@ retry:
 	}
 }
 
-int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const struct gb_fetch_opts *o)
+/* Mark every artifact not yet decided as failed, with the reason: an
+ * artifact never attempted must never read as verified. */
+_printf_(4, 5) static void fail_undecided(struct gb_artifact *arts, size_t n, int err, const char *fmt, ...)
+{
+	char why[300];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < n; i++) {
+		if (arts[i].verified || arts[i].result != GB_ARTIFACT_PENDING)
+			continue;
+		arts[i].result = err;
+		snprintf(arts[i].error, sizeof(arts[i].error), "not fetched: %s", why);
+	}
+}
+
+/* The cache directories and the CA bundle: what every transfer needs. */
+static int fetch_prepare(const struct gb_fetch_opts *o, const char **ret_ca, struct gb_artifact *arts, size_t n)
 {
 	static bool curl_ready;
-	struct xfer *xs;
-	CURLM *m;
-	const char *ca = NULL;
 	char dir[1100];
+	int r;
+
+	if (!curl_ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			fail_undecided(arts, n, -EIO, "libcurl failed to initialise");
+			return -EIO;
+		}
+		curl_ready = true;
+	}
+	snprintf(dir, sizeof(dir), "%s/cache/sha256", o->state_dir);
+	if ((r = gb_mkdir_p(dir, 0755)) < 0) {
+		fail_undecided(arts, n, r, "cannot create the cache '%s': %s", dir, strerror(-r));
+		return gb_log_error_errno(r, "Failed to create the cache '%s': %m", dir);
+	}
+	snprintf(dir, sizeof(dir), "%s/cache/tmp", o->state_dir);
+	if ((r = gb_mkdir_p(dir, 0700)) < 0) {
+		fail_undecided(arts, n, r, "cannot create '%s': %s", dir, strerror(-r));
+		return gb_log_error_errno(r, "Failed to create '%s': %m", dir);
+	}
+	if ((r = gb_ca_bundle_find(o->ca_file, ret_ca)) < 0 && o->ca_file) {
+		fail_undecided(arts, n, r, "CA file '%s' cannot be read: %s", o->ca_file, strerror(-r));
+		return gb_log_error_errno(r, "CA file '%s' cannot be read: %m; pass a PEM bundle with --ca-file",
+		                          o->ca_file);
+	}
+	return 0;
+}
+
+/* Decide what an artifact needs before any transfer: refused (no checksum,
+ * offline), already verified in the cache, or a temp file to download into.
+ * Returns true when it is decided (nothing to transfer). */
+static bool xfer_prepare(struct gb_ctx *ctx, struct xfer *x, size_t i, const struct gb_fetch_opts *o)
+{
+	struct gb_artifact *a = x->a;
+
+	a->error[0] = '\0';
+	if (!gb_sha256_valid(a->sha256) || a->size == 0) {
+		snprintf(a->error, sizeof(a->error), "%s: no valid sha256 and size to check it against", a->name);
+		a->result = -EINVAL;
+		return true;
+	}
+	if (gb_cache_lookup(o->state_dir, a->sha256, a->size, a->cache_path, sizeof(a->cache_path)) == 0) {
+		a->from_cache = a->in_cache = a->verified = true;
+		a->result = 0;
+		return true;
+	}
+	if (o->offline && !gb_startswith(a->url, "file://")) {
+		snprintf(a->error, sizeof(a->error), "%s is not in the cache and --offline forbids %s", a->name,
+		         a->url);
+		a->result = -ENETUNREACH;
+		return true;
+	}
+	snprintf(x->tmp, sizeof(x->tmp), "%s/cache/tmp/%s.%zu.part", o->state_dir, a->sha256, i);
+	x->fd = open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (x->fd < 0 || gb_sha256_init(&x->h) < 0) {
+		a->result = x->fd < 0 ? negative_errno() : -ENOMEM;
+		snprintf(a->error, sizeof(a->error), "cannot create '%s': %s", x->tmp, strerror(-a->result));
+		if (x->fd >= 0) {
+			close(x->fd);
+			unlink(x->tmp);
+		}
+		x->fd = -1;
+		return true;
+	}
+	x->start_ns = ctx->ops->now_monotonic_ns(ctx->ops);
+	return false;
+}
+
+/* Start what is due, up to the parallel limit; returns how many finished here. */
+static size_t start_due(CURLM *m, struct xfer *xs, size_t n, const struct gb_fetch_opts *o, const char *ca,
+                        uint64_t now, uint64_t deadline)
+{
+	unsigned running = 0;
 	size_t done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		running += xs[i].running;
+	for (size_t i = 0; i < n && running < o->parallel; i++) {
+		struct xfer *x = &xs[i];
+		if (x->finished || x->running || x->next_try_ns > now)
+			continue;
+		if (now >= deadline) {
+			fail_xfer(x, -ETIMEDOUT, "%s", "the fetch deadline passed");
+			done++;
+			continue;
+		}
+		if (setup_easy(x, o, ca) < 0 || curl_multi_add_handle(m, x->easy) != CURLM_OK) {
+			fail_xfer(x, -ENOMEM, "%s", x->errbuf[0] ? x->errbuf : "cannot start the transfer");
+			done++;
+			continue;
+		}
+		x->running = true;
+		running++;
+	}
+	return done;
+}
+
+/* Progress: on a terminal one line per running transfer, redrawn in place
+ * twice a second; otherwise a log line per transfer every 5 s. */
+static void draw_progress(struct xfer *xs, size_t n, uint64_t now, unsigned *drawn)
+{
+	unsigned lines = 0;
+
+	if (*drawn)
+		fprintf(stderr, "\033[%uA", *drawn);
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+		double secs = (double)(now - x->start_ns) / 1e9, rate;
+		if (!x->running || secs < 0.5)
+			continue;
+		rate = x->got / secs;
+		fprintf(stderr, "\033[2K%-40.40s %7.1f/%7.1f MiB %7.1f MB/s ETA %4.0f s\n", x->a->name,
+		        x->got / 1048576.0, x->a->size / 1048576.0, rate / 1e6,
+		        rate > 0 ? (double)(x->a->size - x->got) / rate : 0.0);
+		lines++;
+	}
+	for (unsigned k = lines; k < *drawn; k++)
+		fputs("\033[2K\n", stderr);
+	if (lines < *drawn)
+		fprintf(stderr, "\033[%uA", *drawn - lines);
+	*drawn = lines;
+}
+
+static void log_progress(struct xfer *xs, size_t n, uint64_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *x = &xs[i];
+		double secs;
+		if (!x->running || now - x->last_log_ns < 5000000000ull)
+			continue;
+		x->last_log_ns = now;
+		secs = (double)(now - x->start_ns) / 1e9;
+		if (secs >= 1)
+			gb_log_info("%s: %llu of %llu bytes, %.1f MB/s", x->a->name, x->got, x->a->size,
+			            x->got / 1e6 / secs);
+	}
+}
+
+/* Run the transfers until each artifact is decided. */
+static void run_transfers(struct gb_ctx *ctx, CURLM *m, struct xfer *xs, size_t n, size_t done,
+                          const struct gb_fetch_opts *o, const char *ca)
+{
 	uint64_t deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)o->deadline_s * 1000000000ull;
-	int failed = 0, r;
 	bool tty = isatty(STDERR_FILENO);
 	uint64_t last_draw_ns = 0;
 	unsigned drawn = 0;
 
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return -EIO;
-		curl_ready = true;
-	}
-	snprintf(dir, sizeof(dir), "%s/cache/sha256", o->state_dir);
-	if ((r = gb_mkdir_p(dir, 0755)) < 0)
-		return gb_log_error_errno(r, "Failed to create the cache '%s': %m", dir);
-	snprintf(dir, sizeof(dir), "%s/cache/tmp", o->state_dir);
-	if ((r = gb_mkdir_p(dir, 0700)) < 0)
-		return gb_log_error_errno(r, "Failed to create '%s': %m", dir);
-	if ((r = gb_ca_bundle_find(o->ca_file, &ca)) < 0 && o->ca_file)
-		return gb_log_error_errno(r, "CA file '%s' cannot be read: %m; pass a PEM bundle with --ca-file",
-		                          o->ca_file);
-
-	xs = calloc(n ? n : 1, sizeof(*xs));
-	m = curl_multi_init();
-	if (!xs || !m) {
-		free(xs);
-		if (m)
-			curl_multi_cleanup(m);
-		return -ENOMEM;
-	}
-	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)o->parallel);
-	curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)o->parallel);
-
-	for (size_t i = 0; i < n; i++) {
-		struct xfer *x = &xs[i];
-		x->a = &arts[i];
-		x->fd = -1;
-		arts[i].result = 0;
-		arts[i].error[0] = '\0';
-		if (!gb_sha256_valid(arts[i].sha256) || arts[i].size == 0) {
-			snprintf(arts[i].error, sizeof(arts[i].error),
-			         "%s: no valid sha256 and size to check it against", arts[i].name);
-			arts[i].result = -EINVAL;
-			x->finished = true;
-			done++;
-			continue;
-		}
-		if (gb_cache_lookup(o->state_dir, arts[i].sha256, arts[i].size, arts[i].cache_path,
-		                    sizeof(arts[i].cache_path)) == 0) {
-			arts[i].from_cache = true;
-			x->finished = true;
-			done++;
-			continue;
-		}
-		if (o->offline && !gb_startswith(arts[i].url, "file://")) {
-			snprintf(arts[i].error, sizeof(arts[i].error),
-			         "%s is not in the cache and --offline forbids %s", arts[i].name, arts[i].url);
-			arts[i].result = -ENETUNREACH;
-			x->finished = true;
-			done++;
-			continue;
-		}
-		snprintf(x->tmp, sizeof(x->tmp), "%s/cache/tmp/%s.%zu.part", o->state_dir, arts[i].sha256, i);
-		x->fd = open(x->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (x->fd < 0 || gb_sha256_init(&x->h) < 0) {
-			snprintf(arts[i].error, sizeof(arts[i].error), "cannot create '%s': %s", x->tmp,
-			         strerror(errno));
-			arts[i].result = -EIO;
-			if (x->fd >= 0)
-				close(x->fd);
-			x->fd = -1;
-			x->finished = true;
-			done++;
-			continue;
-		}
-		x->start_ns = ctx->ops->now_monotonic_ns(ctx->ops);
-	}
-
 	while (done < n) {
 		uint64_t now = ctx->ops->now_monotonic_ns(ctx->ops);
-		unsigned running = 0;
 		int still = 0, msgs = 0;
 		CURLMsg *msg;
 
-		for (size_t i = 0; i < n; i++)
-			running += xs[i].running;
-		/* Start what is due, up to the parallel limit. */
-		for (size_t i = 0; i < n && running < o->parallel; i++) {
-			struct xfer *x = &xs[i];
-			if (x->finished || x->running || x->next_try_ns > now)
-				continue;
-			if (now >= deadline) {
-				fail_xfer(x, -ETIMEDOUT, "%s", "the fetch deadline passed");
-				done++;
-				continue;
-			}
-			if (setup_easy(x, o, ca) < 0 || curl_multi_add_handle(m, x->easy) != CURLM_OK) {
-				fail_xfer(x, -ENOMEM, "%s", "cannot start the transfer");
-				done++;
-				continue;
-			}
-			x->running = true;
-			running++;
-		}
+		done += start_due(m, xs, n, o, ca, now, deadline);
 		curl_multi_perform(m, &still);
 		while ((msg = curl_multi_info_read(m, &msgs))) {
 			struct xfer *x = NULL;
@@ -424,46 +491,61 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 			if (x->finished)
 				done++;
 		}
-		/* Progress: on a terminal one line per running transfer, redrawn in
-		 * place twice a second; otherwise a log line per transfer every 5 s. */
 		if (tty && now - last_draw_ns >= 500000000ull) {
-			unsigned lines = 0;
 			last_draw_ns = now;
-			if (drawn)
-				fprintf(stderr, "\033[%uA", drawn);
-			for (size_t i = 0; i < n; i++) {
-				struct xfer *x = &xs[i];
-				double secs = (double)(now - x->start_ns) / 1e9, rate;
-				if (!x->running || secs < 0.5)
-					continue;
-				rate = x->got / secs;
-				fprintf(stderr, "\033[2K%-40.40s %7.1f/%7.1f MiB %7.1f MB/s ETA %4.0f s\n", x->a->name,
-				        x->got / 1048576.0, x->a->size / 1048576.0, rate / 1e6,
-				        rate > 0 ? (double)(x->a->size - x->got) / rate : 0.0);
-				lines++;
-			}
-			for (unsigned k = lines; k < drawn; k++)
-				fputs("\033[2K\n", stderr);
-			if (lines < drawn)
-				fprintf(stderr, "\033[%uA", drawn - lines);
-			drawn = lines;
-		}
-		for (size_t i = 0; i < n && !tty; i++) {
-			struct xfer *x = &xs[i];
-			double secs;
-			if (!x->running || now - x->last_log_ns < 5000000000ull)
-				continue;
-			x->last_log_ns = now;
-			secs = (double)(now - x->start_ns) / 1e9;
-			if (secs >= 1)
-				gb_log_info("%s: %llu of %llu bytes, %.1f MB/s", x->a->name, x->got, x->a->size,
-				            x->got / 1e6 / secs);
+			draw_progress(xs, n, now, &drawn);
+		} else if (!tty) {
+			log_progress(xs, n, now);
 		}
 		if (done < n)
 			curl_multi_poll(m, NULL, 0, 100, NULL);
 	}
 	if (tty && drawn)
 		fprintf(stderr, "\033[%uA\033[J", drawn);
+}
+
+int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const struct gb_fetch_opts *o)
+{
+	struct xfer *xs;
+	CURLM *m;
+	const char *ca = NULL;
+	size_t done = 0;
+	int failed = 0, r;
+
+	/* Nothing is verified until this call has checked it. */
+	for (size_t i = 0; i < n; i++) {
+		arts[i].verified = arts[i].from_cache = false;
+		arts[i].result = GB_ARTIFACT_PENDING;
+		arts[i].cache_path[0] = '\0';
+	}
+	if (o->dry_run) {
+		fail_undecided(arts, n, -EINVAL, "%s", "a dry run fetches nothing");
+		return -EINVAL;
+	}
+	r = fetch_prepare(o, &ca, arts, n);
+	if (r < 0)
+		return r;
+	xs = calloc(n ? n : 1, sizeof(*xs));
+	m = curl_multi_init();
+	if (!xs || !m) {
+		free(xs);
+		if (m)
+			curl_multi_cleanup(m);
+		fail_undecided(arts, n, -ENOMEM, "%s", "out of memory");
+		return -ENOMEM;
+	}
+	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)o->parallel);
+	curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)o->parallel);
+
+	for (size_t i = 0; i < n; i++) {
+		xs[i].a = &arts[i];
+		xs[i].fd = -1;
+		if (xfer_prepare(ctx, &xs[i], i, o)) {
+			xs[i].finished = true;
+			done++;
+		}
+	}
+	run_transfers(ctx, m, xs, n, done, o, ca);
 	for (size_t i = 0; i < n; i++) {
 		if (xs[i].easy) {
 			curl_multi_remove_handle(m, xs[i].easy);
@@ -475,11 +557,14 @@ int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *arts, size_t n, const s
 		}
 		if (xs[i].h.md)
 			gb_sha256_done(&xs[i].h);
-		if (arts[i].result < 0)
-			failed++;
 	}
 	curl_multi_cleanup(m);
 	free(xs);
+	/* Belt and braces: whatever was not decided is a failure, never a success. */
+	fail_undecided(arts, n, -EIO, "%s", "the transfer loop ended without a verdict");
+	for (size_t i = 0; i < n; i++)
+		if (arts[i].result < 0 || !arts[i].verified)
+			failed++;
 	return failed ? -EIO : 0;
 }
 

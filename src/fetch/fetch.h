@@ -5,6 +5,7 @@
  * ever reaches the cache. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,12 +20,20 @@ struct gb_artifact {
 	unsigned long long size;
 	/* results */
 	char cache_path[1024]; /* <state>/cache/sha256/<hex> once verified */
-	int result; /* 0, or a negative errno */
+	/* True only once gb_fetch_all has checked size and sha256 and the file
+	 * is in the cache under cache_path. The one field that says "verified":
+	 * an artifact never attempted has it false, whatever else it holds. */
+	bool verified;
+	int result; /* GB_ARTIFACT_PENDING until decided, 0 when verified, else a negative errno */
 	char error[320];
 	unsigned attempts;
-	bool from_cache;
+	bool from_cache; /* verified from an entry already in the cache */
+	bool in_cache; /* an entry exists under its sha256 (not checked: for listings) */
 	double seconds;
 };
+
+/* result of an artifact nothing has decided yet (never attempted). */
+#define GB_ARTIFACT_PENDING (-EINPROGRESS)
 
 struct gb_fetch_opts {
 	const char *state_dir;
@@ -37,12 +46,15 @@ struct gb_fetch_opts {
 	unsigned backoff_ms; /* first retry delay (default 1000) */
 	bool offline; /* only the cache and file:// */
 	bool allow_http; /* plain http for a signed mirror (its manifest is verified, every artifact hashed) */
+	bool dry_run; /* resolve and list only: write nothing anywhere (gb_fetch_all refuses it) */
 };
 
 void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir);
 
 /* Fetch every artifact. Returns 0 when all are verified in the cache, else
- * -EIO; each artifact's result and error say what happened. */
+ * a negative errno; each artifact's verified, result and error say what
+ * happened (an artifact it never reached is marked failed with the reason).
+ * -EINVAL with o->dry_run: a dry run fetches nothing. */
 int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *a, size_t n, const struct gb_fetch_opts *o);
 
 /* The cache: <state>/cache/sha256/<hex>. An entry is used only after it is

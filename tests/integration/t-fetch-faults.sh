@@ -74,6 +74,15 @@ truncate -s 1000 "$S/cache/sha256/$SHA"
 "$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
 grep -q "^OK" "$TMP/out" && grep -q "truncated" "$TMP/err" || fail "truncated cache entry not caught"
 clean_cache
+# An unreadable CA file: gb_fetch_all stops before any transfer, and no
+# artifact it never attempted reads as verified.
+rm -rf "$S"
+set +e
+"$FT" "$S" "$TMP/no-such-ca.pem" "$B/$F" "$SHA" "$SIZE" "$B/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+set -e
+[ "$rc" -eq 13 ] || fail "unreadable CA file: exit $rc: $(cat "$TMP/out" "$TMP/err")"
+[ "$(grep -c '^ERR attempts=0 not fetched: CA file .*no-such-ca.pem' "$TMP/out")" -eq 2 ] || fail "unreadable CA file: artifacts not marked failed: $(cat "$TMP/out")"
 # Several at once.
 rm -rf "$S"
 "$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" "$B/fault/500-once/$F" "$SHA" "$SIZE" "$B/fault/reset-once/$F" "$SHA" "$SIZE" >"$TMP/out" || fail "parallel: $(cat "$TMP/out")"

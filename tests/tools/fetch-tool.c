@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	}
 	int r = gb_fetch_all(&ctx, a, n, &o);
 	for (size_t i = 0; i < n; i++)
-		printf("%s attempts=%u %s\n", a[i].result == 0 ? (a[i].from_cache ? "CACHED" : "OK") : "ERR",
-		       a[i].attempts, a[i].result == 0 ? a[i].cache_path : a[i].error);
+		printf("%s attempts=%u %s\n", a[i].verified ? (a[i].from_cache ? "CACHED" : "OK") : "ERR",
+		       a[i].attempts, a[i].verified ? a[i].cache_path : a[i].error);
 	return r < 0 ? 13 : 0;
 }
