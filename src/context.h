@@ -31,6 +31,10 @@ struct gb_options {
 	uint64_t mirror_version;
 	unsigned parallel;
 	bool dry_run, json, offline, no_verify, repair, prometheus, show_version, config_given;
+	bool force; /* --force: abandon an unfinished run of another plan */
+	bool resume; /* --resume: started by the resume unit after a reboot */
+	bool reboot; /* --reboot: ask systemd to reboot when one is needed */
+	bool state_dir_given, run_dir_given;
 	int verbose;
 };
 

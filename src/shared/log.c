@@ -2,6 +2,9 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -46,10 +49,28 @@ static void expand_m(char *out, size_t outsz, const char *fmt, int err)
 	out[o] = '\0';
 }
 
+void gb_log_escape(char *out, size_t outsz, const char *in)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t o = 0;
+
+	if (outsz < 8)
+		return;
+	for (; *p && o + 8 < outsz; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			o += (size_t)snprintf(out + o, outsz - o, "\\x%02x", *p);
+		else
+			out[o++] = (char)*p;
+	}
+	if (*p) /* cut: say so, so a reader knows the message went on */
+		o += (size_t)snprintf(out + o, outsz - o, "...");
+	out[o] = '\0';
+}
+
 int gb_log_full(enum gb_log_level level, int err, const char *fmt, ...)
 {
 	int saved = errno;
-	char f[1024];
+	char f[1024], msg[2048], line[2048];
 	char ts[32] = "";
 	va_list ap;
 
@@ -65,14 +86,14 @@ int gb_log_full(enum gb_log_level level, int err, const char *fmt, ...)
 		if (clock_gettime(CLOCK_REALTIME, &t) == 0 && gmtime_r(&t.tv_sec, &tm))
 			strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ ", &tm);
 	}
-	fprintf(stderr, "%sgpuboot: %s: ", ts, level_names[level]);
 	va_start(ap, fmt);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	vfprintf(stderr, f, ap);
+	vsnprintf(msg, sizeof(msg), f, ap);
 #pragma GCC diagnostic pop
 	va_end(ap);
-	fputc('\n', stderr);
+	gb_log_escape(line, sizeof(line), msg);
+	fprintf(stderr, "%sgpuboot: %s: %s\n", ts, level_names[level], line);
 out:
 	errno = saved;
 	return err > 0 ? -err : err;

@@ -12,6 +12,13 @@ enum gb_log_level {
 	GB_LOG_DEBUG = 3,
 };
 
+#include <stddef.h>
+
+/* Copy in to out with control bytes (ESC, newline, ...) written as \xHH and
+ * the text cut to fit: user strings in a message stay on one line and
+ * cannot drive a terminal. Every log line goes through it. */
+void gb_log_escape(char *out, size_t outsz, const char *in);
+
 /* Messages above this level are dropped. Default GB_LOG_WARNING; -v raises it. */
 void gb_log_set_level(enum gb_log_level level);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "exit-codes.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"
 #include "shared/log.h"
@@ -19,24 +20,19 @@
 #include "verify/verify.h"
 #include "version.h"
 
-struct gb_stage *gb_status_stage(struct gb_status *s, const char *name)
-{
-	struct gb_stage *st;
-	if (s->n_stages >= ARRAY_SIZE(s->stages))
-		return &s->stages[ARRAY_SIZE(s->stages) - 1];
-	st = &s->stages[s->n_stages++];
-	memset(st, 0, sizeof(*st));
-	gb_strscpy(st->name, sizeof(st->name), name);
-	gb_strscpy(st->result, sizeof(st->result), "ok");
-	return st;
-}
-
 void gb_status_done(struct gb_status *s)
 {
 	json_object_put(s->facts);
 	json_object_put(s->plan);
 	json_object_put(s->artifacts);
-	s->facts = s->plan = s->artifacts = NULL;
+	json_object_put(s->journal);
+	s->facts = s->plan = s->artifacts = s->journal = NULL;
+	for (size_t i = 0; i < s->n_stages; i++)
+		if (s->stages[i] != &s->lost)
+			free(s->stages[i]);
+	free(s->stages);
+	s->stages = NULL;
+	s->n_stages = 0;
 }
 
 static json_object *iso8601(uint64_t ns)
@@ -67,62 +63,120 @@ static const char *errno_name(int e)
 	case ENOSPC: return "ENOSPC";
 	case ENOTDIR: return "ENOTDIR";
 	case EBUSY: return "EBUSY";
+	case EKEYREJECTED: return "EKEYREJECTED";
+	case ENOEXEC: return "ENOEXEC";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case ENOSYS: return "ENOSYS";
+	case EROFS: return "EROFS";
+	case EFBIG: return "EFBIG";
+	case ENAMETOOLONG: return "ENAMETOOLONG";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case EPROTO: return "EPROTO";
+	case EAGAIN: return "EAGAIN";
 	default: return "EOTHER";
 	}
 }
 
-static const char *result_of(int code)
+static json_object *stage_json(const struct gb_stage *st)
 {
-	switch (code) {
-	case 0: return "ok";
-	case 3: return "reboot-needed";
-	case 10: return "unsupported-platform";
-	case 11: return "no-gpu";
-	case 12: return "unsupported-gpu";
-	case 13: return "fetch-failed";
-	case 14: return "module-load-failed";
-	case 15: return "verify-failed";
-	case 16: return "locked";
-	default: return "failed";
-	}
+	json_object *j = json_object_new_object();
+	json_object_object_add(j, "name", json_object_new_string(st->name));
+	json_object_object_add(j, "result", json_object_new_string(st->result));
+	json_object_object_add(j, "duration_ms", json_object_new_double(st->duration_ms));
+	json_object_object_add(j, "errno", errno_name(st->err) ? json_object_new_string(errno_name(st->err)) : NULL);
+	json_object_object_add(j, "error", st->error[0] ? json_object_new_string(st->error) : NULL);
+	json_object_object_add(j, "hint", st->hint[0] ? json_object_new_string(st->hint) : NULL);
+	return j;
 }
 
-json_object *gb_status_to_json(const struct gb_status *s)
+/* The last verification: what verify (or run) found, and when. */
+static json_object *verification_json(const struct gb_status *s)
 {
-	json_object *o = json_object_new_object(), *stages = json_object_new_array(), *flags = json_object_new_object();
+	json_object *v = json_object_new_object(), *flags = json_object_new_object();
+	json_object_object_add(v, "at", iso8601(s->finished_ns));
+	json_object_object_add(v, "command", json_object_new_string(s->command));
+	json_object_object_add(v, "tier", s->tier ? json_object_new_string(s->tier) : NULL);
+	json_object_object_add(v, "exit_code", json_object_new_int(s->exit_code));
+	json_object_object_add(flags, "driver_ready", json_object_new_boolean(s->driver_ready));
+	json_object_object_add(flags, "cuda_ready", json_object_new_boolean(s->cuda_ready));
+	json_object_object_add(flags, "toolkit_ready", json_object_new_boolean(s->toolkit_ready));
+	json_object_object_add(flags, "verified", json_object_new_boolean(s->verified));
+	json_object_object_add(v, "ready", flags);
+	json_object_object_add(v, "checks", s->verify ? gb_checks_to_json(s->verify) : json_object_new_array());
+	return v;
+}
+
+static json_object *never_verified(void)
+{
+	json_object *v = json_object_new_object(), *flags = json_object_new_object();
+	json_object_object_add(v, "at", NULL);
+	json_object_object_add(v, "command", NULL);
+	json_object_object_add(v, "tier", NULL);
+	json_object_object_add(v, "exit_code", NULL);
+	json_object_object_add(flags, "driver_ready", json_object_new_boolean(false));
+	json_object_object_add(flags, "cuda_ready", json_object_new_boolean(false));
+	json_object_object_add(flags, "toolkit_ready", json_object_new_boolean(false));
+	json_object_object_add(flags, "verified", json_object_new_boolean(false));
+	json_object_object_add(v, "ready", flags);
+	json_object_object_add(v, "checks", json_object_new_array());
+	return v;
+}
+
+/* A part this command produced, or the previous document's, or empty. */
+static json_object *part(json_object *mine, json_object *prev, const char *key, json_object *empty)
+{
+	json_object *p = gb_json_get(prev, key);
+	if (mine) {
+		json_object_put(empty);
+		return json_object_get(mine);
+	}
+	if (p && !json_object_is_type(p, json_type_null)) {
+		json_object_put(empty);
+		return json_object_get(p);
+	}
+	return empty;
+}
+
+static json_object *status_doc(const struct gb_status *s, json_object *prev)
+{
+	json_object *o = json_object_new_object(), *stages = json_object_new_array(), *ver;
+	const struct gb_exit_info *e = gb_exit_info(s->exit_code);
 
 	json_object_object_add(o, "schema_version", json_object_new_int(GB_STATUS_SCHEMA));
 	json_object_object_add(o, "gpuboot_version", json_object_new_string(GPUBOOT_VERSION));
 	json_object_object_add(o, "command", json_object_new_string(s->command));
 	json_object_object_add(o, "started_at", iso8601(s->started_ns));
-	json_object_object_add(o, "finished_at", iso8601(s->finished_ns));
-	json_object_object_add(o, "duration_ms",
-	                       json_object_new_double((double)(s->finished_ns - s->started_ns) / 1e6));
-	json_object_object_add(o, "exit_code", json_object_new_int(s->exit_code));
-	json_object_object_add(o, "result", json_object_new_string(result_of(s->exit_code)));
-	json_object_object_add(flags, "driver_ready", json_object_new_boolean(s->driver_ready));
-	json_object_object_add(flags, "cuda_ready", json_object_new_boolean(s->cuda_ready));
-	json_object_object_add(flags, "toolkit_ready", json_object_new_boolean(s->toolkit_ready));
-	json_object_object_add(flags, "verified", json_object_new_boolean(s->verified));
-	json_object_object_add(o, "ready", flags);
-	for (size_t i = 0; i < s->n_stages; i++) {
-		const struct gb_stage *st = &s->stages[i];
-		json_object *j = json_object_new_object();
-		json_object_object_add(j, "name", json_object_new_string(st->name));
-		json_object_object_add(j, "result", json_object_new_string(st->result));
-		json_object_object_add(j, "duration_ms", json_object_new_double(st->duration_ms));
-		json_object_object_add(j, "errno",
-		                       errno_name(st->err) ? json_object_new_string(errno_name(st->err)) : NULL);
-		json_object_object_add(j, "error", st->error[0] ? json_object_new_string(st->error) : NULL);
-		json_object_object_add(j, "hint", st->hint[0] ? json_object_new_string(st->hint) : NULL);
-		json_object_array_add(stages, j);
-	}
+	json_object_object_add(o, "finished_at", s->finished_ns ? iso8601(s->finished_ns) : NULL);
+	json_object_object_add(
+	    o, "duration_ms",
+	    json_object_new_double(s->finished_ns ? (double)(s->finished_ns - s->started_ns) / 1e6 : 0));
+	json_object_object_add(o, "exit_code", s->finished_ns ? json_object_new_int(s->exit_code) : NULL);
+	json_object_object_add(o, "result", json_object_new_string(s->finished_ns ? e->result : "running"));
+	for (size_t i = 0; i < s->n_stages; i++)
+		json_object_array_add(stages, stage_json(s->stages[i]));
+	if (s->stages_lost)
+		json_object_array_add(stages, stage_json(&s->lost));
 	json_object_object_add(o, "stages", stages);
-	json_object_object_add(o, "facts", s->facts ? json_object_get(s->facts) : NULL);
-	json_object_object_add(o, "plan", s->plan ? json_object_get(s->plan) : NULL);
-	json_object_object_add(o, "checks", s->verify ? gb_checks_to_json(s->verify) : json_object_new_array());
-	json_object_object_add(o, "artifacts", s->artifacts ? json_object_get(s->artifacts) : json_object_new_array());
+	json_object_object_add(o, "facts", part(s->facts, prev, "facts", NULL));
+	json_object_object_add(o, "plan", part(s->plan, prev, "plan", NULL));
+	json_object_object_add(o, "artifacts", part(s->artifacts, prev, "artifacts", json_object_new_array()));
+	json_object_object_add(o, "journal", s->journal ? json_object_get(s->journal) : NULL);
+	/* The last verification is this command's, or carried over unchanged. */
+	ver = s->verify && s->finished_ns ? verification_json(s) : NULL;
+	if (!ver) {
+		json_object *p = gb_json_get(prev, "verification");
+		ver = p && json_object_is_type(p, json_type_object) ? json_object_get(p) : never_verified();
+	}
+	json_object_object_add(o, "verification", ver);
+	/* Shortcuts kept from schema 1: the last verification's flags and checks. */
+	json_object_object_add(o, "ready", json_object_get(gb_json_get(ver, "ready")));
+	json_object_object_add(o, "checks", json_object_get(gb_json_get(ver, "checks")));
 	return o;
+}
+
+json_object *gb_status_to_json(const struct gb_status *s)
+{
+	return status_doc(s, NULL);
 }
 
 /* ---- Prometheus ---- */
@@ -278,20 +332,25 @@ static int write_flags(struct gb_ctx *ctx, const struct gb_status *s)
 	return first;
 }
 
-static char *nfd_features(const struct gb_status *s)
+/* Node Feature Discovery labels, from the document: the last verification's
+ * verdict and the facts it was made on. */
+static char *nfd_features(json_object *doc)
 {
 	struct sbuf b = { 0 };
-	json_object *nv = gb_json_get(s->facts, "nvidia"), *gpus = gb_json_get(s->facts, "gpus");
+	json_object *facts = gb_json_get(doc, "facts"), *nv = gb_json_get(facts, "nvidia"),
+	            *gpus = gb_json_get(facts, "gpus"), *ready = gb_json_get(doc, "ready");
 	const char *drv = gb_json_get_str(nv, "loaded_version");
-	sb(&b, "gpuboot.dev/verified=%s\n", s->verified ? "true" : "false");
-	sb(&b, "gpuboot.dev/driver-ready=%s\n", s->driver_ready ? "true" : "false");
+	sb(&b, "gpuboot.dev/verified=%s\n", gb_json_get_bool(ready, "verified", false) ? "true" : "false");
+	sb(&b, "gpuboot.dev/driver-ready=%s\n", gb_json_get_bool(ready, "driver_ready", false) ? "true" : "false");
 	if (drv)
 		sb(&b, "gpuboot.dev/driver-version=%s\n", drv);
-	sb(&b, "gpuboot.dev/gpu-count=%zu\n", gpus ? json_object_array_length(gpus) : 0);
-	if (gpus && json_object_array_length(gpus) > 0) {
-		const char *arch = gb_json_get_str(json_object_array_get_idx(gpus, 0), "architecture");
-		if (arch)
-			sb(&b, "gpuboot.dev/gpu-architecture=%s\n", arch);
+	if (gpus && json_object_is_type(gpus, json_type_array)) {
+		sb(&b, "gpuboot.dev/gpu-count=%zu\n", json_object_array_length(gpus));
+		if (json_object_array_length(gpus) > 0) {
+			const char *arch = gb_json_get_str(json_object_array_get_idx(gpus, 0), "architecture");
+			if (arch)
+				sb(&b, "gpuboot.dev/gpu-architecture=%s\n", arch);
+		}
 	}
 	if (b.oom) {
 		free(b.p);
@@ -300,73 +359,182 @@ static char *nfd_features(const struct gb_status *s)
 	return b.p;
 }
 
-int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
+/* The previous document, when there is a valid one of this schema. */
+static json_object *previous_doc(struct gb_ctx *ctx)
 {
-	json_object *doc;
-	const char *text;
+	_cleanup_free_ char *text = NULL;
 	char path[4200];
-	char *prom = NULL, *nfd = NULL;
+	json_object *doc;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
+	if (gb_read_file(path, 64u << 20, &text, &len) < 0)
+		return NULL;
+	doc = json_tokener_parse(text);
+	if (!doc || !json_object_is_type(doc, json_type_object) ||
+	    json_object_get_int(gb_json_get(doc, "schema_version")) < 1 ||
+	    json_object_get_int(gb_json_get(doc, "schema_version")) > GB_STATUS_SCHEMA) {
+		json_object_put(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+static int write_text(const char *path, const char *text, bool newline)
+{
+	size_t n = strlen(text);
+	_cleanup_free_ char *buf = malloc(n + 2);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, text, n);
+	if (newline)
+		buf[n++] = '\n';
+	return gb_write_file_atomic(path, buf, n, 0644);
+}
+
+static int write_doc(struct gb_ctx *ctx, json_object *doc)
+{
+	char path[4200];
+	int r;
+	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
+	r = write_text(path,
+	               json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+	                                                       JSON_C_TO_STRING_NOSLASHESCAPE),
+	               true);
+	if (r < 0)
+		return gb_log_error_errno(r, "Failed to write the status document '%s': %m", path);
+	return 0;
+}
+
+int gb_status_write_progress(struct gb_ctx *ctx, struct gb_status *s)
+{
+	json_object *prev = previous_doc(ctx), *doc;
+	int r;
+	s->finished_ns = 0;
+	doc = status_doc(s, prev);
+	r = write_doc(ctx, doc);
+	json_object_put(doc);
+	json_object_put(prev);
+	return r;
+}
+
+/* The Prometheus textfile and the NFD features, from the merged document. */
+static int write_exports(struct gb_ctx *ctx, json_object *doc)
+{
+	_cleanup_free_ char *prom = gb_status_prometheus(doc), *nfd = nfd_features(doc);
+	char path[4200];
 	int r, first = 0;
 
+	if (!prom || !nfd)
+		return gb_log_error_errno(-ENOMEM, "Failed to render the metrics: %m");
+	snprintf(path, sizeof(path), "%s/gpuboot.prom", ctx->opt.state_dir);
+	r = write_text(path, prom, false);
+	if (r < 0)
+		first = gb_log_error_errno(r, "Failed to write '%s': %m", path);
+	snprintf(path, sizeof(path), "%s/nfd-features", ctx->opt.state_dir);
+	r = write_text(path, nfd, false);
+	if (r < 0 && !first)
+		first = gb_log_error_errno(r, "Failed to write '%s': %m", path);
+	/* Node Feature Discovery reads its features.d where it is installed. */
+	if (ctx->root->is_host && access("/etc/kubernetes/node-feature-discovery/features.d", W_OK) == 0) {
+		r = write_text("/etc/kubernetes/node-feature-discovery/features.d/gpuboot", nfd, false);
+		if (r < 0)
+			gb_log_warning_errno(r, "Failed to write the NFD feature file: %m, ignoring");
+	}
+	return first;
+}
+
+int gb_status_write(struct gb_ctx *ctx, struct gb_status *s)
+{
+	json_object *prev = previous_doc(ctx), *doc;
+	int r, first;
+
 	s->finished_ns = ctx->ops->now_realtime_ns(ctx->ops);
-	doc = gb_status_to_json(s);
-	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	                                               JSON_C_TO_STRING_NOSLASHESCAPE);
-	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
-	{
-		size_t n = strlen(text);
-		char *withnl = malloc(n + 2);
-		if (withnl) {
-			memcpy(withnl, text, n);
-			withnl[n] = '\n';
-			withnl[n + 1] = '\0';
-			r = gb_write_file_atomic(path, withnl, n + 1, 0644);
-			free(withnl);
-		} else {
-			r = -ENOMEM;
-		}
-	}
-	if (r < 0) {
-		gb_log_error_errno(r, "Failed to write the status document '%s': %m", path);
+	if (s->stages_lost && s->exit_code == 0)
+		s->exit_code = 1; /* a stage record lost to memory is not a success */
+	doc = status_doc(s, prev);
+	first = write_doc(ctx, doc);
+	r = write_exports(ctx, doc);
+	if (r < 0 && !first)
 		first = r;
-	}
-	prom = gb_status_prometheus(doc);
-	if (prom) {
-		snprintf(path, sizeof(path), "%s/gpuboot.prom", ctx->opt.state_dir);
-		r = gb_write_file_atomic(path, prom, strlen(prom), 0644);
-		if (r < 0 && !first)
-			first = gb_log_error_errno(r, "Failed to write '%s': %m", path);
-	}
-	nfd = nfd_features(s);
-	if (nfd) {
-		snprintf(path, sizeof(path), "%s/nfd-features", ctx->opt.state_dir);
-		r = gb_write_file_atomic(path, nfd, strlen(nfd), 0644);
-		if (r < 0 && !first)
-			first = gb_log_error_errno(r, "Failed to write '%s': %m", path);
-		/* Node Feature Discovery reads its features.d where it is installed. */
-		if (ctx->root->is_host && access("/etc/kubernetes/node-feature-discovery/features.d", W_OK) == 0) {
-			r = gb_write_file_atomic("/etc/kubernetes/node-feature-discovery/features.d/gpuboot", nfd,
-			                         strlen(nfd), 0644);
-			if (r < 0)
-				gb_log_warning_errno(r, "Failed to write the NFD feature file: %m, ignoring");
-		}
-	}
-	r = s->write_flags ? write_flags(ctx, s) : 0;
+	r = s->write_flags && s->verify ? write_flags(ctx, s) : 0;
 	if (r < 0 && !first)
 		first = gb_log_error_errno(r, "Failed to write the ready flags in '%s': %m", ctx->opt.run_dir);
-	free(prom);
-	free(nfd);
 	json_object_put(doc);
+	json_object_put(prev);
 	return first;
+}
+
+static const char *str_or(json_object *o, const char *k, const char *def)
+{
+	const char *v = gb_json_get_str(o, k);
+	return v ? v : def;
+}
+
+static void show_cause(json_object *doc)
+{
+	json_object *stages = gb_json_get(doc, "stages");
+	for (size_t i = 0;
+	     stages && json_object_is_type(stages, json_type_array) && i < json_object_array_length(stages); i++) {
+		json_object *st = json_object_array_get_idx(stages, i);
+		const char *res = gb_json_get_str(st, "result"), *err = gb_json_get_str(st, "error");
+		if (!res || streq(res, "ok") || streq(res, "skipped") || streq(res, "running"))
+			continue;
+		printf("%-12s %s %s%s%s\n", "cause:", str_or(st, "name", "?"), res, err ? ": " : "", err ? err : "");
+		if (gb_json_get_str(st, "errno"))
+			printf("%-12s %s\n", "errno:", gb_json_get_str(st, "errno"));
+		if (gb_json_get_str(st, "hint"))
+			printf("%-12s %s\n", "hint:", gb_json_get_str(st, "hint"));
+		return;
+	}
+}
+
+static void show_text(json_object *doc)
+{
+	json_object *ver = gb_json_get(doc, "verification"), *checks = gb_json_get(ver, "checks"),
+	            *journal = gb_json_get(doc, "journal");
+	unsigned failed = 0, total = 0;
+
+	printf("%-12s %s (exit %d) at %s by 'gpuboot %s'\n", "last run:", str_or(doc, "result", "?"),
+	       json_object_get_int(gb_json_get(doc, "exit_code")), str_or(doc, "finished_at", "(unfinished)"),
+	       str_or(doc, "command", "?"));
+	show_cause(doc);
+	if (journal && json_object_is_type(journal, json_type_object))
+		printf("%-12s %s, %d step(s) done, %d started, %d failed; last %s (%s)\n",
+		       "journal:", str_or(journal, "state", "?"),
+		       json_object_get_int(gb_json_get(journal, "steps_done")),
+		       json_object_get_int(gb_json_get(journal, "steps_started")),
+		       json_object_get_int(gb_json_get(journal, "steps_failed")), str_or(journal, "last_step", "-"),
+		       str_or(journal, "last_step_state", "-"));
+	if (!gb_json_get_str(ver, "at")) {
+		printf("%-12s never\n", "verified:");
+		return;
+	}
+	printf("%-12s %s at %s (tier %s, by '%s')\n",
+	       "verified:", gb_json_get_bool(gb_json_get(ver, "ready"), "verified", false) ? "yes" : "no",
+	       gb_json_get_str(ver, "at"), str_or(ver, "tier", "?"), str_or(ver, "command", "?"));
+	for (size_t i = 0;
+	     checks && json_object_is_type(checks, json_type_array) && i < json_object_array_length(checks); i++) {
+		json_object *c = json_object_array_get_idx(checks, i);
+		const char *res = gb_json_get_str(c, "result");
+		total++;
+		if (res && streq(res, "fail")) {
+			failed++;
+			printf("%-12s %s %s: %s\n", failed == 1 ? "failed:" : "", gb_json_get_str(c, "name"),
+			       gb_json_get_str(c, "subject"),
+			       gb_json_get_str(c, "hint") ? gb_json_get_str(c, "hint") : "");
+		}
+	}
+	printf("%-12s %u of %u failed\n", "checks:", failed, total);
 }
 
 int gb_status_show(struct gb_ctx *ctx)
 {
 	_cleanup_free_ char *text = NULL;
 	char path[4200];
-	json_object *doc, *checks;
+	json_object *doc;
 	size_t len;
-	int r;
+	int r, schema;
 
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
 	r = gb_read_file(path, 64u << 20, &text, &len);
@@ -375,9 +543,13 @@ int gb_status_show(struct gb_ctx *ctx)
 		return 1;
 	}
 	doc = json_tokener_parse(text);
-	if (!doc || !json_object_is_type(doc, json_type_object)) {
+	schema = json_object_get_int(gb_json_get(doc, "schema_version"));
+	if (!doc || !json_object_is_type(doc, json_type_object) || schema < 1 || schema > GB_STATUS_SCHEMA ||
+	    !gb_json_get_str(doc, "result") || !gb_json_get_str(doc, "command")) {
 		json_object_put(doc);
-		gb_log_error("'%s' is not a status document (not JSON); the next run rewrites it", path);
+		gb_log_error(
+		    "'%s' is not a gpuboot status document (schema 1..%d with a result); the next run rewrites it",
+		    path, GB_STATUS_SCHEMA);
 		return 1;
 	}
 	if (ctx->opt.json) {
@@ -390,25 +562,7 @@ int gb_status_show(struct gb_ctx *ctx)
 			fputs(p, stdout);
 		free(p);
 	} else {
-		unsigned failed = 0, total = 0;
-		checks = gb_json_get(doc, "checks");
-		printf("%-12s %s (exit %d) at %s by 'gpuboot %s'\n",
-		       "last run:", gb_json_get_str(doc, "result") ? gb_json_get_str(doc, "result") : "?",
-		       json_object_get_int(gb_json_get(doc, "exit_code")),
-		       gb_json_get_str(doc, "finished_at") ? gb_json_get_str(doc, "finished_at") : "?",
-		       gb_json_get_str(doc, "command") ? gb_json_get_str(doc, "command") : "?");
-		for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
-			json_object *c = json_object_array_get_idx(checks, i);
-			const char *res = gb_json_get_str(c, "result");
-			total++;
-			if (res && streq(res, "fail")) {
-				failed++;
-				printf("%-12s %s %s: %s\n", failed == 1 ? "failed:" : "", gb_json_get_str(c, "name"),
-				       gb_json_get_str(c, "subject"),
-				       gb_json_get_str(c, "hint") ? gb_json_get_str(c, "hint") : "");
-			}
-		}
-		printf("%-12s %u of %u failed\n", "checks:", failed, total);
+		show_text(doc);
 	}
 	json_object_put(doc);
 	return fflush(stdout) == 0 ? 0 : 1;

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The status document, the ready flags, the Prometheus textfile and the
- * NFD feature file: what a run leaves behind, failed runs too. */
+ * NFD feature file: what a run leaves behind, failed runs too.
+ *
+ * Each command updates only its own part of the document: the facts, the
+ * plan, the artifacts and the last verification are carried over from the
+ * previous document when this command did not produce them, so a `fetch`
+ * never overwrites what the last `verify` found (docs/status.md). */
 #pragma once
 
 #include <json-c/json.h>
@@ -10,11 +15,12 @@
 struct gb_ctx;
 struct gb_verify_result;
 
-#define GB_STATUS_SCHEMA 1
+#define GB_STATUS_SCHEMA 2
 
 struct gb_stage {
 	char name[16];
-	char result[16]; /* "ok" | "failed" | "skipped" | "refused" */
+	char result[16]; /* "running" | "ok" | "failed" | "skipped" | "refused" | "not-implemented" */
+	uint64_t started_mono_ns;
 	double duration_ms;
 	int err; /* negative errno, 0 = none */
 	char error[320];
@@ -25,21 +31,29 @@ struct gb_status {
 	const char *command;
 	uint64_t started_ns, finished_ns;
 	int exit_code;
-	json_object *facts; /* owned */
-	json_object *plan; /* owned, or NULL */
-	json_object *artifacts; /* owned, or NULL */
-	struct gb_stage stages[10];
+	json_object *facts; /* owned, or NULL (kept from the last document) */
+	json_object *plan; /* owned, or NULL (kept) */
+	json_object *artifacts; /* owned, or NULL (kept) */
+	json_object *journal; /* owned summary, or NULL */
+	struct gb_stage **stages; /* gb_stage_begin appends; never a fixed number */
 	size_t n_stages;
+	struct gb_stage lost; /* where a stage goes when memory ran out: never dropped silently */
+	bool stages_lost;
+	/* the verification, when this command ran one */
 	const struct gb_verify_result *verify; /* borrowed, or NULL */
+	const char *tier;
 	bool driver_ready, cuda_ready, toolkit_ready, verified;
-	bool write_flags; /* only stages that judge readiness (verify, run) touch the flags */
+	bool write_flags; /* only commands that judge readiness (verify, run) touch the flags */
 };
 
-struct gb_stage *gb_status_stage(struct gb_status *s, const char *name);
 json_object *gb_status_to_json(const struct gb_status *s);
-/* Write status.json (atomically), the flags, the Prometheus textfile and the
- * NFD features. Returns 0 or the first negative errno (logged). */
+/* Write status.json (atomically, merged with the previous document), and
+ * unless progress is set the flags, the Prometheus textfile and the NFD
+ * features. Returns 0 or the first negative errno (logged). */
 int gb_status_write(struct gb_ctx *ctx, struct gb_status *s);
+/* The document alone, with result "running": a run writes it after each
+ * stage so a killed run leaves a status naming its last completed stage. */
+int gb_status_write_progress(struct gb_ctx *ctx, struct gb_status *s);
 void gb_status_done(struct gb_status *s);
 /* Prometheus text from a status document. */
 char *gb_status_prometheus(json_object *doc);

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "exit-codes.h"
+#include "run.h"
+#include "shared/fileio.h"
+#include "shared/log.h"
+#include "shared/util.h"
+
+int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in)
+{
+	char err[1024] = "";
+	int r;
+
+	r = gb_profile_load(ctx, ctx->opt.profile ? ctx->opt.profile : "training", &in->profile, err, sizeof(err));
+	if (r >= 0)
+		r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, &in->site, err,
+		                        sizeof(err));
+	if (r == -ENOMEM) {
+		gb_log_error("out of memory while loading the profile and the configuration");
+		return GB_EXIT_FAILED;
+	}
+	if (r < 0) {
+		gb_log_error("%s", err);
+		return GB_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int gb_inputs_detect(struct gb_ctx *ctx, struct gb_inputs *in)
+{
+	int r;
+	in->facts = (struct gb_facts){ .secure_boot = -1 };
+	r = gb_detect(ctx, &in->facts);
+	if (r < 0) {
+		gb_log_error_errno(r, "Failed to detect the machine under '%s': %m", ctx->root->path);
+		return GB_EXIT_FAILED;
+	}
+	in->have_facts = true;
+	return 0;
+}
+
+void gb_inputs_done(struct gb_inputs *in)
+{
+	if (in->have_facts)
+		gb_facts_done(&in->facts);
+	in->have_facts = false;
+	gb_profile_done(&in->profile);
+	gb_site_config_done(&in->site);
+}
+
+/* Today's date (UTC) from the operations table's clock: EOL dates are compared with it. */
+static void today(struct gb_ctx *ctx, char *buf, size_t n)
+{
+	time_t t = (time_t)(ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull);
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%d", &tm) == 0)
+		gb_strscpy(buf, n, "1970-01-01");
+}
+
+int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct gb_plan *plan)
+{
+	struct gb_plan_input pin;
+	struct gb_gpu_overrides ov = { 0 };
+	char err[1024] = "", date[16];
+	int r;
+
+	gb_plan_input_from_facts(&in->facts, &pin);
+	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &pin, err, sizeof(err)) < 0) ||
+	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &pin, err, sizeof(err)) < 0)) {
+		gb_log_error("%s", err);
+		return GB_EXIT_USAGE;
+	}
+	r = gb_gpu_overrides_load(ctx, &ov, err, sizeof(err));
+	if (r >= 0) {
+		today(ctx, date, sizeof(date));
+		r = gb_plan_make(&pin, &in->profile, &in->site, &ov, date, plan, err, sizeof(err));
+	}
+	gb_gpu_overrides_done(&ov);
+	if (r == -ENOMEM) {
+		gb_log_error("out of memory while planning");
+		return GB_EXIT_FAILED;
+	}
+	if (r < 0) {
+		gb_log_error("%s", err);
+		return GB_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int gb_inputs_plan(struct gb_ctx *ctx, struct gb_inputs *in, struct gb_plan *plan)
+{
+	int code = gb_inputs_load(ctx, in);
+	if (!code)
+		code = gb_inputs_detect(ctx, in);
+	if (!code)
+		code = gb_plan_from_inputs(ctx, in, plan);
+	return code;
+}
+
+int gb_lock_take(struct gb_ctx *ctx, int *ret_fd)
+{
+	char path[4200], holder[64] = "";
+	int fd, r;
+
+	r = gb_mkdir_p(ctx->opt.state_dir, 0755);
+	if (r < 0) {
+		gb_log_error_errno(r, "Failed to create the state directory '%s': %m", ctx->opt.state_dir);
+		return GB_EXIT_FAILED;
+	}
+	snprintf(path, sizeof(path), "%s/lock", ctx->opt.state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		gb_log_error_errno(negative_errno(), "Failed to open '%s': %m", path);
+		return GB_EXIT_FAILED;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno;
+		if (r == EWOULDBLOCK) {
+			ssize_t n = pread(fd, holder, sizeof(holder) - 1, 0);
+			holder[n > 0 ? n : 0] = '\0';
+			holder[strcspn(holder, "\n")] = '\0';
+			close(fd);
+			gb_log_error(
+			    "Another gpuboot (pid %s) holds '%s' (cloud-init and a manual run at once?); wait for it",
+			    holder[0] ? holder : "?", path);
+			return GB_EXIT_LOCKED;
+		}
+		close(fd);
+		gb_log_error_errno(-r, "Failed to lock '%s': %m", path);
+		return GB_EXIT_FAILED;
+	}
+	/* The holder's pid, for the message another run prints. */
+	snprintf(holder, sizeof(holder), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, holder, strlen(holder), 0) < 0)
+		gb_log_debug("could not record the lock holder in '%s'", path);
+	*ret_fd = fd;
+	return 0;
+}

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+#include "journal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "context.h"
+#include "shared/ops.h"
+#include "fetch/digest.h"
+#include "shared/fileio.h"
+#include "shared/json-util.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/root-write.h"
+#include "shared/util.h"
+#include "version.h"
+
+static json_object *iso_now(struct gb_ctx *ctx)
+{
+	time_t t = (time_t)(ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull);
+	struct tm tm;
+	char buf[32];
+	if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return NULL;
+	return json_object_new_string(buf);
+}
+
+/* A copy without dates and reasons: the decisions alone. */
+static json_object *decisions(json_object *o)
+{
+	json_object *c;
+	if (json_object_is_type(o, json_type_array)) {
+		c = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			json_object_array_add(c, decisions(json_object_array_get_idx(o, i)));
+		return c;
+	}
+	if (!json_object_is_type(o, json_type_object))
+		return json_object_get(o);
+	c = json_object_new_object();
+	json_object_object_foreach(o, k, v)
+	{
+		size_t n = strlen(k);
+		if (streq(k, "date") || (n >= 6 && streq(k + n - 6, "reason")))
+			continue;
+		json_object_object_add(c, k, decisions(v));
+	}
+	return c;
+}
+
+int gb_plan_hash(json_object *plan, char ret_hex[65])
+{
+	json_object *d = decisions(plan);
+	const char *s = json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN);
+	struct gb_sha256 h;
+	int r = gb_sha256_init(&h);
+	if (r >= 0)
+		r = gb_sha256_update(&h, s, strlen(s));
+	if (r >= 0)
+		r = gb_sha256_final(&h, ret_hex);
+	gb_sha256_done(&h);
+	json_object_put(d);
+	return r;
+}
+
+static int journal_save(struct gb_journal *j)
+{
+	const char *text = json_object_to_json_string_ext(j->doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+	                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+	int r = gb_write_file_atomic(j->path, text, strlen(text), 0600);
+	if (r < 0)
+		return gb_log_error_errno(r, "Failed to write the journal '%s': %m", j->path);
+	j->n_writes++;
+#ifdef GB_TEST_HOOKS
+	{
+		/* The kill tests: die right after the Nth record is durable. */
+		const char *e = getenv("GPUBOOT_KILL_AFTER_JOURNAL_WRITE");
+		uint32_t n;
+		if (e && gb_safe_atou32(e, 10, &n) == 0 && n == j->n_writes)
+			raise(SIGKILL);
+	}
+#endif
+	return 0;
+}
+
+static json_object *find_step(struct gb_journal *j, const char *id)
+{
+	for (size_t i = 0; i < json_object_array_length(j->steps); i++) {
+		json_object *s = json_object_array_get_idx(j->steps, i);
+		const char *sid = gb_json_get_str(s, "id");
+		if (sid && streq(sid, id))
+			return s;
+	}
+	return NULL;
+}
+
+/* Did this journal change anything (an effect started or done)? */
+static bool changed_something(json_object *doc)
+{
+	json_object *steps = gb_json_get(doc, "steps");
+	for (size_t i = 0; steps && i < json_object_array_length(steps); i++) {
+		json_object *s = json_object_array_get_idx(steps, i);
+		const char *kind = gb_json_get_str(s, "kind"), *state = gb_json_get_str(s, "state");
+		if (kind && !streq(kind, "stage") && state && !streq(state, "failed") &&
+		    !gb_json_get_bool(s, "unchanged", false))
+			return true;
+	}
+	return false;
+}
+
+static void new_doc(struct gb_journal *j, json_object *plan, const char *command)
+{
+	_cleanup_free_ char *boot = NULL;
+	j->doc = json_object_new_object();
+	json_object_object_add(j->doc, "schema_version", json_object_new_int(GB_JOURNAL_SCHEMA));
+	json_object_object_add(j->doc, "gpuboot_version", json_object_new_string(GPUBOOT_VERSION));
+	json_object_object_add(j->doc, "command", json_object_new_string(command));
+	json_object_object_add(j->doc, "state", json_object_new_string("running"));
+	json_object_object_add(j->doc, "started_at", iso_now(j->ctx));
+	if (gb_root_read_attr(j->ctx->root, "proc/sys/kernel/random/boot_id", &boot) < 0)
+		boot = NULL;
+	json_object_object_add(j->doc, "boot_id", boot ? json_object_new_string(boot) : NULL);
+	json_object_object_add(j->doc, "boots", json_object_new_int(1));
+	json_object_object_add(j->doc, "plan_hash", json_object_new_string(j->plan_hash));
+	json_object_object_add(j->doc, "plan", json_object_get(plan));
+	j->steps = json_object_new_array();
+	json_object_object_add(j->doc, "steps", j->steps);
+}
+
+/* An unfinished journal of the same plan continues; count a new boot. */
+static void resume_doc(struct gb_journal *j, json_object *old)
+{
+	_cleanup_free_ char *boot = NULL;
+	const char *was = gb_json_get_str(old, "boot_id");
+	j->doc = old;
+	j->steps = gb_json_get(old, "steps");
+	j->resumed = true;
+	if (gb_root_read_attr(j->ctx->root, "proc/sys/kernel/random/boot_id", &boot) == 0 && was && !streq(was, boot)) {
+		json_object_object_add(old, "boot_id", json_object_new_string(boot));
+		json_object_object_add(old, "boots",
+		                       json_object_new_int(json_object_get_int(gb_json_get(old, "boots")) + 1));
+	}
+	json_object_object_add(old, "state", json_object_new_string("running"));
+	json_object_object_add(old, "resumed_at", iso_now(j->ctx));
+}
+
+/* Keep the previous journal beside the new one, for the record. */
+static void archive(struct gb_journal *j, const char *text, size_t len)
+{
+	char prev[4300];
+	snprintf(prev, sizeof(prev), "%s.prev", j->path);
+	if (gb_write_file_atomic(prev, text, len, 0600) < 0)
+		gb_log_warning("Failed to keep the previous journal as '%s', ignoring", prev);
+}
+
+static int decide(struct gb_journal *j, json_object *plan, const char *command, char *err, size_t errsz)
+{
+	_cleanup_free_ char *text = NULL;
+	json_object *old;
+	const char *state, *hash;
+	size_t len;
+	int r;
+
+	r = gb_read_file(j->path, 64u << 20, &text, &len);
+	if (r == -ENOENT) {
+		new_doc(j, plan, command);
+		return 0;
+	}
+	if (r < 0) {
+		snprintf(err, errsz, "cannot read the journal '%s': %s", j->path, strerror(-r));
+		return r;
+	}
+	old = json_tokener_parse(text);
+	state = gb_json_get_str(old, "state");
+	hash = gb_json_get_str(old, "plan_hash");
+	if (!old || !json_object_is_type(old, json_type_object) || !state || !hash || !gb_json_get(old, "steps") ||
+	    !json_object_is_type(gb_json_get(old, "steps"), json_type_array)) {
+		json_object_put(old);
+		gb_log_warning("'%s' is not a gpuboot journal; keeping it as '%s.prev' and starting a new one", j->path,
+		               j->path);
+		archive(j, text, len);
+		new_doc(j, plan, command);
+		return 0;
+	}
+	if (!streq(state, "done") && streq(hash, j->plan_hash)) {
+		resume_doc(j, old);
+		return 0;
+	}
+	if (!streq(state, "done") && changed_something(old) && !j->ctx->opt.force && !j->ctx->opt.repair) {
+		snprintf(
+		    err, errsz,
+		    "an unfinished run of another plan (started %s, %s) changed this machine; rerun it with the same "
+		    "options to finish it, or pass --force to abandon it (--repair after a kernel change)",
+		    gb_json_get_str(old, "started_at") ? gb_json_get_str(old, "started_at") : "?",
+		    gb_json_get_str(old, "command") ? gb_json_get_str(old, "command") : "?");
+		json_object_put(old);
+		return -EBUSY;
+	}
+	json_object_put(old);
+	archive(j, text, len);
+	new_doc(j, plan, command);
+	return 0;
+}
+
+int gb_journal_open(struct gb_ctx *ctx, json_object *plan, const char *command, struct gb_journal **ret, char *err,
+                    size_t errsz)
+{
+	struct gb_journal *j = calloc(1, sizeof(*j));
+	int r;
+
+	if (!j)
+		return -ENOMEM;
+	j->ctx = ctx;
+	snprintf(j->path, sizeof(j->path), "%s/journal.json", ctx->opt.state_dir);
+	r = gb_plan_hash(plan, j->plan_hash);
+	if (r >= 0)
+		r = decide(j, plan, command, err, errsz);
+	if (r >= 0)
+		r = journal_save(j);
+	if (r < 0) {
+		gb_journal_free(j);
+		return r;
+	}
+	*ret = j;
+	return 0;
+}
+
+struct gb_journal *gb_journal_free(struct gb_journal *j)
+{
+	if (!j)
+		return NULL;
+	json_object_put(j->doc);
+	free(j);
+	return NULL;
+}
+
+static void merge(json_object *into, json_object *detail)
+{
+	if (!detail)
+		return;
+	json_object_object_foreach(detail, k, v) json_object_object_add(into, k, json_object_get(v));
+	json_object_put(detail);
+}
+
+int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, const char *kind, json_object *detail)
+{
+	json_object *s = find_step(j, id);
+	if (s) {
+		const char *state = gb_json_get_str(s, "state");
+		if (state && streq(state, "done") && j->resumed) {
+			json_object_put(detail);
+			return 1;
+		}
+		/* Started and not finished (killed), or failed: redo it. */
+		json_object_object_add(s, "attempts",
+		                       json_object_new_int(json_object_get_int(gb_json_get(s, "attempts")) + 1));
+	} else {
+		s = json_object_new_object();
+		json_object_object_add(s, "id", json_object_new_string(id));
+		json_object_object_add(s, "stage", json_object_new_string(stage));
+		json_object_object_add(s, "kind", json_object_new_string(kind));
+		json_object_object_add(s, "attempts", json_object_new_int(1));
+		json_object_array_add(j->steps, s);
+	}
+	json_object_object_add(s, "state", json_object_new_string("started"));
+	json_object_object_add(s, "started_at", iso_now(j->ctx));
+	json_object_object_del(s, "finished_at");
+	json_object_object_del(s, "errno");
+	merge(s, detail);
+	return journal_save(j);
+}
+
+int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *detail)
+{
+	json_object *s = find_step(j, id);
+	if (!s) {
+		json_object_put(detail);
+		return -ENOENT;
+	}
+	json_object_object_add(s, "state", json_object_new_string(err ? "failed" : "done"));
+	json_object_object_add(s, "finished_at", iso_now(j->ctx));
+	if (err)
+		json_object_object_add(s, "errno", json_object_new_int(err < 0 ? -err : err));
+	merge(s, detail);
+	return journal_save(j);
+}
+
+int gb_journal_finish(struct gb_journal *j, const char *state, int exit_code)
+{
+	json_object_object_add(j->doc, "state", json_object_new_string(state));
+	json_object_object_add(j->doc, "finished_at", iso_now(j->ctx));
+	json_object_object_add(j->doc, "exit_code", json_object_new_int(exit_code));
+	json_object_object_add(j->doc, "effects_this_run", json_object_new_int((int)j->n_effects));
+	return journal_save(j);
+}
+
+int gb_journal_write_file(struct gb_journal *j, const char *stage, const char *path, const void *data, size_t len,
+                          mode_t mode)
+{
+	char before[65] = "", after[65] = "", id[4200];
+	mode_t old_mode = 0;
+	json_object *d = json_object_new_object();
+	struct gb_sha256 h;
+	int r;
+
+	snprintf(id, sizeof(id), "file:%s", path);
+	r = gb_sha256_init(&h);
+	if (r >= 0 && (r = gb_sha256_update(&h, data, len)) >= 0)
+		r = gb_sha256_final(&h, after);
+	gb_sha256_done(&h);
+	if (r < 0) {
+		json_object_put(d);
+		return r;
+	}
+	r = gb_root_sha256(j->ctx->root, path, before, &old_mode);
+	if (r < 0 && r != -ENOENT) {
+		json_object_put(d);
+		return r;
+	}
+	json_object_object_add(d, "path", json_object_new_string(path));
+	json_object_object_add(d, "mode", json_object_new_int((int)mode));
+	json_object_object_add(d, "sha256_before", before[0] ? json_object_new_string(before) : NULL);
+	json_object_object_add(d, "mode_before", before[0] ? json_object_new_int((int)old_mode) : NULL);
+	json_object_object_add(d, "sha256_after", json_object_new_string(after));
+	r = gb_journal_begin(j, stage, id, "file", d);
+	if (r != 0)
+		return r;
+	if (streq(before, after) && old_mode == (mode & 07777)) {
+		json_object *u = json_object_new_object();
+		json_object_object_add(u, "unchanged", json_object_new_boolean(true));
+		return gb_journal_end(j, id, 0, u);
+	}
+	r = gb_root_write_file(j->ctx->root, path, data, len, mode);
+	if (r == 0)
+		j->n_effects++;
+	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
+}
+
+int gb_journal_run(struct gb_journal *j, const char *stage, const char *id, const struct gb_cmd_spec *spec,
+                   struct gb_cmd_result *ret)
+{
+	json_object *d = json_object_new_object(), *argv = json_object_new_array(), *after;
+	int r;
+
+	for (size_t i = 0; spec->argv[i]; i++)
+		json_object_array_add(argv, json_object_new_string(spec->argv[i]));
+	json_object_object_add(d, "argv", argv);
+	json_object_object_add(d, "chroot", spec->chroot_dir ? json_object_new_string(spec->chroot_dir) : NULL);
+	r = gb_journal_begin(j, stage, id, "command", d);
+	if (r != 0)
+		return r;
+	r = j->ctx->ops->run_command(j->ctx->ops, spec, ret);
+	after = json_object_new_object();
+	if (r == 0) {
+		j->n_effects++;
+		if (WIFEXITED(ret->status))
+			json_object_object_add(after, "exit_status", json_object_new_int(WEXITSTATUS(ret->status)));
+		else
+			json_object_object_add(after, "signal", json_object_new_int(WTERMSIG(ret->status)));
+		if (!WIFEXITED(ret->status) || WEXITSTATUS(ret->status) != 0)
+			r = -EIO;
+	}
+	/* a bounded tail: the last 1 KiB says why a package manager failed */
+	json_object_object_add(
+	    after, "output_tail",
+	    json_object_new_string(ret->output_len > 1024 ? ret->output + ret->output_len - 1024 : ret->output));
+	return gb_journal_end(j, id, r, after) < 0 ? -EIO : r;
+}
+
+json_object *gb_journal_summary(json_object *doc)
+{
+	json_object *o = json_object_new_object(), *steps = gb_json_get(doc, "steps"), *last = NULL;
+	unsigned done = 0, started = 0, failed = 0;
+
+	for (size_t i = 0; steps && json_object_is_type(steps, json_type_array) && i < json_object_array_length(steps);
+	     i++) {
+		json_object *s = json_object_array_get_idx(steps, i);
+		const char *st = gb_json_get_str(s, "state");
+		if (!st)
+			continue;
+		done += streq(st, "done");
+		started += streq(st, "started");
+		failed += streq(st, "failed");
+		last = s;
+	}
+	json_object_object_add(
+	    o, "state", gb_json_get_str(doc, "state") ? json_object_new_string(gb_json_get_str(doc, "state")) : NULL);
+	json_object_object_add(
+	    o, "plan_hash",
+	    gb_json_get_str(doc, "plan_hash") ? json_object_new_string(gb_json_get_str(doc, "plan_hash")) : NULL);
+	json_object_object_add(o, "boots", json_object_new_int(json_object_get_int(gb_json_get(doc, "boots"))));
+	json_object_object_add(o, "steps_done", json_object_new_int((int)done));
+	json_object_object_add(o, "steps_started", json_object_new_int((int)started));
+	json_object_object_add(o, "steps_failed", json_object_new_int((int)failed));
+	json_object_object_add(
+	    o, "last_step",
+	    last ? json_object_new_string(gb_json_get_str(last, "id") ? gb_json_get_str(last, "id") : "?") : NULL);
+	json_object_object_add(o, "last_step_state",
+	                       last ? json_object_new_string(gb_json_get_str(last, "state")) : NULL);
+	return o;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* `gpuboot run` and `gpuboot --repair`: the stage table, walked in order,
+ * under the lock, with the journal and a status document written after
+ * every stage (so a killed run leaves one that names its last stage).
+ *
+ * The stages that change the machine (prepare, install, load) are not
+ * written yet: where the plan needs them, run stops there with exit 2 and
+ * says so, having changed nothing. It never pretends. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "exit-codes.h"
+#include "run.h"
+#include "run/journal.h"
+#include "run/stage.h"
+#include "run/verify-stage.h"
+#include "shared/log.h"
+#include "shared/util.h"
+#include "version.h"
+
+struct run {
+	struct gb_ctx *ctx;
+	struct gb_inputs in;
+	struct gb_plan plan;
+	bool have_plan;
+	struct gb_status st;
+	struct gb_journal *journal;
+	struct gb_verify_result vres;
+};
+
+struct stage_def {
+	const char *name;
+	/* 0 to go on, or the exit code the run ends with */
+	int (*fn)(struct run *r, struct gb_stage *st);
+};
+
+static int stage_detect(struct run *r, struct gb_stage *st)
+{
+	int code = gb_inputs_load(r->ctx, &r->in);
+	if (!code)
+		code = gb_inputs_detect(r->ctx, &r->in);
+	if (code) {
+		gb_stage_end(r->ctx, st, "failed", code == GB_EXIT_USAGE ? -EINVAL : -EIO,
+		             code == GB_EXIT_USAGE ? "the profile or the configuration is not valid"
+		                                   : "the machine could not be read");
+		gb_stage_hint(st, "see the error above; nothing was changed");
+		return code;
+	}
+	r->st.facts = gb_facts_to_json(&r->in.facts);
+	gb_stage_end(r->ctx, st, "ok", 0, NULL);
+	return 0;
+}
+
+static int stage_plan(struct run *r, struct gb_stage *st)
+{
+	int code = gb_plan_from_inputs(r->ctx, &r->in, &r->plan);
+	if (code) {
+		gb_stage_end(r->ctx, st, "failed", -EINVAL, "no plan could be made (exit %d)", code);
+		return code;
+	}
+	r->have_plan = true;
+	r->st.plan = gb_plan_to_json(&r->plan);
+	if (r->plan.refusal_code) {
+		gb_stage_end(r->ctx, st, "refused", r->plan.refusal_code == GB_EXIT_NO_GPU ? -ENODEV : -EOPNOTSUPP,
+		             "%s", r->plan.refusal);
+		gb_log_error("%s", r->plan.refusal);
+		return r->plan.refusal_code;
+	}
+	gb_plan_print(&r->plan, stdout);
+	gb_stage_end(r->ctx, st, "ok", 0, NULL);
+	return 0;
+}
+
+/* Until the prepare, install and load stages exist, a plan that needs
+ * them ends the run here, with nothing changed. */
+static int stage_prepare(struct run *r, struct gb_stage *st)
+{
+	gb_stage_end(r->ctx, st, "not-implemented", -EOPNOTSUPP,
+	             "prepare, install and load are not implemented yet in gpuboot %s", GPUBOOT_VERSION);
+	gb_stage_hint(st, "this version detects, plans, fetches (gpuboot fetch) and verifies (gpuboot verify); nothing "
+	                  "was changed");
+	gb_log_error("'%s': %s; the plan above is what it will do", r->st.command, st->error);
+	return GB_EXIT_USAGE;
+}
+
+static int stage_verify(struct run *r, struct gb_stage *st)
+{
+	int code;
+	if (r->ctx->opt.no_verify) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "--no-verify");
+		return 0;
+	}
+	code = gb_verify_stage(r->ctx, &r->in, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier,
+	                       r->plan.cuda.version[0] ? r->plan.cuda.version : NULL, st, &r->st, &r->vres);
+	gb_verify_print(&r->vres, stdout);
+	return code;
+}
+
+static const struct stage_def stages[] = {
+	{ "detect", stage_detect }, { "plan", stage_plan }, { "prepare", stage_prepare }, { "fetch", NULL },
+	{ "install", NULL },        { "load", NULL },       { "verify", stage_verify },
+};
+
+/* Once the plan is made, the journal opens; the stages so far are recorded. */
+static int open_journal(struct run *r)
+{
+	char err[1024] = "";
+	json_object *plan = r->st.plan;
+	int k;
+
+	k = gb_journal_open(r->ctx, plan, r->st.command, &r->journal, err, sizeof(err));
+	if (k == -EBUSY) {
+		gb_log_error("%s", err);
+		return GB_EXIT_USAGE;
+	}
+	if (k < 0) {
+		gb_log_error_errno(k, "Failed to open the journal in '%s': %m", r->ctx->opt.state_dir);
+		return GB_EXIT_FAILED;
+	}
+	if (r->journal->resumed)
+		gb_log_info("Resuming the unfinished run of this plan from '%s'", r->journal->path);
+	for (size_t i = 0; i < r->st.n_stages; i++) {
+		char id[64];
+		snprintf(id, sizeof(id), "stage:%s", r->st.stages[i]->name);
+		if (gb_journal_begin(r->journal, r->st.stages[i]->name, id, "stage", NULL) < 0 ||
+		    gb_journal_end(r->journal, id, 0, NULL) < 0)
+			return GB_EXIT_FAILED;
+	}
+	return 0;
+}
+
+static int walk(struct run *r)
+{
+	int code = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(stages) && !code; i++) {
+		struct gb_stage *st;
+		char id[64];
+		if (!stages[i].fn)
+			continue; /* reached only through a stage before it, not yet */
+		st = gb_stage_begin(r->ctx, &r->st, stages[i].name);
+		snprintf(id, sizeof(id), "stage:%s", stages[i].name);
+		if (r->journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
+			return GB_EXIT_FAILED;
+		code = stages[i].fn(r, st);
+		if (r->journal && gb_journal_end(r->journal, id, code ? -ECANCELED : 0, NULL) < 0)
+			return GB_EXIT_FAILED;
+		if (!code && !r->journal && r->have_plan)
+			code = open_journal(r);
+		if (gb_status_write_progress(r->ctx, &r->st) < 0)
+			return GB_EXIT_FAILED;
+	}
+	return code;
+}
+
+static const char *journal_state(int code)
+{
+	return code == GB_EXIT_OK ? "done" : code == GB_EXIT_REBOOT ? "reboot-pending" : "failed";
+}
+
+/* --dry-run: decide and say what would happen; no lock, no journal, no
+ * status, nothing written anywhere. */
+static int dry_run(struct run *r)
+{
+	int code = gb_inputs_plan(r->ctx, &r->in, &r->plan);
+	if (code)
+		return code;
+	r->have_plan = true;
+	if (r->plan.refusal_code) {
+		gb_log_error("%s", r->plan.refusal);
+		return r->plan.refusal_code;
+	}
+	gb_plan_print(&r->plan, stdout);
+	printf("\ndry run: nothing was written. A real '%s' would now run prepare, fetch, install, load and "
+	       "verify (tier %s); this version stops at prepare (not implemented yet).\n",
+	       r->st.command, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier);
+	return GB_EXIT_OK;
+}
+
+int gb_run(struct gb_ctx *ctx)
+{
+	struct run r = { .ctx = ctx };
+	int code, lock = -1;
+
+	r.st.command = ctx->opt.repair ? "repair" : "run";
+	r.st.write_flags = true;
+	if (ctx->opt.dry_run) {
+		code = dry_run(&r);
+		goto out;
+	}
+	code = gb_lock_take(ctx, &lock);
+	if (code)
+		goto out;
+	r.st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
+	code = walk(&r);
+	if (r.journal) {
+		if (gb_journal_finish(r.journal, journal_state(code), code) < 0 && code == GB_EXIT_OK)
+			code = GB_EXIT_FAILED;
+		r.st.journal = gb_journal_summary(r.journal->doc);
+	}
+	r.st.exit_code = code;
+	if (gb_status_write(ctx, &r.st) < 0 && code == GB_EXIT_OK)
+		code = GB_EXIT_FAILED;
+out:
+	gb_journal_free(r.journal);
+	gb_status_done(&r.st);
+	gb_verify_result_done(&r.vres);
+	if (r.have_plan)
+		gb_plan_done(&r.plan);
+	gb_inputs_done(&r.in);
+	if (lock >= 0)
+		close(lock);
+	fflush(stdout);
+	return code;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* The orchestration: the inputs every command decides from, the lock, and
+ * the pipeline `run` and `--repair` walk through its stage table. */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "detect/detect.h"
+#include "plan/plan.h"
+#include "plan/profile.h"
+
+struct gb_ctx;
+
+/* What a command decides from: the facts, the profile and the site. */
+struct gb_inputs {
+	struct gb_facts facts;
+	bool have_facts;
+	struct gb_profile profile;
+	struct gb_site_config site;
+};
+
+/* Load the profile (--profile, default "training") and the site
+ * configuration. Returns 0, or an exit code with the error logged. */
+int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in);
+/* Detect the machine under the root. Returns 0 or an exit code (logged). */
+int gb_inputs_detect(struct gb_ctx *ctx, struct gb_inputs *in);
+void gb_inputs_done(struct gb_inputs *in);
+
+/* Decide from the inputs (the --target-* options stand in for the machine).
+ * Returns 0 with *plan made (a refusal is a plan too: plan->refusal_code),
+ * or an exit code with the error logged. */
+int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct gb_plan *plan);
+
+/* Detect, load and decide in one call (plan, fetch, mirror). */
+int gb_inputs_plan(struct gb_ctx *ctx, struct gb_inputs *in, struct gb_plan *plan);
+
+/* One gpuboot at a time per state directory: <state-dir>/lock, flock'd.
+ * Returns 0 with *ret_fd held, or an exit code (16 when another holds it). */
+int gb_lock_take(struct gb_ctx *ctx, int *ret_fd);
+
+/* `gpuboot run` and `gpuboot --repair`: the whole pipeline. Exit code. */
+int gb_run(struct gb_ctx *ctx);

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* The verify stage, shared by `gpuboot verify` and `gpuboot run`: the
+ * options from the profile and the site, the checks, and what they mean for
+ * the ready flags. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "exit-codes.h"
+#include "run.h"
+#include "run/stage.h"
+#include "shared/log.h"
+#include "shared/util.h"
+#include "verify-stage.h"
+
+static bool check_passed(const struct gb_verify_result *r, const char *name)
+{
+	bool seen = false;
+	for (size_t i = 0; i < r->n; i++)
+		if (streq(r->checks[i].name, name)) {
+			if (r->checks[i].state == GB_CHECK_FAIL)
+				return false;
+			seen = true;
+		}
+	return seen;
+}
+
+static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const char *tier, struct gb_verify_opts *o)
+{
+	(void)ctx;
+	memset(o, 0, sizeof(*o));
+	o->tier = tier;
+	o->min_gpu_memory_gib = in->profile.min_gpu_memory_gib;
+	o->min_network_gbps = in->profile.min_network_gbps;
+	o->min_disk_write_mbps = in->profile.min_disk_write_mbps;
+	o->fp64_gate = in->profile.fp64_gate;
+	o->ecc_required = in->profile.ecc_required;
+	o->skip = in->site.skip_checks;
+	o->probe_timeout_ms = streq(tier, "passive") ? 20000 : 120000;
+#ifdef GB_TEST_HOOKS
+	{
+		const char *e = getenv("GPUBOOT_PROBE_TIMEOUT_MS");
+		uint32_t ms;
+		if (e && gb_safe_atou32(e, 10, &ms) == 0)
+			o->probe_timeout_ms = (int)ms;
+		o->disk_path = getenv("GPUBOOT_DISK_PATH");
+	}
+#endif
+}
+
+int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *tier, const char *expected_cuda,
+                    struct gb_stage *stage, struct gb_status *st, struct gb_verify_result *res)
+{
+	struct gb_verify_opts o;
+	int r;
+
+	st->tier = tier;
+	if (in->facts.n_gpus == 0) {
+		gb_stage_end(ctx, stage, "refused", -ENODEV,
+		             "no NVIDIA GPU found (no PCI function of vendor 10de with a display or 3D class)");
+		gb_stage_hint(stage, "check the instance type has a GPU attached (lspci -d 10de:)");
+		gb_log_error("%s", stage->error);
+		return GB_EXIT_NO_GPU;
+	}
+	verify_opts(ctx, in, tier, &o);
+	o.expected_cuda = expected_cuda;
+	r = gb_verify(ctx, &in->facts, &o, res);
+	if (r < 0) {
+		gb_stage_end(ctx, stage, "failed", r, "verification could not run: %s", strerror(-r));
+		gb_log_error("%s", stage->error);
+		return GB_EXIT_FAILED;
+	}
+	st->verify = res;
+	st->driver_ready = check_passed(res, "driver.loaded") && check_passed(res, "driver.userspace") &&
+	                   check_passed(res, "driver.version_match");
+	st->cuda_ready = !streq(tier, "passive") && check_passed(res, "cuda.context");
+	st->toolkit_ready =
+	    in->facts.nvidia.container_toolkit && (!streq(tier, "full") || check_passed(res, "container.gpu_visible"));
+	st->verified = res->failed == 0;
+	if (!res->failed) {
+		gb_stage_end(ctx, stage, "ok", 0, NULL);
+		return GB_EXIT_OK;
+	}
+	gb_stage_end(ctx, stage, "failed", 0, "%u check(s) failed", res->failed);
+	for (size_t i = 0; i < res->n; i++)
+		if (res->checks[i].state == GB_CHECK_FAIL) {
+			gb_stage_hint(stage, "%.47s (%.47s): %.200s", res->checks[i].name, res->checks[i].subject,
+			              res->checks[i].hint);
+			break;
+		}
+	return GB_EXIT_VERIFY;
+}
