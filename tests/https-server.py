@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A loopback HTTPS server for fetch tests: real TLS (a CA made per run),
-byte ranges, and fault injection by path prefix.
+byte ranges, and fault injection by path prefix. With REQUEST_LOG=FILE in
+the environment, one line per request ("GET /path") is appended to FILE, so
+a test can tell that nothing was asked.
 
 usage: tests/https-server.py ROOT CERT KEY PORTFILE [WRONG_CERT WRONG_KEY]
 Writes "PORT [WRONG_PORT]" to PORTFILE once listening.
@@ -47,6 +49,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if os.environ.get("REQUEST_LOG"):
+            with lock, open(os.environ["REQUEST_LOG"], "a") as log:
+                log.write("GET %s\n" % self.path)
         path = self.path.split("?")[0]
         mode = None
         if path.startswith("/fault/"):

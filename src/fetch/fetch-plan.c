@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "digest.h"
 #include "fetch-plan.h"
 #include "fetch.h"
 #include "manifest.h"
@@ -61,6 +62,7 @@ static struct gb_artifact *add(struct gb_artifact **v, size_t *n)
 		return NULL;
 	*v = nv;
 	memset(&nv[*n], 0, sizeof(nv[*n]));
+	nv[*n].result = GB_ARTIFACT_PENDING; /* nothing is verified until gb_fetch_all says so */
 	return &nv[(*n)++];
 }
 
@@ -83,6 +85,332 @@ static int from_mirror(const struct gb_manifest *mm, struct gb_artifact *a, cons
 	return 0;
 }
 
+static int sha256_hex(const void *data, size_t len, char hex[65])
+{
+	struct gb_sha256 h = { 0 };
+	int r = gb_sha256_init(&h);
+
+	if (r >= 0)
+		r = gb_sha256_update(&h, data, len);
+	if (r >= 0)
+		r = gb_sha256_final(&h, hex);
+	gb_sha256_done(&h);
+	return r;
+}
+
+static bool is_remote(const char *url)
+{
+	return !gb_startswith(url, "file://");
+}
+
+/* A small document into memory, under the fetch's rules: --offline reads
+ * file:// only, never the network. */
+static int get_small(const struct gb_fetch_opts *o, const struct gb_fetch_source *src, const char *url, bool allow_http,
+                     size_t max, char **ret, size_t *ret_len, long *ret_http, char *err, size_t errsz)
+{
+	if (o->offline && is_remote(url)) {
+		snprintf(err, errsz, "--offline: %s is not read from the network", url);
+		return -ENETUNREACH;
+	}
+	return gb_fetch_small(url, src->ca_file, allow_http, max, ret, ret_len, ret_http, err, errsz);
+}
+
+/* A verified copy of a remote mirror's signed manifest, for --offline:
+ * <state>/cache/mirror/<sha256 of the mirror URL> holds "<sha256 of the
+ * manifest> <signature hex>", the manifest itself is in the content cache.
+ * The signature, expiry and version are checked again on every use. */
+static void mirror_key(const char *mirror, char path[], size_t n, const char *state_dir)
+{
+	char hex[65] = "";
+	size_t l = strlen(mirror);
+
+	while (l > 0 && mirror[l - 1] == '/')
+		l--;
+	if (sha256_hex(mirror, l, hex) < 0)
+		hex[0] = '\0';
+	snprintf(path, n, "%s/cache/mirror/%s", state_dir, hex[0] ? hex : "unhashable");
+}
+
+static int mirror_copy_store(const char *state_dir, const char *mirror, const char *text, size_t len, const char *sig)
+{
+	char hex[65], path[1200], line[300];
+	int r = sha256_hex(text, len, hex);
+
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/cache/sha256/%s", state_dir, hex);
+	r = gb_write_file_atomic(path, text, len, 0644);
+	if (r < 0)
+		return r;
+	snprintf(line, sizeof(line), "%s %.*s\n", hex, (int)strcspn(sig, "\r\n"), sig);
+	mirror_key(mirror, path, sizeof(path), state_dir);
+	return gb_write_file_atomic(path, line, strlen(line), 0644);
+}
+
+static int mirror_copy_load(const char *state_dir, const char *mirror, char **ret_text, size_t *ret_len, char **ret_sig,
+                            char *err, size_t errsz)
+{
+	_cleanup_free_ char *line = NULL, *text = NULL;
+	char path[1200], hex[65], got[65] = "";
+	size_t len = 0;
+	int r;
+
+	mirror_key(mirror, path, sizeof(path), state_dir);
+	r = gb_read_file(path, 4096, &line, &len);
+	if (r < 0 || len < 66 || line[64] != ' ') {
+		snprintf(err, errsz,
+		         "--offline: the mirror manifest for %s is not in the cache; run gpuboot fetch online once or "
+		         "use a file:// bundle",
+		         mirror);
+		return r < 0 && r != -ENOENT ? r : -ENETUNREACH;
+	}
+	memcpy(hex, line, 64);
+	hex[64] = '\0';
+	snprintf(path, sizeof(path), "%s/cache/sha256/%s", state_dir, hex);
+	r = gb_sha256_valid(hex) ? gb_read_file(path, 8u << 20, &text, &len) : -EBADMSG;
+	if (r >= 0 && (sha256_hex(text, len, got) < 0 || !streq(got, hex)))
+		r = -EBADMSG;
+	if (r < 0) {
+		snprintf(err, errsz,
+		         "--offline: the cached mirror manifest for %s is missing or damaged (%s); run gpuboot fetch "
+		         "online once or use a file:// bundle",
+		         mirror, strerror(-r));
+		return r;
+	}
+	*ret_sig = strdup(line + 65);
+	if (!*ret_sig)
+		return -ENOMEM;
+	*ret_text = TAKE_PTR(text);
+	*ret_len = len;
+	return 0;
+}
+
+/* The mirror's signed manifest: from the mirror, or (--offline, a remote
+ * mirror) the verified copy kept from an online run. Checked either way. */
+static int mirror_manifest(struct gb_ctx *ctx, const struct gb_fetch_source *src, const struct gb_fetch_opts *o,
+                           struct gb_manifest *ret, char *err, size_t errsz)
+{
+	_cleanup_free_ char *text = NULL, *sig = NULL;
+	char url[1100];
+	size_t tlen = 0, slen = 0;
+	uint64_t now = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull, seen = 0;
+	bool cached = o->offline && is_remote(src->mirror);
+	int r;
+
+	r = gb_mirror_version_load(o->state_dir, &seen, err, errsz);
+	if (r < 0)
+		return r;
+	if (cached) {
+		r = mirror_copy_load(o->state_dir, src->mirror, &text, &tlen, &sig, err, errsz);
+	} else {
+		base_join(url, sizeof(url), src->mirror, "manifest.json");
+		r = get_small(o, src, url, o->allow_http, 8u << 20, &text, &tlen, NULL, err, errsz);
+		if (r >= 0) {
+			base_join(url, sizeof(url), src->mirror, "manifest.json.sig");
+			r = get_small(o, src, url, o->allow_http, 4096, &sig, &slen, NULL, err, errsz);
+		}
+	}
+	if (r >= 0)
+		r = gb_mirror_manifest_verify(text, tlen, sig, src->trust_keys, now, seen, ret, err, errsz);
+	if (r < 0)
+		return r;
+	gb_log_info("Mirror manifest version %llu, signed by %s, expires %s%s", (unsigned long long)ret->version,
+	            ret->key_id, ret->expires, cached ? " (the verified copy in the cache: --offline)" : "");
+	if (o->dry_run)
+		return 0; /* a dry run writes nothing */
+	if (ret->version > seen && (r = gb_mirror_version_store(o->state_dir, ret->version)) < 0) {
+		snprintf(err, errsz, "cannot record the mirror manifest version: %s", strerror(-r));
+		return r;
+	}
+	if (!cached && is_remote(src->mirror) &&
+	    (r = mirror_copy_store(o->state_dir, src->mirror, text, tlen, sig)) < 0)
+		gb_log_warning_errno(r, "Failed to keep a copy of the mirror manifest for --offline: %m, ignoring");
+	return 0;
+}
+
+/* NVIDIA publishes <url>.sha256sum beside each runfile: it must agree with
+ * the pin. Not needed for a copy already in the cache (gb_fetch_all
+ * verifies it), nor possible offline. */
+static int runfile_crosscheck(const struct gb_artifact *a, const struct gb_fetch_source *src,
+                              const struct gb_fetch_opts *o, char *err, size_t errsz)
+{
+	_cleanup_free_ char *sum = NULL;
+	char sumurl[1200], e2[400];
+	size_t slen = 0;
+	long code = 0;
+
+	if (o->offline || gb_cache_has(o->state_dir, a->sha256))
+		return 0;
+	snprintf(sumurl, sizeof(sumurl), "%s.sha256sum", a->url);
+	if (get_small(o, src, sumurl, false, 4096, &sum, &slen, &code, e2, sizeof(e2)) < 0) {
+		gb_log_info("%s: no published checksum (%s); the catalog's pin decides", a->name, e2);
+		return 0;
+	}
+	if (slen < 64 || strncmp(sum, a->sha256, 64) != 0) {
+		snprintf(err, errsz,
+		         "%s: NVIDIA's published checksum (%s) disagrees with the catalog's pin %.16s...: refusing it",
+		         a->name, sumurl, a->sha256);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int runfile_artifact(const struct gb_plan *p, const struct gb_fetch_source *src, const struct gb_fetch_opts *o,
+                            const struct gb_manifest *mm, struct gb_artifact *a, char *err, size_t errsz)
+{
+	const struct gb_runfile *rf = p->driver.runfile;
+	const char *path = url_path(rf->url);
+
+	if (!path) {
+		snprintf(err, errsz, "driver runfile %s: the catalog's URL %s has no path", rf->version, rf->url);
+		return -EINVAL;
+	}
+	snprintf(a->name, sizeof(a->name), "driver runfile %s", rf->version);
+	gb_strscpy(a->path, sizeof(a->path), path);
+	if (src->mirror) {
+		base_join(a->url, sizeof(a->url), src->mirror, path);
+		return from_mirror(mm, a, rf->sha256, err, errsz);
+	}
+	if (src->upstream)
+		base_join(a->url, sizeof(a->url), src->upstream, path);
+	else
+		gb_strscpy(a->url, sizeof(a->url), rf->url);
+	gb_strscpy(a->sha256, sizeof(a->sha256), rf->sha256);
+	a->size = rf->size;
+#ifdef GB_TEST_HOOKS
+	test_pin("GPUBOOT_TEST_RUNFILE_PIN", a->sha256, sizeof(a->sha256), &a->size);
+#endif
+	return runfile_crosscheck(a, src, o, err, errsz);
+}
+
+/* Check bytes held in memory against an artifact's size and sha256. */
+static int check_in_memory(const struct gb_artifact *a, const char *text, size_t len, char *err, size_t errsz)
+{
+	char hex[65] = "";
+	int r = sha256_hex(text, len, hex);
+
+	if (r < 0)
+		return r;
+	if (len != a->size || !streq(hex, a->sha256)) {
+		snprintf(err, errsz, "%s: %zu bytes with sha256 %.16s..., the pin says %llu bytes and %.16s...", a->url,
+		         len, hex, a->size, a->sha256);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* A dry run reads the CUDA manifest into memory only: the cached copy if
+ * there is one, else the network (never with --offline), checked in memory. */
+static int cuda_manifest_text_dry(const struct gb_artifact *man, const struct gb_fetch_source *src,
+                                  const struct gb_fetch_opts *o, char **ret, size_t *ret_len, char *err, size_t errsz)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[1100];
+	size_t len = 0;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/cache/sha256/%s", o->state_dir, man->sha256);
+	r = gb_sha256_valid(man->sha256) ? gb_read_file(path, 16u << 20, &text, &len) : -EINVAL;
+	if (r < 0 || check_in_memory(man, text, len, err, errsz) < 0) {
+		free(TAKE_PTR(text));
+		if (o->offline && is_remote(man->url)) {
+			snprintf(err, errsz, "--offline: %s is not in the cache (%s)", man->name, man->url);
+			return -ENETUNREACH;
+		}
+		r = get_small(o, src, man->url, o->allow_http, 16u << 20, &text, &len, NULL, err, errsz);
+		if (r >= 0)
+			r = check_in_memory(man, text, len, err, errsz);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(text);
+	*ret_len = len;
+	return 0;
+}
+
+/* NVIDIA's redistrib manifest for the plan's CUDA (its sha256 pinned in the
+ * catalog, or listed by the mirror), fetched and verified, then parsed. */
+static int cuda_manifest(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
+                         const struct gb_fetch_opts *o, const struct gb_manifest *mm, struct gb_artifact *man,
+                         struct gb_manifest *red, char *err, size_t errsz)
+{
+	const struct gb_cuda_release *cr = p->cuda.release;
+	_cleanup_free_ char *text = NULL;
+	size_t tlen = 0;
+	int r;
+
+	snprintf(man->name, sizeof(man->name), "CUDA %s redistrib manifest", cr->manifest);
+	snprintf(man->path, sizeof(man->path), REDIST_DIR "redistrib_%s.json", cr->manifest);
+	if (src->mirror) {
+		base_join(man->url, sizeof(man->url), src->mirror, man->path);
+		if ((r = from_mirror(mm, man, cr->manifest_sha256, err, errsz)) < 0)
+			return r;
+	} else {
+		base_join(man->url, sizeof(man->url),
+		          src->upstream ? src->upstream : "https://developer.download.nvidia.com", man->path);
+		gb_strscpy(man->sha256, sizeof(man->sha256), cr->manifest_sha256);
+		man->size = cr->manifest_size;
+#ifdef GB_TEST_HOOKS
+		test_pin("GPUBOOT_TEST_CUDA_MANIFEST_PIN", man->sha256, sizeof(man->sha256), &man->size);
+#endif
+	}
+	if (o->dry_run) {
+		r = cuda_manifest_text_dry(man, src, o, &text, &tlen, err, errsz);
+	} else {
+		r = gb_fetch_all(ctx, man, 1, o);
+		if (r < 0 || !man->verified) {
+			snprintf(err, errsz, "%s", man->error);
+			return r < 0 ? r : -EIO;
+		}
+		r = gb_read_file(man->cache_path, 16u << 20, &text, &tlen);
+		if (r < 0)
+			snprintf(err, errsz, "cannot read the verified manifest %s: %s", man->cache_path, strerror(-r));
+	}
+	if (r < 0)
+		return r;
+	return gb_redistrib_parse(text, tlen, p->in.platform, NULL, red, err, errsz);
+}
+
+/* One artifact per CUDA component the plan names, from the parsed manifest. */
+static int cuda_components(const struct gb_plan *p, const struct gb_fetch_source *src, const struct gb_manifest *mm,
+                           const struct gb_manifest *red, struct gb_artifact **v, size_t *n, char *err, size_t errsz)
+{
+	for (char **c = p->cuda.components; c && *c; c++) {
+		const struct gb_manifest_entry *e = NULL;
+		struct gb_artifact *a;
+		char name[64];
+		int r;
+
+		gb_strscpy(name, sizeof(name), *c);
+		name[strcspn(name, " ")] = '\0';
+		for (size_t i = 0; i < red->n; i++)
+			if (streq(red->v[i].name, name))
+				e = &red->v[i];
+		if (!e) {
+			snprintf(err, errsz, "CUDA %s manifest has no %s for %s", p->cuda.release->manifest, name,
+			         p->in.platform);
+			return -ENOENT;
+		}
+		if (!(a = add(v, n))) {
+			snprintf(err, errsz, "out of memory");
+			return -ENOMEM;
+		}
+		snprintf(a->name, sizeof(a->name), "%s %s", e->name, e->version);
+		snprintf(a->path, sizeof(a->path), REDIST_DIR "%s", e->path);
+		if (src->mirror) {
+			base_join(a->url, sizeof(a->url), src->mirror, a->path);
+			if ((r = from_mirror(mm, a, e->sha256, err, errsz)) < 0)
+				return r;
+		} else {
+			base_join(a->url, sizeof(a->url),
+			          src->upstream ? src->upstream : "https://developer.download.nvidia.com", a->path);
+			gb_strscpy(a->sha256, sizeof(a->sha256), e->sha256);
+			a->size = e->size;
+		}
+	}
+	return 0;
+}
+
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
                       const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz)
 {
@@ -92,167 +420,38 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 	int r = 0;
 
 	/* A mirror: its signed manifest first, or nothing. */
-	if (src->mirror) {
-		char url[1100];
-		char *text = NULL, *sig = NULL;
-		size_t tlen = 0, slen = 0;
-		uint64_t now = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull;
-		uint64_t seen = gb_mirror_version_load(o->state_dir);
-		base_join(url, sizeof(url), src->mirror, "manifest.json");
-		r = gb_fetch_small(url, src->ca_file, o->allow_http, 8u << 20, &text, &tlen, NULL, err, errsz);
-		if (r >= 0) {
-			base_join(url, sizeof(url), src->mirror, "manifest.json.sig");
-			r = gb_fetch_small(url, src->ca_file, o->allow_http, 4096, &sig, &slen, NULL, err, errsz);
-		}
-		if (r >= 0)
-			r = gb_mirror_manifest_verify(text, tlen, sig, src->trust_keys, now, seen, &mm, err, errsz);
-		free(text);
-		free(sig);
-		if (r < 0)
-			return r;
-		gb_log_info("Mirror manifest version %llu, signed by %s, expires %s", (unsigned long long)mm.version,
-		            mm.key_id, mm.expires);
-		if (mm.version > seen && (r = gb_mirror_version_store(o->state_dir, mm.version)) < 0) {
-			snprintf(err, errsz, "cannot record the mirror manifest version: %s", strerror(-r));
-			gb_manifest_done(&mm);
-			return r;
-		}
-	}
-
-	/* The driver runfile. */
+	if (src->mirror && (r = mirror_manifest(ctx, src, o, &mm, err, errsz)) < 0)
+		return r;
 	if (p->driver.runfile) {
-		const struct gb_runfile *rf = p->driver.runfile;
-		const char *path = url_path(rf->url);
-		if (!path || !(a = add(&v, &n))) {
+		if (!(a = add(&v, &n))) {
+			snprintf(err, errsz, "out of memory");
 			r = -ENOMEM;
+		} else
+			r = runfile_artifact(p, src, o, &mm, a, err, errsz);
+		if (r < 0)
 			goto fail;
-		}
-		snprintf(a->name, sizeof(a->name), "driver runfile %s", rf->version);
-		gb_strscpy(a->path, sizeof(a->path), path);
-		if (src->mirror) {
-			base_join(a->url, sizeof(a->url), src->mirror, path);
-			if ((r = from_mirror(&mm, a, rf->sha256, err, errsz)) < 0)
-				goto fail;
-		} else {
-			char sumurl[1200], *sum = NULL;
-			size_t slen;
-			long code = 0;
-			if (src->upstream)
-				base_join(a->url, sizeof(a->url), src->upstream, path);
-			else
-				gb_strscpy(a->url, sizeof(a->url), rf->url);
-			gb_strscpy(a->sha256, sizeof(a->sha256), rf->sha256);
-			a->size = rf->size;
-#ifdef GB_TEST_HOOKS
-			test_pin("GPUBOOT_TEST_RUNFILE_PIN", a->sha256, sizeof(a->sha256), &a->size);
-#endif
-			/* NVIDIA publishes <url>.sha256sum beside each runfile: it must agree with the
-			 * pin. Not needed for a copy already in the cache (gb_fetch_all verifies it). */
-			if (!o->offline && !gb_cache_has(o->state_dir, a->sha256)) {
-				char e2[400];
-				snprintf(sumurl, sizeof(sumurl), "%s.sha256sum", a->url);
-				if (gb_fetch_small(sumurl, src->ca_file, false, 4096, &sum, &slen, &code, e2,
-				                   sizeof(e2)) == 0) {
-					if (slen < 64 || strncmp(sum, a->sha256, 64) != 0) {
-						snprintf(err, errsz,
-						         "%s: NVIDIA's published checksum (%s) disagrees with the "
-						         "catalog's pin %.16s...: refusing it",
-						         a->name, sumurl, a->sha256);
-						free(sum);
-						r = -EBADMSG;
-						goto fail;
-					}
-					free(sum);
-				} else {
-					gb_log_info("%s: no published checksum (%s); the catalog's pin decides",
-					            a->name, e2);
-				}
-			}
-		}
 	}
-
-	/* CUDA: NVIDIA's redistrib manifest (its sha256 pinned in the catalog), then the components. */
 	if (p->cuda.release && p->cuda.release->manifest) {
-		const struct gb_cuda_release *cr = p->cuda.release;
-		struct gb_artifact man;
 		struct gb_manifest red = { 0 };
-		char *text = NULL;
-		size_t tlen = 0;
+		struct gb_artifact man;
 
 		memset(&man, 0, sizeof(man));
-		snprintf(man.name, sizeof(man.name), "CUDA %s redistrib manifest", cr->manifest);
-		snprintf(man.path, sizeof(man.path), REDIST_DIR "redistrib_%s.json", cr->manifest);
-		if (src->mirror) {
-			base_join(man.url, sizeof(man.url), src->mirror, man.path);
-			if ((r = from_mirror(&mm, &man, cr->manifest_sha256, err, errsz)) < 0)
-				goto fail;
-		} else {
-			base_join(man.url, sizeof(man.url),
-			          src->upstream ? src->upstream : "https://developer.download.nvidia.com", man.path);
-			gb_strscpy(man.sha256, sizeof(man.sha256), cr->manifest_sha256);
-			man.size = cr->manifest_size;
-#ifdef GB_TEST_HOOKS
-			test_pin("GPUBOOT_TEST_CUDA_MANIFEST_PIN", man.sha256, sizeof(man.sha256), &man.size);
-#endif
-		}
-		r = gb_fetch_all(ctx, &man, 1, o);
-		if (r < 0) {
-			snprintf(err, errsz, "%s", man.error);
-			goto fail;
-		}
-		r = gb_read_file(man.cache_path, 16u << 20, &text, &tlen);
-		if (r < 0) {
-			snprintf(err, errsz, "cannot read the verified manifest %s: %s", man.cache_path, strerror(-r));
-			goto fail;
-		}
-		r = gb_redistrib_parse(text, tlen, p->in.platform, NULL, &red, err, errsz);
-		free(text);
-		if (r < 0)
-			goto fail;
-		if (!(a = add(&v, &n))) {
-			gb_manifest_done(&red);
+		man.result = GB_ARTIFACT_PENDING;
+		r = cuda_manifest(ctx, p, src, o, &mm, &man, &red, err, errsz);
+		if (r >= 0 && !(a = add(&v, &n))) {
+			snprintf(err, errsz, "out of memory");
 			r = -ENOMEM;
-			goto fail;
 		}
-		*a = man;
-		for (char **c = p->cuda.components; c && *c; c++) {
-			char name[64];
-			const struct gb_manifest_entry *e = NULL;
-			gb_strscpy(name, sizeof(name), *c);
-			name[strcspn(name, " ")] = '\0';
-			for (size_t i = 0; i < red.n; i++)
-				if (streq(red.v[i].name, name))
-					e = &red.v[i];
-			if (!e) {
-				snprintf(err, errsz, "CUDA %s manifest has no %s for %s", cr->manifest, name,
-				         p->in.platform);
-				gb_manifest_done(&red);
-				r = -ENOENT;
-				goto fail;
-			}
-			if (!(a = add(&v, &n))) {
-				gb_manifest_done(&red);
-				r = -ENOMEM;
-				goto fail;
-			}
-			snprintf(a->name, sizeof(a->name), "%s %s", e->name, e->version);
-			snprintf(a->path, sizeof(a->path), REDIST_DIR "%s", e->path);
-			if (src->mirror) {
-				base_join(a->url, sizeof(a->url), src->mirror, a->path);
-				if ((r = from_mirror(&mm, a, e->sha256, err, errsz)) < 0) {
-					gb_manifest_done(&red);
-					goto fail;
-				}
-			} else {
-				base_join(a->url, sizeof(a->url),
-				          src->upstream ? src->upstream : "https://developer.download.nvidia.com",
-				          a->path);
-				gb_strscpy(a->sha256, sizeof(a->sha256), e->sha256);
-				a->size = e->size;
-			}
+		if (r >= 0) {
+			*a = man;
+			r = cuda_components(p, src, &mm, &red, &v, &n, err, errsz);
 		}
 		gb_manifest_done(&red);
+		if (r < 0)
+			goto fail;
 	}
+	for (size_t i = 0; i < n; i++)
+		v[i].in_cache = gb_cache_has(o->state_dir, v[i].sha256);
 	gb_manifest_done(&mm);
 	*ret = v;
 	*ret_n = n;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct gb_ctx;
 
@@ -56,6 +57,11 @@ void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir);
  * happened (an artifact it never reached is marked failed with the reason).
  * -EINVAL with o->dry_run: a dry run fetches nothing. */
 int gb_fetch_all(struct gb_ctx *ctx, struct gb_artifact *a, size_t n, const struct gb_fetch_opts *o);
+
+/* A dry run's listing: one line per artifact with its name, size, sha256,
+ * URL, and "cached" when an entry for its sha256 is already in the cache
+ * (in_cache: present, to be hashed again when fetched) or "to-fetch". */
+void gb_fetch_print_list(const struct gb_artifact *a, size_t n, FILE *out);
 
 /* The cache: <state>/cache/sha256/<hex>. An entry is used only after it is
  * hashed again in full and matches; an altered or truncated one is removed. */

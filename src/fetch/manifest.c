@@ -392,24 +392,38 @@ out:
 	return r;
 }
 
-uint64_t gb_mirror_version_load(const char *state_dir)
+int gb_mirror_version_load(const char *state_dir, uint64_t *ret, char *err, size_t errsz)
 {
-	char path[1024], buf[32];
-	uint64_t v = 0;
-	ssize_t n;
-	int fd;
+	_cleanup_free_ char *text = NULL;
+	char path[1024];
+	size_t len = 0;
+	uint64_t v;
+	int r;
+
 	snprintf(path, sizeof(path), "%s/mirror-version", state_dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	r = gb_read_file(path, 64, &text, &len);
+	if (r == -ENOENT) {
+		*ret = 0;
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (gb_safe_atou64(buf, 10, &v) < 0)
-		return 0;
-	return v;
+	}
+	if (r < 0) {
+		snprintf(err, errsz,
+		         "cannot read %s (%s): it guards against a mirror rolling back to an older manifest; fix its "
+		         "permissions or the disk",
+		         path, strerror(-r));
+		return r;
+	}
+	/* Garbled is not "never seen a manifest": that would switch rollback protection off. */
+	if (len == 0 || memchr(text, '\0', len) || gb_safe_atou64(text, 10, &v) < 0) {
+		snprintf(err, errsz,
+		         "%s is garbled (not a decimal version): it records the last mirror manifest version accepted "
+		         "here, against rollback; write the version of the newest manifest you trust into it, or "
+		         "remove it only if you trust the mirror's current manifest",
+		         path);
+		return -EBADMSG;
+	}
+	*ret = v;
+	return 0;
 }
 
 int gb_mirror_version_store(const char *state_dir, uint64_t v)

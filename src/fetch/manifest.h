@@ -45,6 +45,9 @@ int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, c
                             char *err, size_t errsz);
 
 /* The last mirror manifest version accepted (rollback protection):
- * <state>/mirror-version. 0 when none. */
-uint64_t gb_mirror_version_load(const char *state_dir);
+ * <state>/mirror-version. *ret is 0 when the file does not exist; a file
+ * that cannot be read or does not hold a decimal number is an error
+ * (-EBADMSG, or the read's errno) with a message naming it and the fix,
+ * never 0: that would switch rollback protection off. */
+int gb_mirror_version_load(const char *state_dir, uint64_t *ret, char *err, size_t errsz);
 int gb_mirror_version_store(const char *state_dir, uint64_t v);
