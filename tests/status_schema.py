@@ -44,7 +44,7 @@ def main():
                 sys.exit(f"{path}: bool where {typ} expected")
             if not isinstance(v, flat):
                 sys.exit(f"{path}: {type(v).__name__} where {typ} expected: {v!r}")
-    if doc["schema_version"] != 1:
+    if doc["schema_version"] != 2:
         sys.exit("schema_version")
     print(f"{len(rows)} keys checked")
 

@@ -124,4 +124,6 @@ done
 echo
 [ -n "$failed" ] && echo "failed:$failed"
 echo "$pass passed, $fail failed"
+# A tier that ran nothing did not pass.
+[ $((pass + fail)) -gt 0 ] || { echo "no scenario ran"; exit 1; }
 [ "$fail" -eq 0 ]

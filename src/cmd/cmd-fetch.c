@@ -164,7 +164,7 @@ static int fetch_dry_run(struct gb_ctx *ctx, struct gb_plan *plan, struct fetch_
 		free(arts);
 		return GB_EXIT_FETCH;
 	}
-	gb_fetch_print_list(arts, n, j->fo.state_dir, stdout);
+	gb_fetch_print_list(arts, n, stdout);
 	printf("dry run: %zu artifact(s) listed, nothing fetched or written\n", n);
 	free(arts);
 	return GB_EXIT_OK;

@@ -129,8 +129,8 @@ int gb_lock_take(struct gb_ctx *ctx, int *ret_fd)
 			holder[strcspn(holder, "\n")] = '\0';
 			close(fd);
 			gb_log_error(
-			    "Another gpuboot (pid %s) holds '%s' (cloud-init and a manual run at once?); wait for it",
-			    holder[0] ? holder : "?", path);
+			    "Another gpuboot holds '%s' (pid %s; cloud-init and a manual run at once?); wait for it",
+			    path, holder[0] ? holder : "unknown");
 			return GB_EXIT_LOCKED;
 		}
 		close(fd);

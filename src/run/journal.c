@@ -43,12 +43,13 @@ static json_object *decisions(json_object *o)
 	if (!json_object_is_type(o, json_type_object))
 		return json_object_get(o);
 	c = json_object_new_object();
-	json_object_object_foreach(o, k, v)
-	{
+	for (struct json_object_iterator it = json_object_iter_begin(o), end = json_object_iter_end(o);
+	     !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
+		const char *k = json_object_iter_peek_name(&it);
 		size_t n = strlen(k);
 		if (streq(k, "date") || (n >= 6 && streq(k + n - 6, "reason")))
 			continue;
-		json_object_object_add(c, k, decisions(v));
+		json_object_object_add(c, k, decisions(json_object_iter_peek_value(&it)));
 	}
 	return c;
 }
@@ -243,7 +244,10 @@ static void merge(json_object *into, json_object *detail)
 {
 	if (!detail)
 		return;
-	json_object_object_foreach(detail, k, v) json_object_object_add(into, k, json_object_get(v));
+	struct json_object_iterator it = json_object_iter_begin(detail), end = json_object_iter_end(detail);
+	for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+		json_object_object_add(into, json_object_iter_peek_name(&it),
+		                       json_object_get(json_object_iter_peek_value(&it)));
 	json_object_put(detail);
 }
 

@@ -55,6 +55,25 @@ static int stage_detect(struct run *r, struct gb_stage *st)
 	return 0;
 }
 
+static const char *refusal_hint(int code)
+{
+	switch (code) {
+	case GB_EXIT_NO_GPU:
+		return "attach a GPU to the instance (lspci -d 10de: lists it), or for an image build pass "
+		       "--target-gpu "
+		       "MODEL; nothing was changed";
+	case GB_EXIT_UNSUPPORTED:
+		return "NVIDIA's drivers need glibc on x86_64 or aarch64 and a supported release (docs/plan.md); "
+		       "nothing "
+		       "was changed";
+	case GB_EXIT_UNSUPPORTED_GPU:
+		return "choose a profile or branch that supports this GPU (docs/profiles.md); nothing was changed";
+	default: return "see the refusal above; nothing was changed";
+	}
+}
+
+static int open_journal(struct run *r, struct gb_stage *st);
+
 static int stage_plan(struct run *r, struct gb_stage *st)
 {
 	int code = gb_plan_from_inputs(r->ctx, &r->in, &r->plan);
@@ -67,10 +86,14 @@ static int stage_plan(struct run *r, struct gb_stage *st)
 	if (r->plan.refusal_code) {
 		gb_stage_end(r->ctx, st, "refused", r->plan.refusal_code == GB_EXIT_NO_GPU ? -ENODEV : -EOPNOTSUPP,
 		             "%s", r->plan.refusal);
+		gb_stage_hint(st, "%s", refusal_hint(r->plan.refusal_code));
 		gb_log_error("%s", r->plan.refusal);
 		return r->plan.refusal_code;
 	}
 	gb_plan_print(&r->plan, stdout);
+	code = open_journal(r, st);
+	if (code)
+		return code;
 	gb_stage_end(r->ctx, st, "ok", 0, NULL);
 	return 0;
 }
@@ -106,25 +129,31 @@ static const struct stage_def stages[] = {
 };
 
 /* Once the plan is made, the journal opens; the stages so far are recorded. */
-static int open_journal(struct run *r)
+static int open_journal(struct run *r, struct gb_stage *st)
 {
 	char err[1024] = "";
-	json_object *plan = r->st.plan;
 	int k;
 
-	k = gb_journal_open(r->ctx, plan, r->st.command, &r->journal, err, sizeof(err));
+	k = gb_journal_open(r->ctx, r->st.plan, r->st.command, &r->journal, err, sizeof(err));
 	if (k == -EBUSY) {
+		gb_stage_end(r->ctx, st, "refused", k, "%s", err);
+		gb_stage_hint(st, "the journal in %s holds the unfinished run; nothing was changed by this one",
+		              r->ctx->opt.state_dir);
 		gb_log_error("%s", err);
 		return GB_EXIT_USAGE;
 	}
 	if (k < 0) {
-		gb_log_error_errno(k, "Failed to open the journal in '%s': %m", r->ctx->opt.state_dir);
+		gb_stage_end(r->ctx, st, "failed", k, "cannot open the journal in '%s': %s", r->ctx->opt.state_dir,
+		             strerror(-k));
+		gb_log_error("%s", st->error);
 		return GB_EXIT_FAILED;
 	}
 	if (r->journal->resumed)
 		gb_log_info("Resuming the unfinished run of this plan from '%s'", r->journal->path);
 	for (size_t i = 0; i < r->st.n_stages; i++) {
 		char id[64];
+		if (r->st.stages[i] == st)
+			continue; /* recorded by walk when it ends */
 		snprintf(id, sizeof(id), "stage:%s", r->st.stages[i]->name);
 		if (gb_journal_begin(r->journal, r->st.stages[i]->name, id, "stage", NULL) < 0 ||
 		    gb_journal_end(r->journal, id, 0, NULL) < 0)
@@ -141,15 +170,16 @@ static int walk(struct run *r)
 		char id[64];
 		if (!stages[i].fn)
 			continue; /* reached only through a stage before it, not yet */
+		bool had_journal = r->journal != NULL;
 		st = gb_stage_begin(r->ctx, &r->st, stages[i].name);
 		snprintf(id, sizeof(id), "stage:%s", stages[i].name);
-		if (r->journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
+		if (had_journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
 			return GB_EXIT_FAILED;
 		code = stages[i].fn(r, st);
+		if (r->journal && !had_journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
+			return GB_EXIT_FAILED;
 		if (r->journal && gb_journal_end(r->journal, id, code ? -ECANCELED : 0, NULL) < 0)
 			return GB_EXIT_FAILED;
-		if (!code && !r->journal && r->have_plan)
-			code = open_journal(r);
 		if (gb_status_write_progress(r->ctx, &r->st) < 0)
 			return GB_EXIT_FAILED;
 	}

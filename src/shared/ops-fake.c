@@ -298,11 +298,10 @@ static int parse_rule(struct fake *f, char *item)
 	struct fake_rule *r;
 	uint32_t value = 0;
 
-	for (char *p = item; p && n < ARRAY_SIZE(field); n++) {
-		field[n] = p;
-		p = strchr(p, ':');
-		if (p)
-			*p++ = '\0';
+	field[n++] = item;
+	for (char *p = strchr(item, ':'); p && n < ARRAY_SIZE(field); p = strchr(p, ':')) {
+		*p++ = '\0';
+		field[n++] = p;
 	}
 	if (n < 3 || f->n_rules >= FAKE_MAX_RULES)
 		return -EINVAL;
@@ -357,19 +356,22 @@ static int parse_item(struct fake *f, char *item)
 
 int gb_ops_fake_new(const char *spec, const struct gb_ops **ret)
 {
-	_cleanup_free_ char *copy = strdup(spec);
 	struct fake *f;
-	char *save = NULL, *item;
+	char *save = NULL, *item, *copy;
 	int r = 0;
 
-	if (!copy)
-		return -ENOMEM;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	copy = strdup(spec);
+	if (!copy) {
+		free(f);
+		return -ENOMEM;
+	}
 	f->random_byte = -1;
 	for (item = strtok_r(copy, ",", &save); item && r == 0; item = strtok_r(NULL, ",", &save))
 		r = parse_item(f, item);
+	free(copy);
 	if (r < 0) {
 		free(f);
 		return -EINVAL;

@@ -15,6 +15,38 @@ grep -q "unknown option '--no-such-option'" "$TMP/err" || fail "unknown option i
 expect_exit 2 "$GB" frobnicate
 grep -q "unknown command 'frobnicate'" "$TMP/err" || fail "unknown command is not named"
 expect_exit 2 "$GB" --root
+grep -q -- "--root needs a value DIR" "$TMP/err" || fail "a flag without its value is not named: $(cat "$TMP/err")"
+expect_exit 2 "$GB" detect --profile
+grep -q -- "--profile needs a value NAME|FILE" "$TMP/err" || fail "--profile without a value"
+# No command: usage and exit 2, never the whole pipeline by accident.
+expect_exit 2 "$GB"
+grep -q "no command given" "$TMP/err" && grep -q "^Usage: gpuboot" "$TMP/err" || fail "no command: usage not printed"
+expect_exit 2 "$GB" --root "$FIX/h200-ubuntu2404" --state-dir "$TMP/nocmd"
+[ ! -e "$TMP/nocmd" ] || fail "no command wrote a state directory"
+# A root that is not a root filesystem is named as such, not "CPU architecture unknown".
+mkdir -p "$TMP/empty"
+for r in "$TMP/empty" ""; do
+	expect_exit 2 "$GB" detect --root "$r"
+done
+expect_exit 2 "$GB" plan --root "$TMP/empty"
+grep -q "no os-release under '$TMP/empty': is this a root filesystem?" "$TMP/err" || fail "empty root: $(cat "$TMP/err")"
+# An option that does not apply to the command is an error, not ignored.
+expect_exit 2 "$GB" plan --capture "$TMP/cap" --root "$FIX/h200-ubuntu2404"
+grep -q -- "--capture does not apply to 'plan'" "$TMP/err" || fail "inapplicable option: $(cat "$TMP/err")"
+expect_exit 2 "$GB" status --offline
+expect_exit 2 "$GB" detect --dry-run --root "$FIX/h200-ubuntu2404"
+expect_exit 2 "$GB" verify --sign-key k --root "$FIX/h200-ubuntu2404"
+# User strings are cut and escaped: no raw ESC or newline reaches the terminal.
+expect_exit 2 "$GB" "$(printf 'bad\033[31mred\nnext')"
+grep -q 'bad\\x1b\[31mred\\x0anext' "$TMP/err" || fail "unescaped user string: $(od -c "$TMP/err" | head)"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "an error message spans lines"
+if [ "$(id -u)" -ne 0 ]; then
+	expect_exit 2 "$GB" run --root "$FIX/h200-ubuntu2404"
+	grep -q "run as root or pass --state-dir" "$TMP/err" || fail "not root, no --state-dir"
+else
+	expect_exit 2 setpriv --reuid=65534 --regid=65534 --clear-groups "$GB" run --root "$FIX/h200-ubuntu2404"
+	grep -q "run as root or pass --state-dir" "$TMP/err" || fail "not root, no --state-dir: $(cat "$TMP/err")"
+fi
 expect_exit 2 "$GB" detect --root /etc/hostname
 grep -q "Not a directory" "$TMP/err" || fail "a root that is not a directory is not explained"
 expect_exit 2 "$GB" detect --root /nonexistent/dir
@@ -28,6 +60,16 @@ expect_exit 2 "$GB" --repair --root "$FIX/h200-ubuntu2404" --state-dir "$TMP/st"
 grep -q '"command": "repair"' "$TMP/st/status.json" || fail "--repair not recorded"
 expect_exit 11 "$GB" run --root "$FIX/nogpu-debian12" --state-dir "$TMP/st" --run-dir "$TMP/rd"
 grep -q '"result": "no-gpu"' "$TMP/st/status.json" || fail "run without a GPU: status"
+# status names the cause and the hint of the last run.
+expect_exit 0 "$GB" status --state-dir "$TMP/st"
+grep -q "^cause: *plan refused: no NVIDIA GPU" "$TMP/out" && grep -q "^hint: " "$TMP/out" || fail "status without cause and hint: $(cat "$TMP/out")"
+# A document that is not a status document is exit 1, not "ok".
+for doc in '{}' '{"schema_version": 99, "result": "ok", "command": "run"}' '[]' 'null'; do
+	printf '%s' "$doc" >"$TMP/bad-status.json"
+	mkdir -p "$TMP/bad" && cp "$TMP/bad-status.json" "$TMP/bad/status.json"
+	expect_exit 1 "$GB" status --state-dir "$TMP/bad"
+	grep -q "is not a gpuboot status document" "$TMP/err" || fail "status of '$doc': $(cat "$TMP/err")"
+done
 # Another gpuboot holds the lock: exit 16, and the status is not touched.
 cp "$TMP/st/status.json" "$TMP/before.json"
 flock "$TMP/st/lock" -c "'$GB' run --root '$FIX/nogpu-debian12' --state-dir '$TMP/st' --run-dir '$TMP/rd' >'$TMP/out' 2>'$TMP/err'; echo \$? >'$TMP/rc'"

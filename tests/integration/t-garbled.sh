@@ -40,7 +40,12 @@ PY
 grep -q "warning" "$TMP/err" || fail "garbled input gave no warning"
 # Every warning is one line naming the thing.
 if grep -v "gpuboot: warning: " "$TMP/err" | grep -q .; then cat "$TMP/err"; fail "a warning spans lines"; fi
-# A tree that is empty is a machine we know nothing about, not a crash.
+# A tree that is empty is not a root filesystem: said so, exit 2, not a crash
+# and not "CPU architecture unknown".
 mkdir "$TMP/empty"
-expect_exit 0 "$GB" --root "$TMP/empty" detect --json
+expect_exit 2 "$GB" --root "$TMP/empty" detect --json
+grep -q "no os-release under .*: is this a root filesystem?" "$TMP/err" || fail "empty root: $(cat "$TMP/err")"
+# A tree with only an os-release is a machine we know little about, not a crash.
+mkdir -p "$TMP/bare/etc" && printf 'ID=debian\nVERSION_ID="12"\n' >"$TMP/bare/etc/os-release"
+expect_exit 0 "$GB" --root "$TMP/bare" detect --json
 echo ok
