@@ -14,7 +14,8 @@ int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret)
 	static int (*const parts[])(struct gb_ctx *, struct gb_facts *) = {
 		gb_detect_os, gb_detect_kernel, gb_detect_platform, gb_detect_pci, gb_detect_net, gb_detect_nvidia,
 	};
-	struct gb_facts f = { .secure_boot = -1 };
+	struct gb_facts f = { .secure_boot = -1,
+		              .secure_boot_state = { .shim_validation_disabled = -1, .enforcing = -1 } };
 	int r;
 
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
@@ -44,6 +45,7 @@ void gb_facts_done(struct gb_facts *f)
 	free(f->kernel.flavour);
 	free(f->kernel.cmdline);
 	free(f->cpu.arch);
+	free(f->secure_boot_state.lockdown);
 	free(f->cloud.sys_vendor);
 	free(f->cloud.product_name);
 	for (size_t i = 0; i < f->n_gpus; i++)
@@ -82,6 +84,12 @@ static json_object *jstr(const char *s)
 static json_object *jint(int v)
 {
 	return v >= 0 ? json_object_new_int(v) : NULL;
+}
+
+/* 1, 0, -1 -> true, false, null */
+static json_object *jbool(int v)
+{
+	return v >= 0 ? json_object_new_boolean(v) : NULL;
 }
 
 static json_object *pci_fn_to_json(const struct gb_pci_fn *fn)
@@ -145,7 +153,10 @@ json_object *gb_facts_to_json(const struct gb_facts *f)
 	json_object_object_add(cpu, "nvidia_platform", jstr(f->cpu.nvidia_platform));
 	json_object_object_add(root, "cpu", cpu);
 
-	json_object_object_add(sb, "enabled", f->secure_boot < 0 ? NULL : json_object_new_boolean(f->secure_boot));
+	json_object_object_add(sb, "enabled", jbool(f->secure_boot));
+	json_object_object_add(sb, "shim_validation_disabled", jbool(f->secure_boot_state.shim_validation_disabled));
+	json_object_object_add(sb, "lockdown", jstr(f->secure_boot_state.lockdown));
+	json_object_object_add(sb, "enforcing", jbool(f->secure_boot_state.enforcing));
 	json_object_object_add(root, "secure_boot", sb);
 
 	json_object_object_add(cloud, "provider", jstr(f->cloud.provider));
@@ -221,10 +232,15 @@ void gb_facts_print(const struct gb_facts *f, FILE *out)
 	fprintf(out, "%-12s %s (flavour %s), headers %s\n", "kernel:", or_dash(f->kernel.release),
 	        or_dash(f->kernel.flavour), f->kernel.headers ? "present" : "missing");
 	fprintf(out, "%-12s %s (%s)\n", "cpu:", or_dash(f->cpu.arch), or_dash(f->cpu.nvidia_platform));
-	fprintf(out, "%-12s %s\n", "secure boot:",
+	fprintf(out, "%-12s %s%s, lockdown %s, unsigned modules %s\n", "secure boot:",
 	        f->secure_boot < 0 ? "not EFI / unknown"
 	        : f->secure_boot   ? "on"
-	                           : "off");
+	                           : "off",
+	        f->secure_boot_state.shim_validation_disabled == 1 ? " (shim validation disabled)" : "",
+	        or_dash(f->secure_boot_state.lockdown),
+	        f->secure_boot_state.enforcing < 0 ? "unknown"
+	        : f->secure_boot_state.enforcing   ? "refused"
+	                                           : "allowed");
 	fprintf(out, "%-12s %s (hypervisor %s)\n", "cloud:", or_dash(f->cloud.provider), or_dash(f->cloud.hypervisor));
 	if (f->n_gpus == 0)
 		fprintf(out, "%-12s none\n", "gpus:");

@@ -58,7 +58,12 @@ struct gb_facts {
 		char *arch; /* "x86_64" */
 		const char *nvidia_platform; /* "linux-x86_64" | "linux-sbsa" | NULL */
 	} cpu;
-	int secure_boot; /* 1, 0, -1 = not booted with EFI / unknown */
+	int secure_boot; /* the SecureBoot variable: 1, 0, -1 = not booted with EFI / unknown */
+	struct {
+		int shim_validation_disabled; /* MokSBStateRT: 1, 0, -1 = not EFI / unknown */
+		char *lockdown; /* "none" | "integrity" | "confidentiality" | NULL = unknown */
+		int enforcing; /* unsigned modules refused: 1, 0, -1 = unknown */
+	} secure_boot_state;
 	struct {
 		const char *provider; /* "aws" | ... | NULL */
 		char *sys_vendor, *product_name;
@@ -127,6 +132,9 @@ int gb_pci_speed_to_gen(const char *speed);
 /* Kernel release -> flavour ("6.8.0-1015-aws" -> "aws"); NULL when the
  * release has no recognisable flavour. */
 char *gb_kernel_flavour(const char *release);
+
+/* "none [integrity] confidentiality" -> "integrity" (the bracketed word). */
+int gb_lockdown_parse(const char *text, char **ret_mode);
 
 /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..." */
 int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret_flavor);
