@@ -272,7 +272,9 @@ int gb_nvidia_module_find(struct gb_ctx *ctx, struct gb_kmod **kmod, const char 
 		return r;
 	}
 	if (r < 0) {
-		gb_log_warning_errno(r, "Failed to read the version from the .modinfo of '%s': %m, ignoring", path);
+		/* The file itself is open: ENOENT is /proc/self/fd missing. */
+		gb_log_warning_errno(r, "Failed to read the version from the .modinfo of '%s': %m%s, ignoring", path,
+		                     r == -ENOENT ? " (is /proc mounted?)" : "");
 		(*warnings)++;
 	}
 	*ret = m;
