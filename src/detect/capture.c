@@ -4,6 +4,7 @@
 #include "capture.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,42 @@
 #include "shared/util.h"
 
 #define CAPTURE_FILE_MAX (4u << 20)
+
+/* Would writing p below dir go through a link the capture itself made
+ * (lib/modules/<release>/build -> /usr/src/...)? Absolute targets point at
+ * this machine, not into the capture: never write through them. */
+static bool through_link(const char *dir, const char *p)
+{
+	char full[8192];
+	struct stat st;
+	int n = snprintf(full, sizeof(full), "%s/", dir);
+
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return true;
+	for (const char *c = p; (c = strchr(c, '/')); c++) {
+		if ((size_t)n + (size_t)(c - p) >= sizeof(full))
+			return true;
+		memcpy(full + n, p, (size_t)(c - p));
+		full[n + (c - p)] = '\0';
+		if (lstat(full, &st) == 0 && S_ISLNK(st.st_mode))
+			return true;
+	}
+	return false;
+}
+
+/* A kernel module is tens of MiB: kept by name only (empty). */
+static bool is_kernel_module(const char *p)
+{
+	static const char *const suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
+	size_t l = strlen(p);
+
+	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
+		size_t s = strlen(suffixes[i]);
+		if (l > s && streq(p + l - s, suffixes[i]))
+			return true;
+	}
+	return false;
+}
 
 int gb_capture_write(struct gb_root *root, const char *dir)
 {
@@ -37,6 +74,10 @@ int gb_capture_write(struct gb_root *root, const char *dir)
 			if (streq(p, ".") || strstr(p, "..") || p[0] == '/')
 				continue;
 			snprintf(full, sizeof(full), "%s/%s", dir, p);
+			if (pass > 1 && through_link(dir, p)) {
+				gb_log_warning("'%s' lies behind a link in the capture, not captured", p);
+				continue;
+			}
 			if (pass == 1 && rec[i].kind == GB_ROOT_DIR) {
 				r = gb_mkdir_p(full, 0755);
 			} else if (pass == 2 && rec[i].kind == GB_ROOT_FILE) {
@@ -61,6 +102,10 @@ int gb_capture_write(struct gb_root *root, const char *dir)
 			} else if (pass == 3 && rec[i].kind == GB_ROOT_STAT) {
 				if (lstat(full, &st) == 0)
 					continue;
+				if (is_kernel_module(p))
+					gb_log_info("'%s' captured empty: a fixture keeps a module's .modinfo only "
+					            "(docs/fixtures.md)",
+					            p);
 				r = gb_write_file_atomic(full, "", 0, 0644);
 			} else {
 				continue;

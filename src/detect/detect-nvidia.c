@@ -54,19 +54,28 @@ int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret
 }
 
 static const char *const lib_dirs[] = {
-	"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib",
-	"usr/local/nvidia/lib64",   "lib/x86_64-linux-gnu",      "lib64",
+	"usr/lib/x86_64-linux-gnu",
+	"usr/lib/x86_64-linux-gnu/nvidia/current", /* Debian: the real files behind its alternatives */
+	"usr/lib/aarch64-linux-gnu",
+	"usr/lib/aarch64-linux-gnu/nvidia/current",
+	"usr/lib64",
+	"usr/lib",
+	"usr/local/nvidia/lib64",
+	"lib/x86_64-linux-gnu",
+	"lib64",
 };
 
-/* The userspace driver: libnvidia-ml.so.<version> in a library directory. */
-static void detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
+/* A driver library by its versioned name, <prefix><version> in a library
+ * directory ("libnvidia-ml.so.535.261.03"): the version is in the name. */
+static int find_versioned_lib(struct gb_ctx *ctx, const char *prefix, char **ret_version, char **ret_path)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(lib_dirs) && !f->nvidia.userspace_version; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(lib_dirs); i++) {
 		char **names = NULL;
+		int r = -ENOENT;
 		if (gb_root_list_dir(ctx->root, lib_dirs[i], &names, NULL) < 0)
 			continue;
 		for (char **n = names; *n; n++) {
-			const char *v = gb_startswith(*n, "libnvidia-ml.so.");
+			const char *v = gb_startswith(*n, prefix);
 			char path[512];
 			if (!v || !gb_version_valid(v) || !strchr(v, '.'))
 				continue;
@@ -74,12 +83,28 @@ static void detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
 			/* Recorded for capture as a file whose existence was read. */
 			if (!gb_root_lexists(ctx->root, path))
 				continue;
-			f->nvidia.userspace_version = strdup(v);
-			f->nvidia.userspace_path = strdup(path);
+			*ret_version = strdup(v);
+			*ret_path = strdup(path);
+			r = *ret_version && *ret_path ? 0 : -ENOMEM;
 			break;
 		}
 		gb_strv_free(names);
+		if (r != -ENOENT)
+			return r;
 	}
+	return -ENOENT;
+}
+
+/* The userspace driver: libnvidia-ml.so.<version> (NVML, what verify uses)
+ * and libcuda.so.<version>. */
+static int detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
+{
+	int r = find_versioned_lib(ctx, "libnvidia-ml.so.", &f->nvidia.userspace_version, &f->nvidia.userspace_path);
+	if (r == -ENOMEM)
+		return r;
+	r = find_versioned_lib(ctx, "libcuda.so.", &f->nvidia.installed.libcuda_version,
+	                       &f->nvidia.installed.libcuda_path);
+	return r == -ENOMEM ? r : 0;
 }
 
 static char *json_version(const char *text)
@@ -181,35 +206,6 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 	gb_strv_free(names);
 }
 
-/* The toolkit's version from the dpkg database, where there is one. */
-static char *dpkg_version(struct gb_ctx *ctx, const char *package)
-{
-	_cleanup_free_ char *text = NULL;
-	char want[128];
-	const char *p;
-
-	if (gb_root_read_file(ctx->root, "var/lib/dpkg/status", 64u << 20, &text, NULL) < 0)
-		return NULL;
-	snprintf(want, sizeof(want), "Package: %s\n", package);
-	for (p = text; (p = strstr(p, want)); p++) {
-		const char *end, *v, *st;
-		if (p != text && p[-1] != '\n')
-			continue;
-		end = strstr(p, "\n\n");
-		if (!end)
-			end = p + strlen(p);
-		st = strstr(p, "\nStatus: ");
-		if (!st || st > end || !gb_startswith(st, "\nStatus: install ok installed"))
-			continue;
-		v = strstr(p, "\nVersion: ");
-		if (!v || v > end)
-			continue;
-		v += strlen("\nVersion: ");
-		return strndup(v, strcspn(v, "\n"));
-	}
-	return NULL;
-}
-
 /* Is there a "blacklist nouveau" line in a modprobe.d configuration? */
 static bool nouveau_blacklisted(struct gb_ctx *ctx)
 {
@@ -254,6 +250,54 @@ static bool nouveau_blacklisted(struct gb_ctx *ctx)
 	return false;
 }
 
+/* The driver installed on disk, loaded or not: the module of every
+ * installed kernel; then one version for the whole, from the target
+ * kernel's module (what would load), else the packages, else the userspace
+ * library. */
+static int detect_installed(struct gb_ctx *ctx, struct gb_facts *f)
+{
+	_cleanup_(gb_kmodp) struct gb_kmod *kmod = NULL;
+	const struct gb_kernel_install *target = NULL;
+	typeof(f->nvidia.installed) *in = &f->nvidia.installed;
+	int r;
+
+	for (size_t i = 0; i < f->kernel.n_installed; i++) {
+		struct gb_kernel_install *k = &f->kernel.installed[i];
+		r = gb_nvidia_module_find(ctx, &kmod, k->release, &k->nvidia, &f->warnings);
+		if (r == -ENOMEM)
+			return r;
+		if (f->kernel.target && streq(k->release, f->kernel.target) && k->nvidia.path)
+			target = k;
+	}
+	if (target) {
+		in->module_kernel = target;
+		in->module_flavor = target->nvidia.flavor;
+		if (target->nvidia.version) {
+			in->version = strdup(target->nvidia.version);
+			if (!in->version)
+				return -ENOMEM;
+			in->source = "module";
+		}
+	}
+	for (size_t i = 0; i < in->n_packages; i++) {
+		const struct gb_package *p = &in->packages[i];
+		if (!in->module_flavor)
+			in->module_flavor = gb_package_module_flavor(p);
+		if (!in->version) {
+			in->version = gb_package_driver_version(p);
+			if (in->version)
+				in->source = "package";
+		}
+	}
+	if (!in->version && f->nvidia.userspace_version) {
+		in->version = strdup(f->nvidia.userspace_version);
+		if (!in->version)
+			return -ENOMEM;
+		in->source = "userspace";
+	}
+	return 0;
+}
+
 static const struct {
 	const char *path;
 	const char *name;
@@ -289,11 +333,21 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 			free(v);
 	}
 
-	detect_userspace(ctx, f);
+	r = detect_userspace(ctx, f);
+	if (r < 0)
+		return r;
 	detect_cuda(ctx, f);
+	r = gb_detect_packages(ctx, f);
+	if (r < 0)
+		return r;
+	r = detect_installed(ctx, f);
+	if (r < 0)
+		return r;
 
 	if (gb_root_lexists(ctx->root, "usr/bin/nvidia-ctk")) {
-		f->nvidia.container_toolkit = dpkg_version(ctx, "nvidia-container-toolkit");
+		for (size_t i = 0; i < f->nvidia.installed.n_packages && !f->nvidia.container_toolkit; i++)
+			if (streq(f->nvidia.installed.packages[i].name, "nvidia-container-toolkit"))
+				f->nvidia.container_toolkit = strdup(f->nvidia.installed.packages[i].version);
 		if (!f->nvidia.container_toolkit)
 			f->nvidia.container_toolkit = strdup("unknown");
 	}

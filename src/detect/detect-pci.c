@@ -148,6 +148,11 @@ int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f)
 	r = gb_root_list_dir(ctx->root, PCI_DIR, &names, &n);
 	if (r == -ENOMEM)
 		return r;
+	if (r == -ENOENT && !ctx->root->is_host) {
+		/* A disk image or chroot without sysfs: nothing to see, nothing wrong. */
+		gb_log_debug("No '%s' under the root (a disk image?): no PCI devices seen", PCI_DIR);
+		return 0;
+	}
 	if (r < 0) {
 		gb_log_warning_errno(r, "Failed to list '%s': %m; no PCI devices seen, ignoring", PCI_DIR);
 		f->warnings++;

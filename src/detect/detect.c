@@ -14,7 +14,8 @@ int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret)
 	static int (*const parts[])(struct gb_ctx *, struct gb_facts *) = {
 		gb_detect_os, gb_detect_kernel, gb_detect_platform, gb_detect_pci, gb_detect_net, gb_detect_nvidia,
 	};
-	struct gb_facts f = { .secure_boot = -1 };
+	struct gb_facts f = { .secure_boot = -1,
+		              .secure_boot_state = { .shim_validation_disabled = -1, .enforcing = -1 } };
 	int r;
 
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
@@ -43,7 +44,14 @@ void gb_facts_done(struct gb_facts *f)
 	free(f->kernel.release);
 	free(f->kernel.flavour);
 	free(f->kernel.cmdline);
+	free(f->kernel.target);
+	for (size_t i = 0; i < f->kernel.n_installed; i++) {
+		free(f->kernel.installed[i].release);
+		gb_nvidia_module_done(&f->kernel.installed[i].nvidia);
+	}
+	free(f->kernel.installed);
 	free(f->cpu.arch);
+	free(f->secure_boot_state.lockdown);
 	free(f->cloud.sys_vendor);
 	free(f->cloud.product_name);
 	for (size_t i = 0; i < f->n_gpus; i++)
@@ -71,6 +79,10 @@ void gb_facts_done(struct gb_facts *f)
 	for (size_t i = 0; i < f->nvidia.n_engines; i++)
 		free(f->nvidia.container_engines[i]);
 	free(f->nvidia.container_engines);
+	free(f->nvidia.installed.version);
+	gb_packages_free(f->nvidia.installed.packages, f->nvidia.installed.n_packages);
+	free(f->nvidia.installed.libcuda_version);
+	free(f->nvidia.installed.libcuda_path);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -82,6 +94,12 @@ static json_object *jstr(const char *s)
 static json_object *jint(int v)
 {
 	return v >= 0 ? json_object_new_int(v) : NULL;
+}
+
+/* 1, 0, -1 -> true, false, null */
+static json_object *jbool(int v)
+{
+	return v >= 0 ? json_object_new_boolean(v) : NULL;
 }
 
 static json_object *pci_fn_to_json(const struct gb_pci_fn *fn)
@@ -115,6 +133,43 @@ static json_object *pci_fn_to_json(const struct gb_pci_fn *fn)
 	return o;
 }
 
+static json_object *module_to_json(const struct gb_nvidia_module *m)
+{
+	json_object *o;
+
+	if (!m->path)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "path", jstr(m->path));
+	json_object_object_add(o, "version", jstr(m->version));
+	json_object_object_add(o, "flavor", jstr(m->flavor));
+	json_object_object_add(o, "signer", jstr(m->signer));
+	return o;
+}
+
+static json_object *installed_to_json(const struct gb_facts *f)
+{
+	json_object *o = json_object_new_object(), *pkgs = json_object_new_array();
+	const struct gb_kernel_install *k = f->nvidia.installed.module_kernel;
+
+	json_object_object_add(o, "version", jstr(f->nvidia.installed.version));
+	json_object_object_add(o, "source", jstr(f->nvidia.installed.source));
+	json_object_object_add(o, "module_flavor", jstr(f->nvidia.installed.module_flavor));
+	json_object_object_add(o, "module_path", jstr(k ? k->nvidia.path : NULL));
+	json_object_object_add(o, "module_kernel", jstr(k ? k->release : NULL));
+	json_object_object_add(o, "module_signer", jstr(k ? k->nvidia.signer : NULL));
+	json_object_object_add(o, "userspace_version", jstr(f->nvidia.userspace_version));
+	json_object_object_add(o, "libcuda_version", jstr(f->nvidia.installed.libcuda_version));
+	for (size_t i = 0; i < f->nvidia.installed.n_packages; i++) {
+		json_object *p = json_object_new_object();
+		json_object_object_add(p, "name", jstr(f->nvidia.installed.packages[i].name));
+		json_object_object_add(p, "version", jstr(f->nvidia.installed.packages[i].version));
+		json_object_array_add(pkgs, p);
+	}
+	json_object_object_add(o, "packages", pkgs);
+	return o;
+}
+
 json_object *gb_facts_to_json(const struct gb_facts *f)
 {
 	json_object *root = json_object_new_object();
@@ -124,7 +179,7 @@ json_object *gb_facts_to_json(const struct gb_facts *f)
 	json_object *sw = json_object_new_array(), *net = json_object_new_object();
 	json_object *ib = json_object_new_array(), *nv = json_object_new_object();
 	json_object *cuda = json_object_new_array(), *eng = json_object_new_array();
-	json_object *nouveau = json_object_new_object();
+	json_object *nouveau = json_object_new_object(), *kernels = json_object_new_array();
 
 	json_object_object_add(os, "id", jstr(f->os.id));
 	json_object_object_add(os, "version_id", jstr(f->os.version_id));
@@ -139,13 +194,27 @@ json_object *gb_facts_to_json(const struct gb_facts *f)
 	json_object_object_add(kernel, "flavour", jstr(f->kernel.flavour));
 	json_object_object_add(kernel, "headers", json_object_new_boolean(f->kernel.headers));
 	json_object_object_add(kernel, "cmdline", jstr(f->kernel.cmdline));
+	json_object_object_add(kernel, "target", jstr(f->kernel.target));
+	for (size_t i = 0; i < f->kernel.n_installed; i++) {
+		const struct gb_kernel_install *k = &f->kernel.installed[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "release", jstr(k->release));
+		json_object_object_add(o, "running", json_object_new_boolean(k->running));
+		json_object_object_add(o, "headers", json_object_new_boolean(k->headers));
+		json_object_object_add(o, "nvidia_module", module_to_json(&k->nvidia));
+		json_object_array_add(kernels, o);
+	}
+	json_object_object_add(kernel, "installed", kernels);
 	json_object_object_add(root, "kernel", kernel);
 
 	json_object_object_add(cpu, "arch", jstr(f->cpu.arch));
 	json_object_object_add(cpu, "nvidia_platform", jstr(f->cpu.nvidia_platform));
 	json_object_object_add(root, "cpu", cpu);
 
-	json_object_object_add(sb, "enabled", f->secure_boot < 0 ? NULL : json_object_new_boolean(f->secure_boot));
+	json_object_object_add(sb, "enabled", jbool(f->secure_boot));
+	json_object_object_add(sb, "shim_validation_disabled", jbool(f->secure_boot_state.shim_validation_disabled));
+	json_object_object_add(sb, "lockdown", jstr(f->secure_boot_state.lockdown));
+	json_object_object_add(sb, "enforcing", jbool(f->secure_boot_state.enforcing));
 	json_object_object_add(root, "secure_boot", sb);
 
 	json_object_object_add(cloud, "provider", jstr(f->cloud.provider));
@@ -191,6 +260,7 @@ json_object *gb_facts_to_json(const struct gb_facts *f)
 	json_object_object_add(nv, "container_engines", eng);
 	json_object_object_add(nv, "fabricmanager", json_object_new_boolean(f->nvidia.fabricmanager));
 	json_object_object_add(nv, "persistenced", json_object_new_boolean(f->nvidia.persistenced));
+	json_object_object_add(nv, "installed", installed_to_json(f));
 	json_object_object_add(root, "nvidia", nv);
 
 	json_object_object_add(nouveau, "loaded", json_object_new_boolean(f->nouveau.loaded));
@@ -214,17 +284,39 @@ static void print_link(FILE *out, const struct gb_pci_link *l)
 	fprintf(out, "link Gen%d x%d (max Gen%d x%d)", l->current_gen, l->current_width, l->max_gen, l->max_width);
 }
 
+/* What is on disk: "installed: 535.261.03 (open, from module), module /lib/..., libcuda 535.261.03, 5 package(s)". */
+static void print_installed(const struct gb_facts *f, FILE *out)
+{
+	const struct gb_kernel_install *k = f->nvidia.installed.module_kernel;
+
+	fprintf(out, "%-12s %s (%s, from %s)", "installed:", or_dash(f->nvidia.installed.version),
+	        or_dash(f->nvidia.installed.module_flavor), or_dash(f->nvidia.installed.source));
+	if (k)
+		fprintf(out, ", module %s%s", k->nvidia.path, k->nvidia.signer ? " (signed)" : "");
+	else
+		fputs(", no module for the target kernel", out);
+	fprintf(out, ", libcuda %s, %zu package(s)\n", or_dash(f->nvidia.installed.libcuda_version),
+	        f->nvidia.installed.n_packages);
+}
+
 void gb_facts_print(const struct gb_facts *f, FILE *out)
 {
 	fprintf(out, "%-12s %s (%s %s), %s, %s\n", "os:", or_dash(f->os.pretty_name), or_dash(f->os.id),
 	        or_dash(f->os.version_id), or_dash(f->os.libc), or_dash(f->os.package_manager));
-	fprintf(out, "%-12s %s (flavour %s), headers %s\n", "kernel:", or_dash(f->kernel.release),
-	        or_dash(f->kernel.flavour), f->kernel.headers ? "present" : "missing");
+	fprintf(out, "%-12s %s (flavour %s), ", "kernel:", or_dash(f->kernel.release), or_dash(f->kernel.flavour));
+	if (f->kernel.target && (!f->kernel.release || !streq(f->kernel.target, f->kernel.release)))
+		fprintf(out, "target %s, ", f->kernel.target);
+	fprintf(out, "headers %s\n", f->kernel.headers ? "present" : "missing");
 	fprintf(out, "%-12s %s (%s)\n", "cpu:", or_dash(f->cpu.arch), or_dash(f->cpu.nvidia_platform));
-	fprintf(out, "%-12s %s\n", "secure boot:",
+	fprintf(out, "%-12s %s%s, lockdown %s, unsigned modules %s\n", "secure boot:",
 	        f->secure_boot < 0 ? "not EFI / unknown"
 	        : f->secure_boot   ? "on"
-	                           : "off");
+	                           : "off",
+	        f->secure_boot_state.shim_validation_disabled == 1 ? " (shim validation disabled)" : "",
+	        or_dash(f->secure_boot_state.lockdown),
+	        f->secure_boot_state.enforcing < 0 ? "unknown"
+	        : f->secure_boot_state.enforcing   ? "refused"
+	                                           : "allowed");
 	fprintf(out, "%-12s %s (hypervisor %s)\n", "cloud:", or_dash(f->cloud.provider), or_dash(f->cloud.hypervisor));
 	if (f->n_gpus == 0)
 		fprintf(out, "%-12s none\n", "gpus:");
@@ -244,6 +336,7 @@ void gb_facts_print(const struct gb_facts *f, FILE *out)
 	fprintf(out, "%-12s module %s (%s), userspace %s, toolkit %s\n", "nvidia:", or_dash(f->nvidia.loaded_version),
 	        or_dash(f->nvidia.module_flavor), or_dash(f->nvidia.userspace_version),
 	        or_dash(f->nvidia.container_toolkit));
+	print_installed(f, out);
 	for (size_t i = 0; i < f->nvidia.n_cuda; i++)
 		fprintf(out, "%-12s %s %s\n", i == 0 ? "cuda:" : "", f->nvidia.cuda[i].path,
 		        or_dash(f->nvidia.cuda[i].version));

@@ -44,6 +44,26 @@ struct gb_cuda_install {
 	char *version; /* "13.0.88" or NULL */
 };
 
+/* An NVIDIA kernel module file installed for one kernel. */
+struct gb_nvidia_module {
+	char *path; /* "/lib/modules/<release>/updates/dkms/nvidia-current-open.ko"; NULL = none found */
+	char *version; /* modinfo "version", NULL when unreadable */
+	const char *flavor; /* from modinfo "license": "open" | "proprietary" | NULL */
+	char *signer; /* modinfo "signer" of an appended signature; NULL = unsigned or unknown */
+};
+
+struct gb_kernel_install {
+	char *release;
+	bool running; /* the kernel this root runs now */
+	bool headers;
+	struct gb_nvidia_module nvidia;
+};
+
+/* An installed package (dpkg). */
+struct gb_package {
+	char *name, *version;
+};
+
 struct gb_facts {
 	struct {
 		char *id, *version_id, *id_like, *pretty_name, *version_codename;
@@ -51,14 +71,22 @@ struct gb_facts {
 		const char *package_manager; /* "apt" | ... | NULL */
 	} os;
 	struct {
-		char *release, *flavour, *cmdline;
-		bool headers;
+		char *release, *flavour, *cmdline; /* the running kernel; NULL in a disk image */
+		char *target; /* the kernel modules are for: running, else the newest installed */
+		bool headers; /* of the target kernel */
+		struct gb_kernel_install *installed; /* newest first */
+		size_t n_installed;
 	} kernel;
 	struct {
 		char *arch; /* "x86_64" */
 		const char *nvidia_platform; /* "linux-x86_64" | "linux-sbsa" | NULL */
 	} cpu;
-	int secure_boot; /* 1, 0, -1 = not booted with EFI / unknown */
+	int secure_boot; /* the SecureBoot variable: 1, 0, -1 = not booted with EFI / unknown */
+	struct {
+		int shim_validation_disabled; /* MokSBStateRT: 1, 0, -1 = not EFI / unknown */
+		char *lockdown; /* "none" | "integrity" | "confidentiality" | NULL = unknown */
+		int enforcing; /* unsigned modules refused: 1, 0, -1 = unknown */
+	} secure_boot_state;
 	struct {
 		const char *provider; /* "aws" | ... | NULL */
 		char *sys_vendor, *product_name;
@@ -85,6 +113,17 @@ struct gb_facts {
 		size_t n_engines;
 		bool fabricmanager;
 		bool persistenced;
+		/* What is installed on disk, loaded or not. */
+		struct {
+			char *version; /* from the target kernel's module, else the packages, else userspace */
+			const char *source; /* "module" | "package" | "userspace" | NULL */
+			const char *module_flavor; /* from the module, else a kernel-module package's name */
+			const struct gb_kernel_install *module_kernel; /* the target's entry when it has a module */
+			struct gb_package *packages;
+			size_t n_packages;
+			char *libcuda_version;
+			char *libcuda_path;
+		} installed;
 	} nvidia;
 	struct {
 		bool loaded;
@@ -107,6 +146,17 @@ int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_net(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_packages(struct gb_ctx *ctx, struct gb_facts *f);
+
+/* Find the NVIDIA kernel module installed for a kernel under the root and
+ * read its .modinfo (libkmod; compressed modules too). Returns 0 (path set;
+ * version NULL when unreadable, with one warning), -ENOENT (none), -ENOMEM. */
+struct gb_kmod;
+int gb_nvidia_module_find(struct gb_ctx *ctx, struct gb_kmod **kmod, const char *release, struct gb_nvidia_module *ret,
+                          unsigned *warnings);
+void gb_nvidia_module_done(struct gb_nvidia_module *m);
+struct gb_kmod *gb_kmod_free(struct gb_kmod *k);
+void gb_kmodp(struct gb_kmod **k);
 
 /* --- parsers, exposed for unit tests and fuzzers --- */
 
@@ -127,6 +177,26 @@ int gb_pci_speed_to_gen(const char *speed);
 /* Kernel release -> flavour ("6.8.0-1015-aws" -> "aws"); NULL when the
  * release has no recognisable flavour. */
 char *gb_kernel_flavour(const char *release);
+
+/* "none [integrity] confidentiality" -> "integrity" (the bracketed word). */
+int gb_lockdown_parse(const char *text, char **ret_mode);
+
+/* Parse var/lib/dpkg/status: the installed packages (Status "... ok
+ * installed") whose name want() accepts, with their version, in file
+ * order (at most 64). Stanzas without Package or Status, or a wanted one
+ * without a plausible Version, are counted in *ret_bad. -EINVAL: not text. */
+int gb_dpkg_status_parse(const char *text, size_t len, bool (*want)(const char *name), struct gb_package **ret,
+                         size_t *ret_n, unsigned *ret_bad);
+void gb_packages_free(struct gb_package *p, size_t n);
+bool gb_package_is_nvidia(const char *name);
+/* The driver version a package's version carries ("1:535.261.03-1" -> "535.261.03"), or NULL. */
+char *gb_package_driver_version(const struct gb_package *p);
+/* "open" | "proprietary" for a package that installs the kernel module, else NULL. */
+const char *gb_package_module_flavor(const struct gb_package *p);
+
+/* Join a symlink target (absolute = from the root) to the link's directory,
+ * both relative to the root, folding "." and ".." (which stops at the root). */
+int gb_path_join_in_root(const char *dir, const char *path, char *ret, size_t size);
 
 /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..." */
 int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret_flavor);

@@ -13,5 +13,5 @@ for dir in "$FIX"/*/; do
 	grep -q '^os:' "$TMP/out" || fail "text output of $name has no os line"
 	n=$((n + 1))
 done
-[ "$n" -ge 11 ] || fail "only $n fixtures"
+[ "$n" -ge 12 ] || fail "only $n fixtures"
 echo "$n fixtures detected as expected"

@@ -17,7 +17,7 @@ printf 'NVRM version: garbage without a version\n' >"$M/proc/driver/nvidia/versi
 printf 'not a kernel\001\n' >"$M/proc/sys/kernel/osrelease"
 printf '{"cuda": {"version": 12}}' >"$M/usr/local/cuda-12.2/version.json"
 mkdir -p "$M/sys/firmware/efi/efivars"
-printf '\006\000' >"$M/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d0-aa4d-00e098032b8c"
+printf '\006\000' >"$M/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 mkdir -p "$M/sys/bus/pci/devices/not-an-address"
 expect_exit 0 "$GB" --root "$M" detect --json
 python3 - "$TMP/out" <<'PY'

@@ -69,7 +69,7 @@ grep -q "no driver branch supports this GPU mix" "$TMP/err" || fail "mix refusal
 
 # Secure Boot on a distribution without signed modules: refused before anything changes, unless a key is configured.
 cp -a "$FIX/a100-rhel9" "$TMP/sb"
-printf '\006\000\000\000\001' >"$TMP/sb/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d0-aa4d-00e098032b8c"
+printf '\006\000\000\000\001' >"$TMP/sb/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 expect_exit 10 "$GB" --root "$TMP/sb" plan
 grep -q "signing_key" "$TMP/err" || fail "Secure Boot refusal does not name the fix"
 mkdir -p "$TMP/sb/etc/gpuboot"
