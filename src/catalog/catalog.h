@@ -108,6 +108,28 @@ const struct gb_runfile *gb_catalog_newest_runfile(unsigned branch, const char *
 const struct gb_runfile *gb_catalog_runfile(const char *version, const char *arch);
 enum gb_arch gb_arch_from_string(const char *s);
 
+/* Curated knowledge per GPU (scripts/gen-catalog.py, GPU_TRAITS): the one
+ * place device IDs are written outside pci.ids. */
+struct gb_gpu_traits {
+	uint16_t device;
+	const char *aliases; /* "T4", "RTX 4090|RTX-4090": short names for --target-gpu */
+	bool grace; /* a Grace superchip: aarch64 (sbsa), open module required */
+	bool held_back; /* kept on the proprietary module by default (docs/plan.md) */
+	unsigned hgx8_nvswitches; /* NVSwitches on the 8-GPU HGX board, 0 = none */
+};
+extern const struct gb_gpu_traits gb_gpu_traits[];
+extern const size_t gb_gpu_traits_len;
+
+/* The traits of a device, NULL when it has none listed. */
+const struct gb_gpu_traits *gb_catalog_traits(uint16_t device);
+
+/* A GPU by what a user typed: an alias ("T4", "RTX 4090"), a pci.ids name
+ * ("Tesla T4"), or words of exactly one pci.ids name ("K80"). Returns 0
+ * with *ret set; -ENOENT (nothing close) or -ENOTUNIQ (several names hold
+ * those words), with up to three candidates in suggest ("'Tesla P100 PCIe
+ * 12GB', 'Tesla P100 PCIe 16GB'") either way. */
+int gb_catalog_gpu_find(const char *query, uint16_t *ret, char *suggest, size_t n);
+
 extern const struct gb_pci_name gb_pci_names[];
 extern const size_t gb_pci_names_len;
 
