@@ -201,6 +201,7 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	long code = 0;
 	char detail[400];
 	bool is_file = gb_startswith(a->url, "file://") != NULL;
+	int r;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(x->easy);
@@ -268,15 +269,26 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 			return;
 		}
 		gb_sha256_done(&x->h);
-		if (fsync(x->fd) < 0 || close(x->fd) < 0) {
-			x->fd = -1;
-			fail_xfer(x, -EIO, "%s", "cannot write the cache");
+		r = fsync(x->fd) < 0 ? negative_errno() : 0;
+		if (close(x->fd) < 0 && r == 0)
+			r = negative_errno();
+		x->fd = -1;
+		if (r < 0) {
+			fail_xfer(x, r, "cannot write the cache: %s", strerror(-r));
 			return;
 		}
-		x->fd = -1;
 		snprintf(a->cache_path, sizeof(a->cache_path), "%s/cache/sha256/%s", o->state_dir, a->sha256);
 		if (rename(x->tmp, a->cache_path) < 0) {
 			fail_xfer(x, negative_errno(), "cannot move into the cache: %s", strerror(errno));
+			return;
+		}
+		snprintf(detail, sizeof(detail), "%s/cache/sha256", o->state_dir);
+		if ((r = gb_fsync_dir(detail)) < 0) {
+			snprintf(detail, sizeof(detail),
+			         "%s/cache/sha256: cannot sync the directory after the rename: %s", o->state_dir,
+			         strerror(-r));
+			a->cache_path[0] = '\0';
+			fail_xfer(x, r, "%s", detail);
 			return;
 		}
 		a->result = 0;

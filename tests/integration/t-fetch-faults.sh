@@ -83,6 +83,13 @@ rc=$?
 set -e
 [ "$rc" -eq 13 ] || fail "unreadable CA file: exit $rc: $(cat "$TMP/out" "$TMP/err")"
 [ "$(grep -c '^ERR attempts=0 not fetched: CA file .*no-such-ca.pem' "$TMP/out")" -eq 2 ] || fail "unreadable CA file: artifacts not marked failed: $(cat "$TMP/out")"
+# The cache directory cannot be synced after the rename: not durable, not verified.
+rm -rf "$S"
+set +e
+GPUBOOT_TEST_FAIL_DIR_FSYNC=cache/sha256 "$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+set -e
+[ "$rc" -eq 13 ] && grep -q "^ERR .*cannot sync the directory" "$TMP/out" || fail "cache directory sync failure: exit $rc: $(cat "$TMP/out")"
 # Several at once.
 rm -rf "$S"
 "$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" "$B/fault/500-once/$F" "$SHA" "$SIZE" "$B/fault/reset-once/$F" "$SHA" "$SIZE" >"$TMP/out" || fail "parallel: $(cat "$TMP/out")"
