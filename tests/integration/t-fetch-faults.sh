@@ -56,6 +56,15 @@ case_ "https://127.0.0.1:$WPORT" 13 "ERR"
 grep -qi -e "certificate" -e "SSL" "$TMP/out" || fail "wrong host not named as a certificate problem: $(cat "$TMP/out")"
 # Plain http is refused outright.
 case_ "http://127.0.0.1:$PORT" 13 "ERR"
+# A libcurl without CURLOPT_PROTOCOLS_STR (older than 7.85, simulated in test
+# builds): the bitmask keeps the limit, so a redirect to http is still refused;
+# where neither can be set, the transfer is refused, never run unlimited.
+export GPUBOOT_TEST_CURL_PROTOCOLS=nostr
+case_ "$B" 0 "OK attempts=1"
+case_ "$B/fault/redirect-http" 13 "scheme other than https"
+export GPUBOOT_TEST_CURL_PROTOCOLS=none
+case_ "$B" 13 "cannot limit transfers to https"
+unset GPUBOOT_TEST_CURL_PROTOCOLS
 # A body longer than the manifest declares.
 rm -rf "$S"
 set +e
