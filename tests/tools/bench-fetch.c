@@ -10,7 +10,7 @@
 
 #include "context.h"
 #include "fetch/fetch.h"
-#include "fetch/unpack.h"
+#include "install/unpack.h"
 #include "shared/util.h"
 
 static struct gb_artifact arts[32];
