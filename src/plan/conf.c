@@ -203,14 +203,11 @@ int gb_conf_parse_bool(const char *v, int *ret)
 
 int gb_conf_parse_number(const char *v, double *ret)
 {
-	char *end = NULL;
 	double d;
 
-	if (!v || !isdigit((unsigned char)v[0]))
+	if (!v || !isdigit((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
 		return -EINVAL;
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno != 0 || !end || *end != '\0' || d < 0 || d > 1e12)
+	if (gb_safe_atod(v, &d) < 0 || d < 0 || d > 1e12)
 		return -EINVAL;
 	*ret = d;
 	return 0;

@@ -215,6 +215,20 @@ static bool in_list(unsigned b, const unsigned *list, size_t n)
 	return false;
 }
 
+/* The branch of a driver version: "580.95.05" -> 580; 0 when unreadable. */
+static unsigned version_branch(const char *version)
+{
+	char major[12];
+	uint32_t b = 0;
+	size_t k = strcspn(version, ".");
+
+	if (k == 0 || k >= sizeof(major))
+		return 0;
+	memcpy(major, version, k);
+	major[k] = '\0';
+	return gb_safe_atou32(major, 10, &b) < 0 ? 0 : (unsigned)b;
+}
+
 static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
 {
 	unsigned lo = 0, hi = 0, pinned_gpu = 0;
@@ -275,7 +289,7 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		pin_branch = pinned_gpu, pol = GB_POLICY_BRANCH;
 
 	if (pol == GB_POLICY_VERSION) {
-		unsigned b = (unsigned)strtoul(pin_version, NULL, 10);
+		unsigned b = version_branch(pin_version);
 		p->driver.runfile = gb_catalog_runfile(pin_version, rarch);
 		if (!p->driver.runfile) {
 			refuse(p, GB_EXIT_USAGE, "pinned driver %s is not a known %s runfile in the catalog",
