@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* CURLOPT_PROTOCOLS (the bitmask) is the fallback for a libcurl without the
+ * _STR options; newer headers mark it deprecated. */
+#define CURL_DISABLE_DEPRECATION 1
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -131,17 +134,100 @@ static bool transient_http(long code)
 	return code == 408 || code == 429 || (code >= 500 && code <= 599);
 }
 
+static long proto_mask(const char *list)
+{
+	long m = 0;
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == 4 && !strncmp(p, "file", 4))
+			m |= CURLPROTO_FILE;
+		else if (k == 4 && !strncmp(p, "http", 4))
+			m |= CURLPROTO_HTTP;
+		else if (k == 5 && !strncmp(p, "https", 5))
+			m |= CURLPROTO_HTTPS;
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return m;
+}
+
+static CURLcode setopt_protocols_str(CURL *e, CURLoption opt, const char *list)
+{
+#ifdef GB_TEST_HOOKS
+	/* Test builds: "nostr" behaves as a libcurl older than 7.85, "none" as one
+	 * where the bitmask fails as well. */
+	const char *hook = getenv("GPUBOOT_TEST_CURL_PROTOCOLS");
+	if (hook && (streq(hook, "nostr") || streq(hook, "none")))
+		return CURLE_UNKNOWN_OPTION;
+#endif
+#if LIBCURL_VERSION_NUM >= 0x075500
+	return curl_easy_setopt(e, opt, list);
+#else
+	(void)e, (void)opt, (void)list;
+	return CURLE_UNKNOWN_OPTION;
+#endif
+}
+
+static CURLcode setopt_protocols_mask(CURL *e, CURLoption opt, long mask)
+{
+#ifdef GB_TEST_HOOKS
+	const char *hook = getenv("GPUBOOT_TEST_CURL_PROTOCOLS");
+	if (hook && streq(hook, "none"))
+		return CURLE_UNKNOWN_OPTION;
+#endif
+	return curl_easy_setopt(e, opt, mask);
+}
+
+/* The protocols a transfer and its redirects may use. The _STR options need
+ * libcurl 7.85; an older one answers CURLE_UNKNOWN_OPTION and the limit
+ * would silently vanish: fall back to the bitmask, and when that does not
+ * take either, refuse the transfer (-ENOTSUP, the reason in errbuf). */
+static int limit_protocols(CURL *e, const char *allowed, const char *redir, char *errbuf)
+{
+	struct {
+		CURLoption str, mask;
+		const char *list;
+	} opts[] = {
+#if LIBCURL_VERSION_NUM >= 0x075500
+		{ CURLOPT_PROTOCOLS_STR, CURLOPT_PROTOCOLS, allowed },
+		{ CURLOPT_REDIR_PROTOCOLS_STR, CURLOPT_REDIR_PROTOCOLS, redir },
+#else
+		{ CURLOPT_PROTOCOLS, CURLOPT_PROTOCOLS, allowed },
+		{ CURLOPT_REDIR_PROTOCOLS, CURLOPT_REDIR_PROTOCOLS, redir },
+#endif
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		CURLcode c = setopt_protocols_str(e, opts[i].str, opts[i].list);
+		if (c == CURLE_OK)
+			continue;
+		c = setopt_protocols_mask(e, opts[i].mask, proto_mask(opts[i].list));
+		if (c != CURLE_OK) {
+			snprintf(errbuf, CURL_ERROR_SIZE,
+			         "this libcurl cannot limit transfers to %s (%s): refusing the transfer", opts[i].list,
+			         curl_easy_strerror(c));
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
 /* The options every transfer gets: HTTPS only (file:// for local bundles,
- * never both), redirects few and only to https, timeouts, the CA bundle. */
-static void common_opts(CURL *e, const char *url, const char *ca, char *errbuf, bool allow_http)
+ * never both), redirects few and only to https, timeouts, the CA bundle.
+ * Fails (errbuf says why) when the protocol limit cannot be set. */
+static int common_opts(CURL *e, const char *url, const char *ca, char *errbuf, bool allow_http)
 {
 	bool is_file = gb_startswith(url, "file://") != NULL;
 	bool is_http = allow_http && gb_startswith(url, "http://") != NULL;
+	int r;
+
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, is_file ? "file" : is_http ? "http" : "https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, is_http ? "http,https" : "https");
+	r = limit_protocols(e, is_file ? "file" : is_http ? "http" : "https", is_http ? "http,https" : "https", errbuf);
+	if (r < 0)
+		return r;
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 30L);
@@ -150,16 +236,21 @@ static void common_opts(CURL *e, const char *url, const char *ca, char *errbuf, 
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "gpuboot/0.1");
 	if (ca)
 		curl_easy_setopt(e, CURLOPT_CAINFO, ca);
+	return 0;
 }
 
 static int setup_easy(struct xfer *x, const struct gb_fetch_opts *o, const char *ca)
 {
 	CURL *e = curl_easy_init();
+	int r;
 
 	if (!e)
 		return -ENOMEM;
 	x->easy = e;
-	common_opts(e, x->a->url, ca, x->errbuf, o->allow_http);
+	x->errbuf[0] = '\0';
+	r = common_opts(e, x->a->url, ca, x->errbuf, o->allow_http);
+	if (r < 0)
+		return r;
 	curl_easy_setopt(e, CURLOPT_PRIVATE, x);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -201,6 +292,7 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	long code = 0;
 	char detail[400];
 	bool is_file = gb_startswith(a->url, "file://") != NULL;
+	int r;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(x->easy);
@@ -268,15 +360,26 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 			return;
 		}
 		gb_sha256_done(&x->h);
-		if (fsync(x->fd) < 0 || close(x->fd) < 0) {
-			x->fd = -1;
-			fail_xfer(x, -EIO, "%s", "cannot write the cache");
+		r = fsync(x->fd) < 0 ? negative_errno() : 0;
+		if (close(x->fd) < 0 && r == 0)
+			r = negative_errno();
+		x->fd = -1;
+		if (r < 0) {
+			fail_xfer(x, r, "cannot write the cache: %s", strerror(-r));
 			return;
 		}
-		x->fd = -1;
 		snprintf(a->cache_path, sizeof(a->cache_path), "%s/cache/sha256/%s", o->state_dir, a->sha256);
 		if (rename(x->tmp, a->cache_path) < 0) {
 			fail_xfer(x, negative_errno(), "cannot move into the cache: %s", strerror(errno));
+			return;
+		}
+		snprintf(detail, sizeof(detail), "%s/cache/sha256", o->state_dir);
+		if ((r = gb_fsync_dir(detail)) < 0) {
+			snprintf(detail, sizeof(detail),
+			         "%s/cache/sha256: cannot sync the directory after the rename: %s", o->state_dir,
+			         strerror(-r));
+			a->cache_path[0] = '\0';
+			fail_xfer(x, r, "%s", detail);
 			return;
 		}
 		a->result = 0;
@@ -413,8 +516,9 @@ static size_t start_due(CURLM *m, struct xfer *xs, size_t n, const struct gb_fet
 			done++;
 			continue;
 		}
-		if (setup_easy(x, o, ca) < 0 || curl_multi_add_handle(m, x->easy) != CURLM_OK) {
-			fail_xfer(x, -ENOMEM, "%s", x->errbuf[0] ? x->errbuf : "cannot start the transfer");
+		int r = setup_easy(x, o, ca);
+		if (r < 0 || curl_multi_add_handle(m, x->easy) != CURLM_OK) {
+			fail_xfer(x, r < 0 ? r : -ENOMEM, "%s", x->errbuf[0] ? x->errbuf : "cannot start the transfer");
 			done++;
 			continue;
 		}
@@ -607,7 +711,12 @@ int gb_fetch_small(const char *url, const char *ca_file, bool allow_http, size_t
 		return -ENOMEM;
 	}
 	gb_ca_bundle_find(ca_file, &ca);
-	common_opts(e, url, ca, eb, allow_http);
+	if (common_opts(e, url, ca, eb, allow_http) < 0) {
+		snprintf(err, errsz, "%s: %s", url, eb);
+		curl_easy_cleanup(e);
+		free(s.buf);
+		return -ENOTSUP;
+	}
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_small);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 120L);

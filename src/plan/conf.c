@@ -29,6 +29,49 @@ static bool ident_char(char c, bool section)
 	       (section && (c == ' ' || c == '.'));
 }
 
+/* Trim a line's whitespace and its trailing comment ('#' at the start or
+ * after whitespace). */
+static void trim_line(const char **b, const char **e)
+{
+	while (*b < *e && isspace((unsigned char)**b))
+		(*b)++;
+	for (const char *q = *b; q < *e; q++)
+		if (*q == '#' && (q == *b || isspace((unsigned char)q[-1]))) {
+			*e = q;
+			break;
+		}
+	while (*e > *b && isspace((unsigned char)(*e)[-1]))
+		(*e)--;
+}
+
+/* Append an entry, taking key and value (freed on failure). */
+static int conf_push(struct gb_conf *c, size_t *cap, const char *section, char *key, char *value, unsigned line)
+{
+	char *sec = key && value ? strdup(section) : NULL;
+
+	if (sec && c->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct gb_conf_entry *ne = realloc(c->entries, ncap * sizeof(*ne));
+		if (ne) {
+			c->entries = ne;
+			*cap = ncap;
+		} else {
+			free(TAKE_PTR(sec));
+		}
+	}
+	if (!sec) {
+		free(key);
+		free(value);
+		return -ENOMEM;
+	}
+	c->entries[c->n].section = sec;
+	c->entries[c->n].key = key;
+	c->entries[c->n].value = value;
+	c->entries[c->n].line = line;
+	c->n++;
+	return 0;
+}
+
 int gb_conf_parse(const char *path, const char *text, size_t len, struct gb_conf *ret, char *err, size_t errsz)
 {
 	struct gb_conf c = { 0 };
@@ -64,16 +107,7 @@ int gb_conf_parse(const char *path, const char *text, size_t len, struct gb_conf
 
 		p = nl ? nl + 1 : end;
 		line++;
-		while (b < e && isspace((unsigned char)*b))
-			b++;
-		/* Trailing comments: '#' at the start or after whitespace. */
-		for (const char *q = b; q < e; q++)
-			if (*q == '#' && (q == b || isspace((unsigned char)q[-1]))) {
-				e = q;
-				break;
-			}
-		while (e > b && isspace((unsigned char)e[-1]))
-			e--;
+		trim_line(&b, &e);
 		if (b == e)
 			continue;
 		for (const char *q = b; q < e; q++)
@@ -119,32 +153,8 @@ int gb_conf_parse(const char *path, const char *text, size_t len, struct gb_conf
 			key = strndup(b, (size_t)(ke - b));
 			value = strndup(vb, (size_t)(e - vb));
 		}
-		if (!key || !value) {
-			free(key);
-			free(value);
+		if (conf_push(&c, &cap, section, key, value, line) < 0)
 			goto oom;
-		}
-		if (c.n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct gb_conf_entry *ne = realloc(c.entries, ncap * sizeof(*ne));
-			if (!ne) {
-				free(key);
-				free(value);
-				goto oom;
-			}
-			c.entries = ne;
-			cap = ncap;
-		}
-		c.entries[c.n].section = strdup(section);
-		c.entries[c.n].key = key;
-		c.entries[c.n].value = value;
-		c.entries[c.n].line = line;
-		if (!c.entries[c.n].section) {
-			free(key);
-			free(value);
-			goto oom;
-		}
-		c.n++;
 	}
 #undef FAIL
 	*ret = c;
@@ -203,14 +213,11 @@ int gb_conf_parse_bool(const char *v, int *ret)
 
 int gb_conf_parse_number(const char *v, double *ret)
 {
-	char *end = NULL;
 	double d;
 
-	if (!v || !isdigit((unsigned char)v[0]))
+	if (!v || !isdigit((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
 		return -EINVAL;
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno != 0 || !end || *end != '\0' || d < 0 || d > 1e12)
+	if (gb_safe_atod(v, &d) < 0 || d < 0 || d > 1e12)
 		return -EINVAL;
 	*ret = d;
 	return 0;

@@ -24,22 +24,10 @@ static json_object *named_array(const struct gb_plan_named *a, size_t n, const c
 	return arr;
 }
 
-json_object *gb_plan_to_json(const struct gb_plan *p)
+static json_object *gpus_json(const struct gb_plan *p)
 {
-	json_object *root = json_object_new_object();
-	json_object *target = json_object_new_object(), *gpus = json_object_new_array();
-	bool refused = p->refusal_code != 0;
+	json_object *gpus = json_object_new_array();
 
-	json_object_object_add(root, "profile", json_object_new_string(p->profile));
-	json_object_object_add(root, "profile_source", json_object_new_string(p->profile_source));
-	json_object_object_add(root, "date", json_object_new_string(p->today));
-	json_object_object_add(target, "os", jstr(p->in.os_id));
-	json_object_object_add(target, "version", jstr(p->in.os_version));
-	json_object_object_add(target, "arch", jstr(p->in.arch));
-	json_object_object_add(target, "kernel", jstr(p->in.kernel_release));
-	json_object_object_add(target, "source", json_object_new_string(p->in.target_os ? "target" : "detected"));
-	json_object_object_add(target, "gpus_source", json_object_new_string(p->in.target_gpu ? "target" : "detected"));
-	json_object_object_add(root, "target", target);
 	for (size_t i = 0; i < p->n_gpus; i++) {
 		const struct gb_plan_gpu *g = &p->gpus[i];
 		json_object *o = json_object_new_object();
@@ -61,6 +49,49 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 		json_object_object_add(o, "source", json_object_new_string(g->source));
 		json_object_array_add(gpus, o);
 	}
+	return gpus;
+}
+
+static json_object *driver_json(const struct gb_plan *p)
+{
+	json_object *d = json_object_new_object(), *pk = json_object_new_array();
+	const struct gb_runfile *rf = p->driver.runfile;
+	json_object_object_add(d, "version", json_object_new_string(p->driver.version));
+	json_object_object_add(d, "branch", json_object_new_int((int)p->driver.branch));
+	json_object_object_add(d, "branch_type", jstr(p->driver.branch_type));
+	json_object_object_add(d, "end_of_life", jstr(p->driver.eol));
+	json_object_object_add(d, "module_flavor", json_object_new_string(p->driver.flavor));
+	json_object_object_add(d, "method", json_object_new_string(p->driver.method));
+	json_object_object_add(d, "repository", jstr(p->driver.repo));
+	json_object_object_add(d, "repository_arch", jstr(p->driver.repo_arch));
+	for (size_t i = 0; i < p->driver.n_packages; i++)
+		json_object_array_add(pk, json_object_new_string(p->driver.packages[i]));
+	json_object_object_add(d, "packages", pk);
+	json_object_object_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
+	json_object_object_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
+	json_object_object_add(d, "size", rf ? json_object_new_int64((int64_t)rf->size) : NULL);
+	json_object_object_add(d, "reason", json_object_new_string(p->driver.reason));
+	json_object_object_add(d, "module_flavor_reason", json_object_new_string(p->driver.flavor_reason));
+	json_object_object_add(d, "method_reason", json_object_new_string(p->driver.method_reason));
+	return d;
+}
+
+json_object *gb_plan_to_json(const struct gb_plan *p)
+{
+	json_object *root = json_object_new_object();
+	json_object *target = json_object_new_object(), *gpus = gpus_json(p);
+	bool refused = p->refusal_code != 0;
+
+	json_object_object_add(root, "profile", json_object_new_string(p->profile));
+	json_object_object_add(root, "profile_source", json_object_new_string(p->profile_source));
+	json_object_object_add(root, "date", json_object_new_string(p->today));
+	json_object_object_add(target, "os", jstr(p->in.os_id));
+	json_object_object_add(target, "version", jstr(p->in.os_version));
+	json_object_object_add(target, "arch", jstr(p->in.arch));
+	json_object_object_add(target, "kernel", jstr(p->in.kernel_release));
+	json_object_object_add(target, "source", json_object_new_string(p->in.target_os ? "target" : "detected"));
+	json_object_object_add(target, "gpus_source", json_object_new_string(p->in.target_gpu ? "target" : "detected"));
+	json_object_object_add(root, "target", target);
 	json_object_object_add(root, "gpus", gpus);
 
 	if (refused) {
@@ -72,28 +103,7 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 	}
 	json_object_object_add(root, "refusal", NULL);
 
-	{
-		json_object *d = json_object_new_object(), *pk = json_object_new_array();
-		const struct gb_runfile *rf = p->driver.runfile;
-		json_object_object_add(d, "version", json_object_new_string(p->driver.version));
-		json_object_object_add(d, "branch", json_object_new_int((int)p->driver.branch));
-		json_object_object_add(d, "branch_type", jstr(p->driver.branch_type));
-		json_object_object_add(d, "end_of_life", jstr(p->driver.eol));
-		json_object_object_add(d, "module_flavor", json_object_new_string(p->driver.flavor));
-		json_object_object_add(d, "method", json_object_new_string(p->driver.method));
-		json_object_object_add(d, "repository", jstr(p->driver.repo));
-		json_object_object_add(d, "repository_arch", jstr(p->driver.repo_arch));
-		for (size_t i = 0; i < p->driver.n_packages; i++)
-			json_object_array_add(pk, json_object_new_string(p->driver.packages[i]));
-		json_object_object_add(d, "packages", pk);
-		json_object_object_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
-		json_object_object_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
-		json_object_object_add(d, "size", rf ? json_object_new_int64((int64_t)rf->size) : NULL);
-		json_object_object_add(d, "reason", json_object_new_string(p->driver.reason));
-		json_object_object_add(d, "module_flavor_reason", json_object_new_string(p->driver.flavor_reason));
-		json_object_object_add(d, "method_reason", json_object_new_string(p->driver.method_reason));
-		json_object_object_add(root, "driver", d);
-	}
+	json_object_object_add(root, "driver", driver_json(p));
 	{
 		json_object *c = json_object_new_object(), *comp = json_object_new_array();
 		json_object_object_add(c, "version", jstr(p->cuda.version));

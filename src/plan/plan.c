@@ -215,6 +215,120 @@ static bool in_list(unsigned b, const unsigned *list, size_t n)
 	return false;
 }
 
+/* The branch of a driver version: "580.95.05" -> 580; 0 when unreadable. */
+static unsigned version_branch(const char *version)
+{
+	char major[12];
+	uint32_t b = 0;
+	size_t k = strcspn(version, ".");
+
+	if (k == 0 || k >= sizeof(major))
+		return 0;
+	memcpy(major, version, k);
+	major[k] = '\0';
+	return gb_safe_atou32(major, 10, &b) < 0 ? 0 : (unsigned)b;
+}
+
+/* The kernel module flavour: what the GPUs require, then the profile, the
+ * hold-back list, and NVIDIA's default for the branch. need_open_by and
+ * need_prop_by name a GPU that requires the open or the proprietary module. */
+static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, const char *need_open_by,
+                          const char *need_prop_by)
+{
+	const struct gb_plan_gpu *hb = NULL;
+	for (size_t i = 0; i < p->n_gpus; i++)
+		if (p->gpus[i].held_back)
+			hb = &p->gpus[i];
+	if (need_open_by) {
+		if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
+			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+			       "the profile asks for the proprietary module but %s requires the open one",
+			       need_open_by);
+			return;
+		}
+		p->driver.flavor = "open";
+		SAY(p->driver.flavor_reason, "%s requires the open kernel module", need_open_by);
+	} else if (need_prop_by) {
+		if (prof->flavor == GB_FLAVOR_OPEN) {
+			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+			       "the profile asks for the open module but %s (%s) only runs the proprietary one",
+			       need_prop_by, arch_name(p->gpus[0].arch));
+			return;
+		}
+		p->driver.flavor = "proprietary";
+		SAY(p->driver.flavor_reason, "%s predates Turing: the open module does not support it", need_prop_by);
+	} else if (prof->flavor == GB_FLAVOR_OPEN) {
+		p->driver.flavor = "open";
+		SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");
+	} else if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
+		p->driver.flavor = "proprietary";
+		SAY(p->driver.flavor_reason, "the profile asks for the proprietary module");
+	} else if (hb) {
+		p->driver.flavor = "proprietary";
+		SAY(p->driver.flavor_reason,
+		    "%s (%04x) is on the hold-back list: vendors keep it on the proprietary module after GSP "
+		    "firmware problems with the open one (module_flavor = open overrides)",
+		    hb->name, hb->device);
+	} else if (p->driver.branch < 560) {
+		p->driver.flavor = "proprietary";
+		SAY(p->driver.flavor_reason, "before R560 NVIDIA's default is the proprietary module where the "
+		                             "GPU does not require the open one");
+	} else {
+		p->driver.flavor = "open";
+		SAY(p->driver.flavor_reason, "every GPU is Turing or newer and supported by the open module, "
+		                             "NVIDIA's default from R560");
+	}
+}
+
+static const struct gb_branch *newest_branch(const struct gb_plan *p, enum gb_branch_policy pol, unsigned pin_branch,
+                                             unsigned lo, unsigned hi, const char *rarch, bool ubuntu_sb)
+{
+	const struct gb_branch *chosen = NULL;
+
+	/* Newest branch of the policy's kind, alive today, with a runfile for
+	 * this arch, inside what every GPU supports. */
+	for (size_t i = gb_branches_len; i > 0 && !chosen; i--) {
+		const struct gb_branch *b = &gb_branches[i - 1];
+		bool kind_ok;
+		if (b->branch < lo || (hi && b->branch > hi))
+			continue;
+		if (!gb_catalog_newest_runfile(b->branch, rarch))
+			continue;
+		if (ubuntu_sb && !in_list(b->branch, ubuntu_signed_branches, ARRAY_SIZE(ubuntu_signed_branches)))
+			continue;
+		if (pol == GB_POLICY_BRANCH) {
+			if (b->branch == pin_branch)
+				chosen = b;
+			continue;
+		}
+		if (!branch_alive(b, p->today))
+			continue;
+		kind_ok = pol == GB_POLICY_LATEST       ? b->type != GB_BRANCH_LEGACY
+		          : pol == GB_POLICY_PRODUCTION ? (b->type == GB_BRANCH_PRODUCTION || b->type == GB_BRANCH_LTSB)
+		                                        : b->type == GB_BRANCH_LTSB;
+		if (kind_ok)
+			chosen = b;
+	}
+	return chosen;
+}
+
+static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned_by_gpu, unsigned lo, unsigned hi,
+                              unsigned branch, const char *rarch, bool ubuntu_sb)
+{
+	char range[48];
+	if (lo && hi)
+		snprintf(range, sizeof(range), "R%u to R%u", lo, hi);
+	else if (hi)
+		snprintf(range, sizeof(range), "up to R%u", hi);
+	else
+		snprintf(range, sizeof(range), "R%u and newer", lo);
+	SAY(p->driver.reason,
+	    "policy %s%s: the newest such branch alive on %s within what every GPU supports (%s) is "
+	    "R%u; newest %s runfile of it%s",
+	    policy, pinned_by_gpu ? " (pinned by a gpus.d override)" : "", p->today, range, branch, rarch,
+	    ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
+}
+
 static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
 {
 	unsigned lo = 0, hi = 0, pinned_gpu = 0;
@@ -275,7 +389,7 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		pin_branch = pinned_gpu, pol = GB_POLICY_BRANCH;
 
 	if (pol == GB_POLICY_VERSION) {
-		unsigned b = (unsigned)strtoul(pin_version, NULL, 10);
+		unsigned b = version_branch(pin_version);
 		p->driver.runfile = gb_catalog_runfile(pin_version, rarch);
 		if (!p->driver.runfile) {
 			refuse(p, GB_EXIT_USAGE, "pinned driver %s is not a known %s runfile in the catalog",
@@ -293,32 +407,7 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		SAY(p->driver.reason, "pinned to %s by %s; a real %s runfile", pin_version,
 		    site && site->pinned_driver[0] ? "the site configuration" : "the profile", rarch);
 	} else {
-		/* Newest branch of the policy's kind, alive today, with a runfile for
-		 * this arch, inside what every GPU supports. */
-		for (size_t i = gb_branches_len; i > 0 && !chosen; i--) {
-			const struct gb_branch *b = &gb_branches[i - 1];
-			bool kind_ok;
-			if (b->branch < lo || (hi && b->branch > hi))
-				continue;
-			if (!gb_catalog_newest_runfile(b->branch, rarch))
-				continue;
-			if (ubuntu_sb &&
-			    !in_list(b->branch, ubuntu_signed_branches, ARRAY_SIZE(ubuntu_signed_branches)))
-				continue;
-			if (pol == GB_POLICY_BRANCH) {
-				if (b->branch == pin_branch)
-					chosen = b;
-				continue;
-			}
-			if (!branch_alive(b, p->today))
-				continue;
-			kind_ok = pol == GB_POLICY_LATEST ? b->type != GB_BRANCH_LEGACY
-			          : pol == GB_POLICY_PRODUCTION
-			              ? (b->type == GB_BRANCH_PRODUCTION || b->type == GB_BRANCH_LTSB)
-			              : b->type == GB_BRANCH_LTSB;
-			if (kind_ok)
-				chosen = b;
-		}
+		chosen = newest_branch(p, pol, pin_branch, lo, hi, rarch, ubuntu_sb);
 		if (!chosen && pol != GB_POLICY_BRANCH && hi) {
 			/* The GPUs' last branch is older than any branch of that kind: take it. */
 			const struct gb_runfile *rf = gb_catalog_newest_runfile(hi, rarch);
@@ -344,20 +433,8 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		}
 		p->driver.branch = chosen->branch;
 		p->driver.runfile = gb_catalog_newest_runfile(chosen->branch, rarch);
-		if (!p->driver.reason[0]) {
-			char range[48];
-			if (lo && hi)
-				snprintf(range, sizeof(range), "R%u to R%u", lo, hi);
-			else if (hi)
-				snprintf(range, sizeof(range), "up to R%u", hi);
-			else
-				snprintf(range, sizeof(range), "R%u and newer", lo);
-			SAY(p->driver.reason,
-			    "policy %s%s: the newest such branch alive on %s within what every GPU supports (%s) is "
-			    "R%u; newest %s runfile of it%s",
-			    policy, pinned_gpu ? " (pinned by a gpus.d override)" : "", p->today, range, chosen->branch,
-			    rarch, ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
-		}
+		if (!p->driver.reason[0])
+			say_branch_reason(p, policy, pinned_gpu != 0, lo, hi, chosen->branch, rarch, ubuntu_sb);
 	}
 	SAY(p->driver.version, "%s", p->driver.runfile->version);
 	if (chosen) {
@@ -365,53 +442,7 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		p->driver.eol = chosen->eol;
 	}
 
-	/* Module flavour. */
-	{
-		const struct gb_plan_gpu *hb = NULL;
-		for (size_t i = 0; i < p->n_gpus; i++)
-			if (p->gpus[i].held_back)
-				hb = &p->gpus[i];
-		if (need_open) {
-			if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
-				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
-				       "the profile asks for the proprietary module but %s requires the open one",
-				       need_open_by);
-				return;
-			}
-			p->driver.flavor = "open";
-			SAY(p->driver.flavor_reason, "%s requires the open kernel module", need_open_by);
-		} else if (need_prop) {
-			if (prof->flavor == GB_FLAVOR_OPEN) {
-				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
-				       "the profile asks for the open module but %s (%s) only runs the proprietary one",
-				       need_prop_by, arch_name(p->gpus[0].arch));
-				return;
-			}
-			p->driver.flavor = "proprietary";
-			SAY(p->driver.flavor_reason, "%s predates Turing: the open module does not support it",
-			    need_prop_by);
-		} else if (prof->flavor == GB_FLAVOR_OPEN) {
-			p->driver.flavor = "open";
-			SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");
-		} else if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
-			p->driver.flavor = "proprietary";
-			SAY(p->driver.flavor_reason, "the profile asks for the proprietary module");
-		} else if (hb) {
-			p->driver.flavor = "proprietary";
-			SAY(p->driver.flavor_reason,
-			    "%s (%04x) is on the hold-back list: vendors keep it on the proprietary module after GSP "
-			    "firmware problems with the open one (module_flavor = open overrides)",
-			    hb->name, hb->device);
-		} else if (p->driver.branch < 560) {
-			p->driver.flavor = "proprietary";
-			SAY(p->driver.flavor_reason, "before R560 NVIDIA's default is the proprietary module where the "
-			                             "GPU does not require the open one");
-		} else {
-			p->driver.flavor = "open";
-			SAY(p->driver.flavor_reason, "every GPU is Turing or newer and supported by the open module, "
-			                             "NVIDIA's default from R560");
-		}
-	}
+	decide_flavor(p, prof, need_open_by, need_prop_by);
 }
 
 /* ---- distribution, method, kernel, Secure Boot ---- */
@@ -475,26 +506,12 @@ static void kernel_xy(const char *release, char *out, size_t n)
 	out[i] = '\0';
 }
 
-static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
+/* Secure Boot: Ubuntu's signed precompiled modules (returns 1), a site
+ * signing key or not needed (0), or a refusal (-1). */
+static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *site, bool ubuntu)
 {
-	const struct gb_distro *d = find_distro(&p->in);
-	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
-	bool ubuntu = streq(p->in.os_id, "ubuntu");
-	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
-	bool precompiled = false;
-	char kxy[16] = "";
-	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
-	bool grace = false;
-
-	for (size_t i = 0; i < p->n_gpus; i++)
-		grace |= is_grace_board(p->gpus[i].device);
-	if (grace && streq(p->in.arch, "aarch64"))
-		kmin = "6.5";
-
-	/* Secure Boot first: it can decide the method. */
 	if (p->in.secure_boot == 1) {
 		if (ubuntu && p->in.kernel_flavour[0]) {
-			precompiled = true;
 			p->secure_boot.strategy = "ubuntu-signed-modules";
 			SAY(p->secure_boot.package, "linux-modules-nvidia-%u-server%s-%s", p->driver.branch,
 			    streq(p->driver.flavor, "open") ? "-open" : "", p->in.kernel_flavour);
@@ -512,7 +529,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 			       "Secure Boot is on and %s has no signed NVIDIA modules; set [secure_boot] signing_key "
 			       "and signing_cert (an enrolled MOK) in gpuboot.conf, or turn Secure Boot off",
 			       p->in.os_id[0] ? p->in.os_id : "this distribution");
-			return;
+			return -1;
 		}
 	} else {
 		p->secure_boot.strategy = "not-needed";
@@ -521,6 +538,31 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		    : p->in.target_os      ? "target OS: Secure Boot is checked at first boot"
 		                           : "not booted with EFI: no Secure Boot");
 	}
+	return p->in.secure_boot == 1 && streq(p->secure_boot.strategy, "ubuntu-signed-modules");
+}
+
+static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
+{
+	const struct gb_distro *d = find_distro(&p->in);
+	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
+	bool ubuntu = streq(p->in.os_id, "ubuntu");
+	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
+	bool precompiled = false;
+	char kxy[16] = "";
+	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
+	bool grace = false;
+	int r;
+
+	for (size_t i = 0; i < p->n_gpus; i++)
+		grace |= is_grace_board(p->gpus[i].device);
+	if (grace && streq(p->in.arch, "aarch64"))
+		kmin = "6.5";
+
+	/* Secure Boot first: it can decide the method. */
+	r = decide_secure_boot(p, site, ubuntu);
+	if (r < 0)
+		return;
+	precompiled = r > 0;
 
 	/* Method. */
 	if (precompiled) {

@@ -62,6 +62,43 @@ static int parse_branch_policy(const char *v, struct gb_profile *p)
 	return 0;
 }
 
+static int parse_flavor(const char *v, struct gb_profile *p)
+{
+	if (streq(v, "auto"))
+		p->flavor = GB_FLAVOR_AUTO;
+	else if (streq(v, "open"))
+		p->flavor = GB_FLAVOR_OPEN;
+	else if (streq(v, "proprietary"))
+		p->flavor = GB_FLAVOR_PROPRIETARY;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_cuda_policy(const char *v, struct gb_profile *p)
+{
+	if (streq(v, "none"))
+		p->cuda = GB_CUDA_NONE;
+	else if (streq(v, "newest-compatible"))
+		p->cuda = GB_CUDA_NEWEST;
+	else if (gb_version_valid(v) && strlen(v) < sizeof(p->cuda_version)) {
+		p->cuda = GB_CUDA_PINNED;
+		gb_strscpy(p->cuda_version, sizeof(p->cuda_version), v);
+	} else
+		return -EINVAL;
+	return 0;
+}
+
+/* The first name that is not a CUDA component name (a-z, 0-9, '_'), or NULL. */
+static const char *bad_component(char **names)
+{
+	for (char **x = names; x && *x; x++)
+		for (const char *q = *x; *q; q++)
+			if (!(islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_'))
+				return *x;
+	return NULL;
+}
+
 /* Every key a profile may hold; anything else is a typo and an error. */
 int gb_profile_parse(const char *name, const char *source, const char *text, size_t len, struct gb_profile *ret,
                      char *err, size_t errsz)
@@ -118,37 +155,23 @@ int gb_profile_parse(const char *name, const char *source, const char *text, siz
 				    "not '%s'",
 				    v);
 		} else if (IS("driver", "module_flavor")) {
-			if (streq(v, "auto"))
-				p.flavor = GB_FLAVOR_AUTO;
-			else if (streq(v, "open"))
-				p.flavor = GB_FLAVOR_OPEN;
-			else if (streq(v, "proprietary"))
-				p.flavor = GB_FLAVOR_PROPRIETARY;
-			else
+			if (parse_flavor(v, &p) < 0)
 				BAD("module_flavor must be auto, open or proprietary, not '%s'", v);
 		} else if (IS("driver", "graphics")) {
 			BOOL(p.graphics);
 		} else if (IS("driver", "allow_unknown_gpus")) {
 			BOOL(p.allow_unknown_gpus);
 		} else if (IS("cuda", "policy")) {
-			if (streq(v, "none"))
-				p.cuda = GB_CUDA_NONE;
-			else if (streq(v, "newest-compatible"))
-				p.cuda = GB_CUDA_NEWEST;
-			else if (gb_version_valid(v) && strlen(v) < sizeof(p.cuda_version)) {
-				p.cuda = GB_CUDA_PINNED;
-				gb_strscpy(p.cuda_version, sizeof(p.cuda_version), v);
-			} else
+			if (parse_cuda_policy(v, &p) < 0)
 				BAD("policy must be none, newest-compatible or a CUDA version (12.8), not '%s'", v);
 		} else if (IS("cuda", "components")) {
+			const char *bad = NULL;
 			gb_strv_free(p.cuda_components);
 			p.cuda_components = NULL;
 			if (gb_conf_split_list(v, &p.cuda_components) < 0)
 				BAD("out of memory");
-			for (char **x = p.cuda_components; *x; x++)
-				for (const char *q = *x; *q; q++)
-					if (!(islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_'))
-						BAD("'%s' is not a CUDA component name (like cuda_cudart)", *x);
+			if ((bad = bad_component(p.cuda_components)))
+				BAD("'%s' is not a CUDA component name (like cuda_cudart)", bad);
 		} else if (IS("toolkit", "install")) {
 			BOOL(p.toolkit);
 		} else if (IS("daemons", "fabricmanager")) {

@@ -610,11 +610,21 @@ static void active_gpu_json(const struct gpu *g)
 	jclose('}');
 }
 
+/* A decimal size in MiB (or ms), 1 .. 2^22. The probe links nothing of
+ * gpuboot's, so the digits are read here, bounded. */
 static int parse_size(const char *s, size_t *ret)
 {
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (!*s || *end || v == 0 || v > (1ul << 22))
+	size_t v = 0;
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (size_t)(*s - '0');
+		if (v > (1ul << 22))
+			return -1;
+	}
+	if (v == 0)
 		return -1;
 	*ret = v;
 	return 0;

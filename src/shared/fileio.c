@@ -62,10 +62,32 @@ static int temp_beside(const char *path, char *tmp, size_t tmpsz, char *dir, siz
 	return *ret_fd < 0 ? negative_errno() : 0;
 }
 
-/* fchmod, fsync, close, rename over path, fsync the directory; unlink tmp on failure. */
-static int commit_temp(int fd, const char *tmp, const char *path, const char *dir, unsigned mode)
+int gb_fsync_dir(const char *dir)
 {
 	int dfd, r = 0;
+
+#ifdef GB_TEST_HOOKS
+	/* Test builds: a directory whose path contains this string fails to sync. */
+	const char *hook = getenv("GPUBOOT_TEST_FAIL_DIR_FSYNC");
+	if (hook && *hook && strstr(dir, hook))
+		return -EIO;
+#endif
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	if (fsync(dfd) < 0)
+		r = negative_errno();
+	if (close(dfd) < 0 && r == 0)
+		r = negative_errno();
+	return r;
+}
+
+/* fchmod, fsync, close, rename over path, fsync the directory; unlink tmp on
+ * failure. A failed directory sync is returned too: the rename may not
+ * survive a power cut, so the write is not durable. */
+static int commit_temp(int fd, const char *tmp, const char *path, const char *dir, unsigned mode)
+{
+	int r = 0;
 
 	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
 		r = negative_errno();
@@ -77,12 +99,7 @@ static int commit_temp(int fd, const char *tmp, const char *path, const char *di
 		unlink(tmp);
 		return r;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	return gb_fsync_dir(dir);
 }
 
 static int write_all(int fd, const char *p, size_t len)

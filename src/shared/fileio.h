@@ -5,8 +5,14 @@
 
 /* Write path durably: a temp file beside it, fsync, rename over the old
  * one, fsync the directory; on failure the temp file is removed and the old
- * file is untouched. Creates the directory (0755) if missing. */
+ * file is untouched. Creates the directory (0755) if missing. A failure to
+ * sync the directory after the rename is returned (the new file is in
+ * place but may not survive a power cut). */
 int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
+
+/* fsync a directory (after a rename into it); negative errno when it cannot
+ * be opened or synced. */
+int gb_fsync_dir(const char *dir);
 
 /* mkdir -p with mode for the last component. */
 int gb_mkdir_p(const char *path, unsigned mode);

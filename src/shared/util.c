@@ -75,6 +75,37 @@ int gb_safe_atoi32(const char *s, int32_t *ret)
 	return 0;
 }
 
+int gb_safe_atod(const char *s, double *ret)
+{
+	const char *p = s;
+	char *end = NULL;
+	double v;
+
+	if (!s)
+		return -EINVAL;
+	while (isspace((unsigned char)*p))
+		p++;
+	/* Decimal only: no hex floats, no inf or nan. */
+	if (*p == '+' || *p == '-')
+		p++;
+	if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
+		return -EINVAL;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (errno != 0 || end == s)
+		return -EINVAL;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end != '\0')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
 char *gb_strstrip(char *s)
 {
 	char *b = s, *e;

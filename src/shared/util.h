@@ -12,6 +12,10 @@
 int gb_safe_atou64(const char *s, unsigned base, uint64_t *ret);
 int gb_safe_atou32(const char *s, unsigned base, uint32_t *ret);
 int gb_safe_atoi32(const char *s, int32_t *ret);
+/* A decimal floating-point number ("12", "-0.5", "1e3") filling the whole
+ * string after trimming whitespace; no hex floats, inf or nan. -EINVAL or
+ * -ERANGE (overflow or underflow); *ret untouched on failure. */
+int gb_safe_atod(const char *s, double *ret);
 
 /* Strip leading and trailing whitespace in place; returns s. */
 char *gb_strstrip(char *s);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,14 @@ struct gb_check *gb_verify_add(struct gb_verify_result *r, const char *name, con
 	struct gb_check *c;
 	if (r->n == r->cap) {
 		size_t nc = r->cap ? r->cap * 2 : 64;
-		struct gb_check *nv = realloc(r->checks, nc * sizeof(*nv));
-		if (!nv)
+		struct gb_check *nv =
+		    nc > r->cap && nc <= SIZE_MAX / sizeof(*nv) ? realloc(r->checks, nc * sizeof(*nv)) : NULL;
+		if (!nv) {
+			/* It might have been a failure: count it as one, and let gb_verify say so. */
+			r->dropped++;
+			r->failed++;
 			return NULL;
+		}
 		r->checks = nv;
 		r->cap = nc;
 	}
@@ -646,7 +652,7 @@ tail:
 		r->failed += r->checks[i].state == GB_CHECK_FAIL;
 	r->wall_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - t0) / 1e6;
 	(void)exit_code;
-	return 0;
+	return r->dropped ? -ENOMEM : 0;
 }
 
 json_object *gb_checks_to_json(const struct gb_verify_result *r)
@@ -685,5 +691,8 @@ void gb_verify_print(const struct gb_verify_result *r, FILE *out)
 		if (c->state == GB_CHECK_FAIL && c->hint[0])
 			fprintf(out, "     -> %s\n", c->hint);
 	}
-	fprintf(out, "%u failed of %zu checks in %.0f ms (probe %.0f ms)\n", r->failed, r->n, r->wall_ms, r->probe_ms);
+	fprintf(out, "%u failed of %zu checks in %.0f ms (probe %.0f ms)\n", r->failed, r->n + r->dropped, r->wall_ms,
+	        r->probe_ms);
+	if (r->dropped)
+		fprintf(out, "%u check(s) lost to an allocation failure, counted as failed\n", r->dropped);
 }

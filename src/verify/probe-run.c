@@ -51,58 +51,253 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* The probe as an executable fd: a memfd, or a file in a 0700 directory. */
-static int probe_fd(struct gb_ctx *ctx, char *tmpdir, size_t tmpdirsz, char *tmpfile, size_t tmpfilesz)
+/* No memfd (or a test build asked for none): a file in a private 0700
+ * directory of the state directory. The write fd is closed before anything
+ * runs it (an fd open for writing makes exec fail with ETXTBSY); what is
+ * returned is a read-only fd, and the file and directory are unlinked at
+ * once, so nothing is left behind whatever happens next. */
+static int probe_file_fd(struct gb_ctx *ctx)
 {
-	size_t n = (size_t)gb_probe_blob_size;
+	char dir[512], file[600];
 	int fd, r;
 
-	tmpdir[0] = tmpfile[0] = '\0';
-	fd = (int)syscall(SYS_memfd_create, "gpuboot-probe", MFD_CLOEXEC | MFD_EXEC);
-	if (fd < 0 && errno == EINVAL)
-		fd = (int)syscall(SYS_memfd_create, "gpuboot-probe", MFD_CLOEXEC); /* kernels before 6.3 */
+	if (snprintf(dir, sizeof(dir), "%s/probe.XXXXXX", ctx->opt.state_dir) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	if (mkdir(ctx->opt.state_dir, 0755) < 0 && errno != EEXIST)
+		return negative_errno();
+	if (!mkdtemp(dir))
+		return negative_errno();
+	snprintf(file, sizeof(file), "%s/gpuboot-probe", dir);
+	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0700);
+	if (fd < 0) {
+		r = negative_errno();
+		rmdir(dir);
+		return r;
+	}
+	r = write_all(fd, gb_probe_blob, (size_t)gb_probe_blob_size);
+	if (close(fd) < 0 && r >= 0)
+		r = negative_errno();
+	fd = r < 0 ? -1 : open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (r >= 0 && fd < 0)
+		r = negative_errno();
+	unlink(file);
+	rmdir(dir);
+	return r < 0 ? r : fd;
+}
+
+static bool memfd_allowed(void)
+{
+#ifdef GB_TEST_HOOKS
+	/* Test builds: GPUBOOT_NO_MEMFD=1 takes the path of a kernel without memfd. */
+	const char *e = getenv("GPUBOOT_NO_MEMFD");
+	if (e && streq(e, "1"))
+		return false;
+#endif
+	return true;
+}
+
+/* The probe as an executable, read-only fd: a memfd, else a file. */
+static int probe_fd(struct gb_ctx *ctx)
+{
+	int fd = -1;
+
+	if (memfd_allowed()) {
+		fd = (int)syscall(SYS_memfd_create, "gpuboot-probe", MFD_CLOEXEC | MFD_EXEC);
+		if (fd < 0 && errno == EINVAL)
+			fd = (int)syscall(SYS_memfd_create, "gpuboot-probe", MFD_CLOEXEC); /* kernels before 6.3 */
+	}
 	if (fd >= 0) {
-		r = write_all(fd, gb_probe_blob, n);
-		if (r >= 0)
+		if (write_all(fd, gb_probe_blob, (size_t)gb_probe_blob_size) >= 0)
 			return fd;
 		close(fd);
 	}
-	/* No memfd: a private directory in the state directory. */
-	snprintf(tmpdir, tmpdirsz, "%s/probe.XXXXXX", ctx->opt.state_dir);
-	if (mkdir(ctx->opt.state_dir, 0755) < 0 && errno != EEXIST)
-		return negative_errno();
-	if (!mkdtemp(tmpdir))
-		return negative_errno();
-	snprintf(tmpfile, tmpfilesz, "%s/gpuboot-probe", tmpdir);
-	fd = open(tmpfile, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-	if (fd < 0)
-		return negative_errno();
-	r = write_all(fd, gb_probe_blob, n);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	return fd;
+	return probe_file_fd(ctx);
 }
 
-static void cleanup_tmp(const char *dir, const char *file)
+/* In the child: its own process group, stdin from /dev/null, stdout and
+ * stderr to the pipes, then exec the fd. On failure the errno goes back
+ * through exec_err (closed on a successful exec). Never returns. */
+_Noreturn static void probe_child(int fd, char *const argv[], int out, int errp, int exec_err)
 {
-	if (file[0])
-		unlink(file);
-	if (dir[0])
-		rmdir(dir);
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC), e;
+
+	setpgid(0, 0);
+	if (devnull >= 0)
+		dup2(devnull, STDIN_FILENO);
+	dup2(out, STDOUT_FILENO);
+	dup2(errp, STDERR_FILENO);
+	syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
+	if (errno == ENOSYS)
+		fexecve(fd, argv, environ);
+	e = errno;
+	if (write(exec_err, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Start the probe; *ret_exec_errno is 0 when the kernel ran it, else why not. */
+static int probe_spawn(int fd, char *const argv[], int out[2], int errp[2], pid_t *ret_pid, int *ret_exec_errno,
+                       char *err, size_t errsz)
+{
+	int ex[2], e = 0, r = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
+		r = negative_errno();
+		snprintf(err, errsz, "pipe: %s", strerror(-r));
+		return r;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = negative_errno();
+		snprintf(err, errsz, "fork: %s", strerror(-r));
+		close(ex[0]);
+		close(ex[1]);
+		return r;
+	}
+	if (pid == 0)
+		probe_child(fd, argv, out[1], errp[1], ex[1]);
+	setpgid(pid, pid);
+	close(out[1]);
+	close(errp[1]);
+	close(ex[1]);
+	out[1] = errp[1] = -1;
+	do
+		n = read(ex[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(ex[0]);
+	*ret_pid = pid;
+	*ret_exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
+	return 0;
+}
+
+static void kill_probe(pid_t pid, int *status)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
+}
+
+struct probe_io {
+	char *buf; /* stdout, PROBE_OUTPUT_MAX + 1 */
+	size_t len;
+	char ebuf[2048]; /* the start of stderr */
+	size_t elen;
+};
+
+/* Read stdout and stderr until both close, under the deadline. */
+static int probe_collect(struct gb_ctx *ctx, pid_t pid, int out[2], int errp[2], uint64_t deadline, int timeout_ms,
+                         struct probe_io *io, int *status, char *err, size_t errsz)
+{
+	for (;;) {
+		struct pollfd p[2] = { { .fd = out[0], .events = POLLIN }, { .fd = errp[0], .events = POLLIN } };
+		uint64_t now = ctx->ops->now_monotonic_ns(ctx->ops);
+		int left, pr;
+		if (out[0] < 0 && errp[0] < 0)
+			return 0;
+		if (now >= deadline) {
+			kill_probe(pid, status);
+			snprintf(err, errsz, "the probe hung: no answer from NVIDIA's libraries within %d ms (killed)",
+			         timeout_ms);
+			return -ETIMEDOUT;
+		}
+		left = (int)((deadline - now) / 1000000ull) + 1;
+		pr = poll(p, 2, left > 200 ? 200 : left);
+		if (pr < 0 && errno != EINTR)
+			return negative_errno();
+		if (pr <= 0)
+			continue;
+		if (p[0].revents) {
+			ssize_t n = read(out[0], io->buf + io->len, PROBE_OUTPUT_MAX - io->len);
+			if (n > 0)
+				io->len += (size_t)n;
+			if (n <= 0 || io->len >= PROBE_OUTPUT_MAX) {
+				close(out[0]);
+				out[0] = -1;
+			}
+		}
+		if (p[1].revents) {
+			ssize_t n = read(errp[0], io->ebuf + io->elen, sizeof(io->ebuf) - 1 - io->elen);
+			if (n > 0)
+				io->elen += (size_t)n;
+			if (n <= 0 || (out[0] < 0 && io->elen >= sizeof(io->ebuf) - 1)) {
+				close(errp[0]);
+				errp[0] = -1;
+			}
+		}
+	}
+}
+
+/* Output closed: wait for the exit, still under the deadline. */
+static int probe_wait(struct gb_ctx *ctx, pid_t pid, uint64_t deadline, int timeout_ms, int *status, char *err,
+                      size_t errsz)
+{
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return negative_errno();
+		if (ctx->ops->now_monotonic_ns(ctx->ops) >= deadline) {
+			kill_probe(pid, status);
+			snprintf(err, errsz, "the probe hung after its output (killed after %d ms)", timeout_ms);
+			return -ETIMEDOUT;
+		}
+		usleep(2000);
+	}
+}
+
+/* The verdict from the exit status and the output. */
+static int probe_result(int status, int exec_errno, struct probe_io *io, json_object **ret, int *ret_exit, char *err,
+                        size_t errsz)
+{
+	json_tokener *tok;
+	json_object *o;
+
+	if (exec_errno == ENOENT) {
+		snprintf(
+		    err, errsz,
+		    "the probe could not start: NVIDIA drivers need glibc and this system has no glibc dynamic loader");
+		return -ENOENT;
+	}
+	if (exec_errno) {
+		snprintf(err, errsz, "the probe could not be executed: %s", strerror(exec_errno));
+		return -exec_errno;
+	}
+	if (WIFSIGNALED(status)) {
+		snprintf(err, errsz, "the probe crashed with signal %d (%s) inside NVIDIA's libraries",
+		         WTERMSIG(status), strsignal(WTERMSIG(status)));
+		return -ECHILD;
+	}
+	*ret_exit = WEXITSTATUS(status);
+	if (*ret_exit == 127 && io->len == 0) {
+		snprintf(err, errsz, "the probe could not start: the glibc loader failed (%.200s)",
+		         io->elen ? io->ebuf : "no message");
+		return -ENOENT;
+	}
+	tok = json_tokener_new_ex(32);
+	o = tok ? json_tokener_parse_ex(tok, io->buf, (int)io->len) : NULL;
+	if (tok)
+		json_tokener_free(tok);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		snprintf(err, errsz, "the probe's output is not JSON (exit %d)%s%.200s", *ret_exit,
+		         io->elen ? ": " : "", io->ebuf);
+		return -EBADMSG;
+	}
+	*ret = o;
+	return 0;
 }
 
 int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit, char *err,
                  size_t errsz)
 {
-	char tmpdir[512], tmpfile[600];
+	struct probe_io io = { 0 };
 	char *argv[16];
-	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, fd, status = 0, r = 0;
-	char *buf = NULL, ebuf[2048] = "";
-	size_t len = 0, elen = 0;
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, fd, status = 0, exec_errno = 0, r;
 	uint64_t deadline;
-	pid_t pid;
+	pid_t pid = -1;
 	size_t argc = 0;
 
 	argv[argc++] = (char *)"gpuboot-probe";
@@ -110,149 +305,38 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 		argv[argc++] = args[i];
 	argv[argc] = NULL;
 
-	fd = probe_fd(ctx, tmpdir, sizeof(tmpdir), tmpfile, sizeof(tmpfile));
+	fd = probe_fd(ctx);
 	if (fd < 0) {
 		snprintf(err, errsz, "cannot stage the probe: %s", strerror(-fd));
 		return fd;
 	}
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		r = negative_errno();
-		snprintf(err, errsz, "pipe: %s", strerror(-r));
-		goto out;
+	io.buf = malloc(PROBE_OUTPUT_MAX + 1);
+	if (!io.buf) {
+		close(fd);
+		snprintf(err, errsz, "out of memory");
+		return -ENOMEM;
 	}
-	buf = malloc(PROBE_OUTPUT_MAX + 1);
-	if (!buf) {
-		r = -ENOMEM;
-		goto out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		r = negative_errno();
-		snprintf(err, errsz, "fork: %s", strerror(-r));
-		goto out;
-	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		setpgid(0, 0);
-		if (devnull >= 0)
-			dup2(devnull, STDIN_FILENO);
-		dup2(out[1], STDOUT_FILENO);
-		dup2(errp[1], STDERR_FILENO);
-		syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
-		if (errno == ENOSYS)
-			fexecve(fd, argv, environ);
-		/* The kernel could not start it: most often no glibc loader. */
-		_exit(errno == ENOENT ? 126 : 127);
-	}
-	setpgid(pid, pid);
-	close(out[1]);
-	close(errp[1]);
-	out[1] = errp[1] = -1;
-	deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)timeout_ms * 1000000ull;
-	for (;;) {
-		struct pollfd p[2] = { { .fd = out[0], .events = POLLIN }, { .fd = errp[0], .events = POLLIN } };
-		uint64_t now = ctx->ops->now_monotonic_ns(ctx->ops);
-		int left, pr;
-		if (p[0].fd < 0 && p[1].fd < 0)
-			break;
-		if (now >= deadline) {
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			snprintf(err, errsz, "the probe hung: no answer from NVIDIA's libraries within %d ms (killed)",
-			         timeout_ms);
-			r = -ETIMEDOUT;
-			goto out;
-		}
-		left = (int)((deadline - now) / 1000000ull) + 1;
-		pr = poll(p, 2, left > 200 ? 200 : left);
-		if (pr < 0 && errno != EINTR) {
-			r = negative_errno();
-			goto out;
-		}
-		if (pr <= 0)
-			continue;
-		if (p[0].revents) {
-			ssize_t n = read(out[0], buf + len, PROBE_OUTPUT_MAX - len);
-			if (n <= 0 || len + (size_t)n >= PROBE_OUTPUT_MAX) {
-				if (n > 0)
-					len += (size_t)n;
-				close(out[0]);
-				out[0] = -1;
-			} else
-				len += (size_t)n;
-		}
-		if (p[1].revents) {
-			ssize_t n = read(errp[0], ebuf + elen, sizeof(ebuf) - 1 - elen);
-			if (n <= 0) {
-				close(errp[0]);
-				errp[0] = -1;
-			} else
-				elen += (size_t)n;
-		}
-		if (out[0] < 0 && errp[0] < 0)
-			break;
-		if (out[0] < 0 && elen >= sizeof(ebuf) - 1) {
-			close(errp[0]);
-			errp[0] = -1;
-		}
-	}
-	/* Output closed: wait for the exit, still under the deadline. */
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
-			break;
-		if (ctx->ops->now_monotonic_ns(ctx->ops) >= deadline) {
-			kill(-pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			snprintf(err, errsz, "the probe hung after its output (killed after %d ms)", timeout_ms);
-			r = -ETIMEDOUT;
-			goto out;
-		}
-		usleep(2000);
-	}
-	ebuf[elen] = '\0';
-	buf[len] = '\0';
-	if (WIFSIGNALED(status)) {
-		snprintf(err, errsz, "the probe crashed with signal %d (%s) inside NVIDIA's libraries",
-		         WTERMSIG(status), strsignal(WTERMSIG(status)));
-		r = -ECHILD;
-		goto out;
-	}
-	*ret_exit = WEXITSTATUS(status);
-	if (*ret_exit == 126 || (*ret_exit == 127 && len == 0)) {
-		snprintf(
-		    err, errsz,
-		    "the probe could not start: NVIDIA drivers need glibc and this system has no glibc dynamic loader");
-		r = -ENOENT;
-		goto out;
-	}
-	{
-		json_tokener *tok = json_tokener_new_ex(32);
-		json_object *o = tok ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
-		if (tok)
-			json_tokener_free(tok);
-		if (!o || !json_object_is_type(o, json_type_object)) {
-			json_object_put(o);
-			snprintf(err, errsz, "the probe's output is not JSON (exit %d)%s%.200s", *ret_exit,
-			         elen ? ": " : "", ebuf);
-			r = -EBADMSG;
-			goto out;
-		}
-		*ret = o;
-	}
-out:
-	free(buf);
-	if (out[0] >= 0)
-		close(out[0]);
-	if (out[1] >= 0)
-		close(out[1]);
-	if (errp[0] >= 0)
-		close(errp[0]);
-	if (errp[1] >= 0)
-		close(errp[1]);
+	r = probe_spawn(fd, argv, out, errp, &pid, &exec_errno, err, errsz);
 	close(fd);
-	cleanup_tmp(tmpdir, tmpfile);
+	deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)timeout_ms * 1000000ull;
+	if (r >= 0)
+		r = probe_collect(ctx, pid, out, errp, deadline, timeout_ms, &io, &status, err, errsz);
+	if (r >= 0)
+		r = probe_wait(ctx, pid, deadline, timeout_ms, &status, err, errsz);
+	if (r >= 0) {
+		io.ebuf[io.elen] = '\0';
+		io.buf[io.len] = '\0';
+		r = probe_result(status, exec_errno, &io, ret, ret_exit, err, errsz);
+	} else if (r != -ETIMEDOUT && pid > 0) {
+		kill_probe(pid, &status);
+	}
+	free(io.buf);
+	for (size_t i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
 	if (r < 0)
 		gb_log_debug("probe: %s", err);
 	return r;

@@ -48,14 +48,20 @@ struct gb_verify_result {
 	struct gb_check *checks;
 	size_t n, cap;
 	double wall_ms, probe_ms;
-	unsigned failed;
+	unsigned failed; /* failed checks, dropped ones included */
+	unsigned dropped; /* checks lost to an allocation failure: each counts as failed, and
+	                   * gb_verify returns -ENOMEM (a lost check may have been a failure) */
 	json_object *probe; /* the probe's document, owned */
 };
 
+/* Run the checks of o->tier. 0 with ret filled (ret->failed says whether the
+ * machine passed), or -ENOMEM when a check was lost (ret->dropped). */
 int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
               struct gb_verify_result *ret);
 void gb_verify_result_done(struct gb_verify_result *r);
-/* Append a check (state info, no value) and return it; NULL on OOM. */
+/* Append a check (state info, no value) and return it. NULL when it cannot
+ * be stored: then it is counted in r->dropped and r->failed, so a lost
+ * check can never read as a pass. */
 struct gb_check *gb_verify_add(struct gb_verify_result *r, const char *name, const char *subject);
 json_object *gb_checks_to_json(const struct gb_verify_result *r);
 void gb_verify_print(const struct gb_verify_result *r, FILE *out);

@@ -56,6 +56,15 @@ case_ "https://127.0.0.1:$WPORT" 13 "ERR"
 grep -qi -e "certificate" -e "SSL" "$TMP/out" || fail "wrong host not named as a certificate problem: $(cat "$TMP/out")"
 # Plain http is refused outright.
 case_ "http://127.0.0.1:$PORT" 13 "ERR"
+# A libcurl without CURLOPT_PROTOCOLS_STR (older than 7.85, simulated in test
+# builds): the bitmask keeps the limit, so a redirect to http is still refused;
+# where neither can be set, the transfer is refused, never run unlimited.
+export GPUBOOT_TEST_CURL_PROTOCOLS=nostr
+case_ "$B" 0 "OK attempts=1"
+case_ "$B/fault/redirect-http" 13 "scheme other than https"
+export GPUBOOT_TEST_CURL_PROTOCOLS=none
+case_ "$B" 13 "cannot limit transfers to https"
+unset GPUBOOT_TEST_CURL_PROTOCOLS
 # A body longer than the manifest declares.
 rm -rf "$S"
 set +e
@@ -83,6 +92,13 @@ rc=$?
 set -e
 [ "$rc" -eq 13 ] || fail "unreadable CA file: exit $rc: $(cat "$TMP/out" "$TMP/err")"
 [ "$(grep -c '^ERR attempts=0 not fetched: CA file .*no-such-ca.pem' "$TMP/out")" -eq 2 ] || fail "unreadable CA file: artifacts not marked failed: $(cat "$TMP/out")"
+# The cache directory cannot be synced after the rename: not durable, not verified.
+rm -rf "$S"
+set +e
+GPUBOOT_TEST_FAIL_DIR_FSYNC=cache/sha256 "$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+set -e
+[ "$rc" -eq 13 ] && grep -q "^ERR .*cannot sync the directory" "$TMP/out" || fail "cache directory sync failure: exit $rc: $(cat "$TMP/out")"
 # Several at once.
 rm -rf "$S"
 "$FT" "$S" "$TMP/ca.pem" "$B/$F" "$SHA" "$SIZE" "$B/fault/500-once/$F" "$SHA" "$SIZE" "$B/fault/reset-once/$F" "$SHA" "$SIZE" >"$TMP/out" || fail "parallel: $(cat "$TMP/out")"

@@ -95,4 +95,29 @@ set +e
 "$UT" "$TMP/notmakeself.run" "$TMP/x" --makeself >"$TMP/res" 2>&1
 set -e
 grep -q "names no payload offset" "$TMP/res" || fail "non-makeself runfile: $(cat "$TMP/res")"
+# A full disk is named as a full disk: the unpacker keeps libarchive's errno
+# (ENOSPC), not a generic EIO. A 256 KiB tmpfs where we may mount one (root),
+# else a file-size limit (RLIMIT_FSIZE: EFBIG) with SIGXFSZ ignored.
+head -c 1048576 /dev/urandom >"$TMP/big.bin"
+(cd "$TMP" && tar -cJf "$A/big.tar.xz" big.bin)
+SMALL=$TMP/small
+mkdir -p "$SMALL"
+if mount -t tmpfs -o size=256k gpuboot-test "$SMALL" 2>/dev/null; then
+	trap 'umount "$SMALL" 2>/dev/null || :; rm -rf "$TMP"' EXIT
+	set +e
+	"$UT" "$A/big.tar.xz" "$SMALL/dest" >"$TMP/res" 2>&1
+	rc=$?
+	set -e
+	left=$(ls -A "$SMALL")
+	umount "$SMALL"
+	[ "$rc" -eq 1 ] && grep -q "(errno 28: No space left on device)" "$TMP/res" || fail "full disk: exit $rc: $(cat "$TMP/res")"
+	[ -z "$left" ] || fail "full disk: left $left behind"
+else
+	set +e
+	(trap '' XFSZ && ulimit -f 256 && exec "$UT" "$A/big.tar.xz" "$SMALL/dest") >"$TMP/res" 2>&1
+	rc=$?
+	set -e
+	[ "$rc" -eq 1 ] && grep -q "(errno 27: File too large)" "$TMP/res" || fail "file size limit: exit $rc: $(cat "$TMP/res")"
+	[ -z "$(ls -A "$SMALL")" ] || fail "file size limit: left $(ls -A "$SMALL") behind"
+fi
 echo ok

@@ -10,7 +10,7 @@
 
 #include "context.h"
 #include "fetch/fetch.h"
-#include "fetch/unpack.h"
+#include "install/unpack.h"
 #include "shared/util.h"
 
 static struct gb_artifact arts[32];
@@ -64,7 +64,12 @@ int main(int argc, char **argv)
 	gb_fetch_opts_default(&o, argv[1]);
 	o.ca_file = argv[2];
 	destdir = argv[3];
-	jobs = (unsigned)strtoul(argv[4], NULL, 10);
+	{
+		uint32_t j = 0;
+		if (gb_safe_atou32(argv[4], 10, &j) < 0)
+			j = 0;
+		jobs = j;
+	}
 	if (jobs < 1 || jobs > 16)
 		jobs = 2;
 	for (int i = 5; i + 2 < argc && n < 32; i += 3, n++) {

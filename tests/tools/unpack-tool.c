@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Test driver for the unpacker: unpack-tool FILE DEST [--makeself] [--max-bytes N] [--allow-setid] */
+/* Test driver for the unpacker: unpack-tool FILE DEST [--makeself] [--max-bytes N] [--allow-setid]
+ * Prints OK, or "ERR <message> (errno N: <strerror>)" and exits 1. */
 #include <stdio.h>
 #include <string.h>
 
-#include "fetch/unpack.h"
+#include "install/unpack.h"
 #include "shared/util.h"
 
 int main(int argc, char **argv)
@@ -34,7 +35,7 @@ int main(int argc, char **argv)
 	}
 	r = gb_unpack(argv[1], argv[2], &o, err, sizeof(err));
 	if (r < 0) {
-		printf("ERR %s\n", err);
+		printf("ERR %s (errno %d: %s)\n", err, -r, strerror(-r));
 		return 1;
 	}
 	printf("OK\n");

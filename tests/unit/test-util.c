@@ -29,6 +29,35 @@ static void test_atou(void)
 	CHECK_INT(gb_safe_atou64(NULL, 10, &v), -EINVAL);
 }
 
+static void test_atod(void)
+{
+	double d = 7;
+
+	CHECK_INT(gb_safe_atod("12", &d), 0);
+	CHECK(d == 12.0);
+	CHECK_INT(gb_safe_atod(" 0.25\n", &d), 0);
+	CHECK(d == 0.25);
+	CHECK_INT(gb_safe_atod("-1.5", &d), 0);
+	CHECK(d == -1.5);
+	CHECK_INT(gb_safe_atod("1e3", &d), 0);
+	CHECK(d == 1000.0);
+	CHECK_INT(gb_safe_atod(".5", &d), 0);
+	CHECK(d == 0.5);
+	d = 7;
+	CHECK_INT(gb_safe_atod("", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("  ", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("1.5x", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("1 2", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("0x10", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("inf", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("nan", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("-", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod(".", &d), -EINVAL);
+	CHECK_INT(gb_safe_atod("1e999", &d), -ERANGE);
+	CHECK_INT(gb_safe_atod(NULL, &d), -EINVAL);
+	CHECK(d == 7); /* untouched on failure */
+}
+
 static void test_version(void)
 {
 	CHECK(gb_version_cmp("580.65.06", "580.159.04") < 0);
@@ -80,6 +109,7 @@ static void test_str(void)
 int main(void)
 {
 	test_atou();
+	test_atod();
 	test_version();
 	test_attr();
 	test_str();
