@@ -231,36 +231,44 @@ DISTRO_MIN = [("ubuntu", "20.04"), ("debian", "11"), ("rhel", "8"), ("rocky", "8
 #   held_back  kept on the proprietary module by default (cloud vendors'
 #              images after GSP problems on the open one; docs/plan.md)
 #   hgx8_nvsw  NVSwitches on the 8-GPU HGX board of that SXM part
+#   mem_mib    the memory NVML reports as total (nvidia-smi -q, FB Memory
+#              Usage, Total) on these parts in the clouds; 0 = not recorded,
+#              then memory gates are decided at verification. H200: data/
+#              machines/h200-ubuntu2404/nvidia-smi-q.txt; the others from
+#              the instances' published nvidia-smi output (docs/plan.md).
+# A Grace part, and the T4G (sold only with AWS Graviton2, g5g), imply an
+# aarch64 host (AARCH64_ONLY).
+AARCH64_ONLY = {0x1eb4}
 GPU_TRAITS = [
-    # device, aliases, grace, held_back, hgx8_nvsw
-    (0x102d, "K80", False, False, 0),
-    (0x15f8, "P100", False, False, 0),
-    (0x1db1, "V100", False, True, 0),
-    (0x1db5, "V100-32GB", False, True, 0),
-    (0x1eb4, "T4G", False, True, 0),
-    (0x1eb8, "T4", False, True, 0),
-    (0x20b0, "A100-40GB", False, False, 6),
-    (0x20b2, "A100", False, False, 6),
-    (0x20b5, "A100-PCIE", False, False, 0),
-    (0x20b7, "A30", False, False, 0),
-    (0x2230, "RTX-A6000", False, False, 0),
-    (0x2236, "A10", False, False, 0),
-    (0x2237, "A10G", False, True, 0),
-    (0x2321, "H100-NVL", False, False, 0),
-    (0x2330, "H100", False, False, 4),
-    (0x2331, "H100-PCIE", False, False, 0),
-    (0x2335, "H200", False, False, 4),
-    (0x233b, "H200-NVL", False, False, 0),
-    (0x2342, "GH200", True, False, 0),
-    (0x2348, "GH200-144G", True, False, 0),
-    (0x2684, "RTX 4090|RTX-4090", False, False, 0),
-    (0x26b9, "L40S", False, True, 0),
-    (0x27b8, "L4", False, True, 0),
-    (0x2901, "B200", False, False, 4),
-    (0x2941, "GB200", True, False, 0),
-    (0x2bb5, "RTX PRO 6000|RTX-PRO-6000", False, False, 0),
-    (0x3182, "B300", False, False, 0),
-    (0x31c2, "GB300", True, False, 0),
+    # device, aliases, grace, held_back, hgx8_nvsw, mem_mib
+    (0x102d, "K80", False, False, 0, 11441),
+    (0x15f8, "P100", False, False, 0, 16280),
+    (0x1db1, "V100", False, True, 0, 16160),
+    (0x1db5, "V100-32GB", False, True, 0, 32510),
+    (0x1eb4, "T4G", False, True, 0, 15360),
+    (0x1eb8, "T4", False, True, 0, 15360),
+    (0x20b0, "A100-40GB", False, False, 6, 40960),
+    (0x20b2, "A100", False, False, 6, 81920),
+    (0x20b5, "A100-PCIE", False, False, 0, 0),
+    (0x20b7, "A30", False, False, 0, 0),
+    (0x2230, "RTX-A6000", False, False, 0, 0),
+    (0x2236, "A10", False, False, 0, 0),
+    (0x2237, "A10G", False, True, 0, 23028),
+    (0x2321, "H100-NVL", False, False, 0, 0),
+    (0x2330, "H100", False, False, 4, 81559),
+    (0x2331, "H100-PCIE", False, False, 0, 0),
+    (0x2335, "H200", False, False, 4, 143771),
+    (0x233b, "H200-NVL", False, False, 0, 0),
+    (0x2342, "GH200", True, False, 0, 0),
+    (0x2348, "GH200-144G", True, False, 0, 0),
+    (0x2684, "RTX 4090|RTX-4090", False, False, 0, 0),
+    (0x26b9, "L40S", False, True, 0, 46068),
+    (0x27b8, "L4", False, True, 0, 23034),
+    (0x2901, "B200", False, False, 4, 0),
+    (0x2941, "GB200", True, False, 0, 0),
+    (0x2bb5, "RTX PRO 6000|RTX-PRO-6000", False, False, 0, 0),
+    (0x3182, "B300", False, False, 0, 0),
+    (0x31c2, "GB300", True, False, 0, 0),
 ]
 
 
@@ -268,8 +276,9 @@ def gen_traits():
     def b(v):
         return "true" if v else "false"
     out = ["const struct gb_gpu_traits gb_gpu_traits[] = {"]
-    for dev, aliases, grace, held, nvsw in GPU_TRAITS:
-        out.append(f"\t{{ 0x{dev:04x}, {c_str(aliases)}, {b(grace)}, {b(held)}, {nvsw} }},")
+    for dev, aliases, grace, held, nvsw, mem in GPU_TRAITS:
+        arm = grace or dev in AARCH64_ONLY
+        out.append(f"\t{{ 0x{dev:04x}, {c_str(aliases)}, {b(grace)}, {b(arm)}, {b(held)}, {nvsw}, {mem} }},")
     out.append("};")
     out.append("const size_t gb_gpu_traits_len = sizeof(gb_gpu_traits) / sizeof(gb_gpu_traits[0]);")
     out.append("")

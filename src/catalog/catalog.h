@@ -113,9 +113,11 @@ enum gb_arch gb_arch_from_string(const char *s);
 struct gb_gpu_traits {
 	uint16_t device;
 	const char *aliases; /* "T4", "RTX 4090|RTX-4090": short names for --target-gpu */
-	bool grace; /* a Grace superchip: aarch64 (sbsa), open module required */
+	bool grace; /* a Grace superchip: open module required */
+	bool aarch64_only; /* only ever attached to an aarch64 host (Grace, Graviton's T4G) */
 	bool held_back; /* kept on the proprietary module by default (docs/plan.md) */
 	unsigned hgx8_nvswitches; /* NVSwitches on the 8-GPU HGX board, 0 = none */
+	unsigned memory_mib; /* what NVML reports as total memory, 0 = not recorded */
 };
 extern const struct gb_gpu_traits gb_gpu_traits[];
 extern const size_t gb_gpu_traits_len;

@@ -16,6 +16,58 @@ static void cp(char *dst, size_t n, const char *src)
 	gb_strscpy(dst, n, src ? src : "");
 }
 
+/* SLES kernels ("5.14.21-150500.55.39-default") have no ABI-FLAVOUR form. */
+static bool sles_kernel(const char *release)
+{
+	size_t n = strlen(release);
+	return (n > 8 && streq(release + n - 8, "-default")) || (n > 6 && streq(release + n - 6, "-azure"));
+}
+
+/* "13.0" from a CUDA install: its version, else its directory name. */
+static void cuda_major_minor(const struct gb_cuda_install *c, char *out, size_t n)
+{
+	const char *v = c->version;
+	const char *dash = c->path ? strrchr(c->path, '-') : NULL;
+	size_t len;
+	if (!v && dash)
+		v = dash + 1;
+	out[0] = '\0';
+	if (!v || !isdigit((unsigned char)*v))
+		return;
+	len = strspn(v, "0123456789.");
+	{
+		const char *dot = memchr(v, '.', len);
+		const char *dot2 = dot ? memchr(dot + 1, '.', len - (size_t)(dot + 1 - v)) : NULL;
+		if (dot2)
+			len = (size_t)(dot2 - v);
+	}
+	if (len < n) {
+		memcpy(out, v, len);
+		out[len] = '\0';
+	}
+}
+
+static void installed_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
+{
+	const char *ver = f->nvidia.loaded_version ? f->nvidia.loaded_version : f->nvidia.installed.version;
+	const char *flavor = f->nvidia.loaded_version ? f->nvidia.module_flavor : f->nvidia.installed.module_flavor;
+
+	cp(in->installed.version, sizeof(in->installed.version), ver);
+	cp(in->installed.flavor, sizeof(in->installed.flavor), flavor);
+	cp(in->installed.source, sizeof(in->installed.source),
+	   f->nvidia.loaded_version ? "loaded" : f->nvidia.installed.source);
+	in->installed.loaded = f->nvidia.loaded_version != NULL;
+	in->installed.module = in->installed.loaded || f->nvidia.installed.module_kernel != NULL;
+	for (size_t i = 0; i < f->nvidia.n_cuda && in->n_cuda_installed < ARRAY_SIZE(in->cuda_installed); i++) {
+		cuda_major_minor(&f->nvidia.cuda[i], in->cuda_installed[in->n_cuda_installed],
+		                 sizeof(in->cuda_installed[0]));
+		if (in->cuda_installed[in->n_cuda_installed][0])
+			in->n_cuda_installed++;
+	}
+	cp(in->toolkit_installed, sizeof(in->toolkit_installed), f->nvidia.container_toolkit);
+	in->n_engines = (unsigned)f->nvidia.n_engines;
+}
+
 int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -26,15 +78,19 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 	cp(in->pkgmgr, sizeof(in->pkgmgr), f->os.package_manager);
 	cp(in->arch, sizeof(in->arch), f->cpu.arch);
 	cp(in->platform, sizeof(in->platform), f->cpu.nvidia_platform);
-	cp(in->kernel_release, sizeof(in->kernel_release), f->kernel.release);
 	cp(in->kernel_flavour, sizeof(in->kernel_flavour), f->kernel.flavour);
-	in->kernel_known = f->kernel.release != NULL;
+	/* A disk image runs no kernel: the modules are for the target one. */
+	cp(in->kernel_release, sizeof(in->kernel_release), f->kernel.release ? f->kernel.release : f->kernel.target);
+	in->kernel_known = in->kernel_release[0] != '\0';
+	in->custom_kernel = in->kernel_known && !f->kernel.flavour && !sles_kernel(in->kernel_release);
 	in->headers = f->kernel.headers;
-	in->secure_boot = f->secure_boot;
+	/* What the kernel will enforce decides, where it is known; else the firmware's variable. */
+	in->secure_boot = f->secure_boot_state.enforcing >= 0 ? f->secure_boot_state.enforcing : f->secure_boot;
 	in->nouveau_loaded = f->nouveau.loaded;
 	in->nouveau_blacklisted = f->nouveau.blacklisted;
 	in->n_nvswitches = (unsigned)f->n_nvswitches;
 	in->mellanox = f->network.mellanox;
+	installed_from_facts(f, in);
 	for (size_t i = 0; i < f->n_gpus; i++) {
 		const struct gb_pci_fn *g = &f->gpus[i];
 		size_t j;
@@ -71,6 +127,44 @@ static const struct {
 	{ "alpine", "apk", "" },
 };
 
+/* The release numbering of each family: "22.4" is not an Ubuntu release. */
+static bool release_plausible(const char *id, const char *ver)
+{
+	uint32_t major, minor;
+	char buf[32];
+	char *dot;
+	if (gb_strscpy(buf, sizeof(buf), ver) < 0)
+		return false;
+	dot = strchr(buf, '.');
+	if (dot)
+		*dot++ = '\0';
+	if (gb_safe_atou32(buf, 10, &major) < 0 || (dot && gb_safe_atou32(dot, 10, &minor) < 0))
+		return false;
+	if (streq(id, "ubuntu")) /* YY.MM, April or October, two digits each */
+		return dot && strlen(buf) == 2 && strlen(dot) == 2 && (minor == 4 || minor == 10) && major >= 14;
+	if (streq(id, "debian"))
+		return !dot && major >= 8 && major < 30;
+	if (streq(id, "amzn"))
+		return !dot && (major == 2 || major == 2023);
+	if (streq(id, "sles") || streq(id, "opensuse-leap"))
+		return major >= 12 && major < 30;
+	/* RHEL and its rebuilds, Fedora, Alpine: a major, optionally .minor */
+	return major >= 1 && major < 100;
+}
+
+static const char *release_examples(const char *id)
+{
+	if (streq(id, "ubuntu"))
+		return "like 20.04, 22.04, 24.04";
+	if (streq(id, "debian"))
+		return "like 12, 13";
+	if (streq(id, "amzn"))
+		return "2023";
+	if (streq(id, "sles"))
+		return "like 15.6";
+	return "like 9 or 9.4";
+}
+
 int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *err, size_t errsz)
 {
 	char buf[96], *id, *ver, *arch;
@@ -101,42 +195,52 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 			goto bad;
 	if (!*ver)
 		goto bad;
+	if (arch && streq(arch, "arm64"))
+		arch = (char *)"aarch64"; /* Debian's and Ubuntu's name for it */
+	if (arch && streq(arch, "amd64"))
+		arch = (char *)"x86_64";
 	if (arch && !streq(arch, "x86_64") && !streq(arch, "aarch64")) {
-		snprintf(err, errsz, "--target-os '%s': arch must be x86_64 or aarch64", spec);
+		snprintf(err, errsz, "--target-os '%s': arch must be x86_64 or aarch64 (arm64)", spec);
 		return -EINVAL;
 	}
+	if (!release_plausible(id, ver)) {
+		snprintf(err, errsz, "--target-os '%s': '%s' is not a release of %s (%s)", spec, ver, id,
+		         release_examples(id));
+		return -EINVAL;
+	}
+	/* Without an explicit arch, the target's is this machine's. */
+	if (!arch && (streq(in->arch, "x86_64") || streq(in->arch, "aarch64")))
+		arch = in->arch;
+	in->arch_explicit = arch != NULL && arch != in->arch;
 	cp(in->os_id, sizeof(in->os_id), id);
 	cp(in->os_version, sizeof(in->os_version), ver);
 	cp(in->os_id_like, sizeof(in->os_id_like), families[i].id_like);
 	cp(in->pkgmgr, sizeof(in->pkgmgr), families[i].pkgmgr);
 	cp(in->libc, sizeof(in->libc), streq(id, "alpine") ? "musl" : "glibc");
-	cp(in->arch, sizeof(in->arch), arch ? arch : "x86_64");
-	cp(in->platform, sizeof(in->platform), arch && streq(arch, "aarch64") ? "linux-sbsa" : "linux-x86_64");
+	{
+		char a[16];
+		cp(a, sizeof(a), arch ? arch : "x86_64");
+		cp(in->arch, sizeof(in->arch), a);
+		cp(in->platform, sizeof(in->platform), streq(a, "aarch64") ? "linux-sbsa" : "linux-x86_64");
+	}
 	/* The image's kernel is not known: decided at first boot. */
 	in->kernel_known = false;
 	in->kernel_release[0] = in->kernel_flavour[0] = '\0';
 	in->headers = false;
 	in->secure_boot = -1;
 	in->nouveau_loaded = in->nouveau_bound = in->nouveau_blacklisted = false;
+	/* Another OS: nothing of this machine's is installed there, its engines are not known. */
+	memset(&in->installed, 0, sizeof(in->installed));
+	in->n_cuda_installed = 0;
+	in->toolkit_installed[0] = '\0';
+	in->engines_unknown = true;
+	in->custom_kernel = false;
 	in->target_os = true;
 	return 0;
 bad:
 	snprintf(err, errsz, "--target-os '%s': expected ID:VERSION[:ARCH], like ubuntu:22.04 or rhel:9:aarch64", spec);
 	return -EINVAL;
 }
-
-/* Short names people use for data-center GPUs. */
-static const struct {
-	const char *alias;
-	uint16_t device;
-} gpu_aliases[] = {
-	{ "V100", 0x1db1 },      { "T4", 0x1eb8 },       { "A100", 0x20b2 },  { "A100-40GB", 0x20b0 },
-	{ "A100-PCIE", 0x20b5 }, { "A30", 0x20b7 },      { "A10", 0x2236 },   { "A10G", 0x2237 },
-	{ "RTX-A6000", 0x2230 }, { "L4", 0x27b8 },       { "L40S", 0x26b9 },  { "H100", 0x2330 },
-	{ "H100-PCIE", 0x2331 }, { "H100-NVL", 0x2321 }, { "H200", 0x2335 },  { "H200-NVL", 0x233b },
-	{ "GH200", 0x2342 },     { "B200", 0x2901 },     { "GB200", 0x2941 }, { "B300", 0x3182 },
-	{ "GB300", 0x31c2 },
-};
 
 int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *err, size_t errsz)
 {
@@ -153,36 +257,53 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 			goto bad;
 		*x = '\0';
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(gpu_aliases); i++)
-		if (strcasecmp(gpu_aliases[i].alias, buf) == 0) {
-			dev = gpu_aliases[i].device;
-			found = true;
-		}
-	if (!found && strlen(buf) == 4 && gb_safe_atou32(buf, 16, &dev) == 0)
+	if (strlen(buf) == 4 && gb_safe_atou32(buf, 16, &dev) == 0)
 		found = true;
 	if (!found && gb_startswith(buf, "10de:") && strlen(buf) == 9 && gb_safe_atou32(buf + 5, 16, &dev) == 0)
 		found = true;
-	if (!found)
-		for (size_t i = 0; i < gb_pci_names_len; i++)
-			if (strcasecmp(gb_pci_names[i].name, buf) == 0) {
-				dev = gb_pci_names[i].device;
-				found = true;
-				break;
-			}
 	if (!found) {
-		snprintf(
-		    err, errsz,
-		    "--target-gpu '%s': not a known model (H100, A100, L4, ...), a device ID (2330) or a pci.ids name",
-		    spec);
-		return -EINVAL;
+		char suggest[400];
+		uint16_t d16 = 0;
+		int r = gb_catalog_gpu_find(buf, &d16, suggest, sizeof(suggest));
+		if (r == -ENOTUNIQ) {
+			snprintf(err, errsz, "--target-gpu '%s': several GPUs match; did you mean %s?", spec, suggest);
+			return -EINVAL;
+		}
+		if (r < 0) {
+			snprintf(
+			    err, errsz,
+			    "--target-gpu '%s': not a known model (H100, A100, L4, T4, K80, RTX 4090, ...), a device "
+			    "ID (2330) or a pci.ids name%s%s",
+			    spec, suggest[0] ? "; did you mean " : "", suggest);
+			return -EINVAL;
+		}
+		dev = d16;
+	}
+	{
+		const struct gb_gpu_traits *t = gb_catalog_traits((uint16_t)dev);
+		if (t && t->aarch64_only) {
+			if (in->arch_explicit && !streq(in->arch, "aarch64")) {
+				snprintf(err, errsz,
+				         "--target-gpu '%s' is attached only to aarch64 hosts; --target-os asks for %s",
+				         spec, in->arch);
+				return -EINVAL;
+			}
+			if (!streq(in->arch, "aarch64")) {
+				/* Another machine than this one: nothing of this one's is installed there. */
+				memset(&in->installed, 0, sizeof(in->installed));
+				in->n_cuda_installed = 0;
+				in->toolkit_installed[0] = '\0';
+				in->kernel_known = in->headers = in->custom_kernel = false;
+				in->kernel_release[0] = in->kernel_flavour[0] = '\0';
+			}
+			cp(in->arch, sizeof(in->arch), "aarch64");
+			cp(in->platform, sizeof(in->platform), "linux-sbsa");
+		}
+		in->n_nvswitches = count >= 8 && t ? t->hgx8_nvswitches : 0;
 	}
 	in->n_devices = 1;
 	in->devices[0].device = (uint16_t)dev;
 	in->devices[0].count = count;
-	in->n_nvswitches = 0;
-	/* 8-GPU HGX boards of the SXM generations carry NVSwitches. */
-	if (count >= 8 && (dev == 0x2330 || dev == 0x2335 || dev == 0x20b0 || dev == 0x20b2 || dev == 0x2901))
-		in->n_nvswitches = dev == 0x20b0 || dev == 0x20b2 ? 6 : 4;
 	in->nouveau_bound = false;
 	in->target_gpu = true;
 	return 0;

@@ -2,6 +2,7 @@
 /* The decisions. Each records its value and a one-line reason a person can
  * check against the catalog, the facts and the profile. */
 #include "plan.h"
+#include "plan-internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -26,15 +27,12 @@ static const struct {
 	{ GB_ARCH_ADA, 525, 0, false },    { GB_ARCH_HOPPER, 525, 0, false },  { GB_ARCH_BLACKWELL, 570, 0, true },
 };
 
-/* GPUs that cloud vendors keep on the proprietary module after GSP firmware
- * problems on the open one (docs/plan.md says which and why). */
-static const uint16_t held_back[] = { 0x1db1, 0x1db5, 0x1eb8, 0x1eb4, 0x2237, 0x27b8, 0x26b9 };
-
-/* Grace-based boards: the open module is required, and GH200 with R580+
- * needs the driver to manage its coherent memory. */
+/* Grace-based boards (the catalog's traits): the open module is required,
+ * and GH200 with R580+ needs the driver to manage its coherent memory. */
 static bool is_grace_board(uint16_t d)
 {
-	return d == 0x2342 || d == 0x2348 || d == 0x2941 || d == 0x31c2;
+	const struct gb_gpu_traits *t = gb_catalog_traits(d);
+	return t && t->grace;
 }
 
 /* Branches Ubuntu ships as signed precompiled modules (linux-modules-nvidia-*-server). */
@@ -42,7 +40,7 @@ static const unsigned ubuntu_signed_branches[] = { 535, 550, 570, 580 };
 
 #define NVIDIA_CONTAINER_TOOLKIT_MIN "1.17.8"
 
-_printf_(3, 4) static void say(char *dst, size_t n, const char *fmt, ...)
+void gb_plan_say(char *dst, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -50,10 +48,8 @@ _printf_(3, 4) static void say(char *dst, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-#define SAY(field, ...) say(field, sizeof(field), __VA_ARGS__)
-
-static void refuse(struct gb_plan *p, int code, const char *fmt, ...) _printf_(3, 4);
-static void refuse(struct gb_plan *p, int code, const char *fmt, ...)
+#define refuse gb_plan_refuse
+void gb_plan_refuse(struct gb_plan *p, int code, const char *fmt, ...)
 {
 	va_list ap;
 	if (p->refusal_code)
@@ -161,8 +157,11 @@ static int resolve_gpus(struct gb_plan *p, const struct gb_profile *prof, const 
 		}
 		if (g->open == GB_OPEN_NO)
 			g->open_required = false;
-		for (size_t h = 0; h < ARRAY_SIZE(held_back); h++)
-			g->held_back |= held_back[h] == d;
+		{
+			/* kept on the proprietary module by default (the catalog's traits, docs/plan.md) */
+			const struct gb_gpu_traits *t = gb_catalog_traits(d);
+			g->held_back |= t && t->held_back;
+		}
 		if (g->vgpu && prof->graphics) {
 			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
 			       "%s is a vGPU: rendering on it needs NVIDIA's licensed vGPU/RTX vWS guest driver, which "
@@ -216,7 +215,8 @@ static bool in_list(unsigned b, const unsigned *list, size_t n)
 }
 
 /* The branch of a driver version: "580.95.05" -> 580; 0 when unreadable. */
-static unsigned version_branch(const char *version)
+#define version_branch gb_plan_version_branch
+unsigned gb_plan_version_branch(const char *version)
 {
 	char major[12];
 	uint32_t b = 0;
@@ -565,7 +565,18 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	precompiled = r > 0;
 
 	/* Method. */
-	if (precompiled) {
+	if (streq(p->driver.action, "keep")) {
+		p->driver.method = "none";
+		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
+	} else if (p->driver.branch <= 470 && !precompiled) {
+		const struct gb_branch *lb = gb_catalog_branch(p->driver.branch);
+		p->driver.method = "runfile";
+		SAY(p->driver.method_reason,
+		    "R%u is a legacy branch%s%s: NVIDIA's repositories carry no packages of it for current releases; "
+		    "NVIDIA's .run, verified by sha256, with the %s module",
+		    p->driver.branch, lb && lb->eol ? ", past end of life since " : "", lb && lb->eol ? lb->eol : "",
+		    p->driver.flavor);
+	} else if (precompiled) {
 		p->driver.method = "packages";
 		SAY(p->driver.method_reason,
 		    "Ubuntu's archive: signed precompiled modules plus nvidia-driver-%u-server%s", p->driver.branch,
@@ -633,6 +644,14 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	if (precompiled) {
 		SAY(p->kernel.reason, "kernel %s meets R%u's minimum %s; precompiled modules need no headers",
 		    p->in.kernel_release, p->driver.branch, kmin);
+	} else if (streq(p->driver.action, "keep") && p->in.installed.module) {
+		SAY(p->kernel.reason, "the kept driver has its module for kernel %s%s: no headers needed",
+		    p->in.kernel_release, p->in.installed.loaded ? " (loaded)" : "");
+	} else if (!p->in.headers && p->in.custom_kernel) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "custom kernel %s: no distribution package can hold its headers, and the modules must be built "
+		       "for it; supply its headers under /lib/modules/%s/build, or use a kernel from the distribution",
+		       p->in.kernel_release, p->in.kernel_release);
 	} else if (!p->in.headers) {
 		p->kernel.action = "install-headers";
 		if (apt)
@@ -667,6 +686,12 @@ static void decide_nouveau(struct gb_plan *p)
 	} else if (in->nouveau_loaded) {
 		p->nouveau.action = "unload";
 		SAY(p->nouveau.reason, "nouveau is loaded (no GPU bound): blacklist and unload it");
+	} else if (!in->nouveau_blacklisted && streq(p->driver.action, "keep") && in->installed.loaded) {
+		p->nouveau.action = "none";
+		SAY(p->nouveau.reason,
+		    "the kept driver %s is loaded and nouveau is not: nothing to change (a blacklist "
+		    "is written when gpuboot installs a driver)",
+		    in->installed.version);
 	} else if (!in->nouveau_blacklisted) {
 		p->nouveau.action = "blacklist";
 		SAY(p->nouveau.reason,
@@ -831,7 +856,8 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_peermem", NULL,
 		          "Mellanox NICs present and the profile wants GPUDirect RDMA");
 	for (size_t i = 0; i < p->n_gpus; i++)
-		gh200_580 |= (p->gpus[i].device == 0x2342 || p->gpus[i].device == 0x2348) && p->driver.branch >= 580;
+		gh200_580 |=
+		    is_grace_board(p->gpus[i].device) && p->gpus[i].arch == GB_ARCH_HOPPER && p->driver.branch >= 580;
 	if (gh200_580)
 		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia",
 		          "NVreg_CoherentGPUMemoryMode=driver",
@@ -918,20 +944,27 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 	decide_driver(p, prof, site);
 	if (p->refusal_code)
 		goto out;
-	decide_method_kernel_sb(p, site);
-	if (p->refusal_code)
-		goto out;
-	decide_nouveau(p);
+	/* CUDA for the plan's driver: what an installed driver must also run. */
 	r = decide_cuda(p, prof, site, err, errsz);
 	if (r < 0)
 		return r;
 	if (p->refusal_code)
 		goto out;
+	gb_plan_decide_driver_action(p, prof, site);
+	if (p->refusal_code)
+		goto out;
+	decide_method_kernel_sb(p, site);
+	if (p->refusal_code)
+		goto out;
+	decide_nouveau(p);
+	gb_plan_decide_cuda_action(p);
 	decide_toolkit(p, prof, site);
+	gb_plan_decide_toolkit_action(p, prof);
 	decide_daemons_modules(p, prof);
 	r = decide_verify(p, prof, site);
 	if (r < 0)
 		return r;
+	gb_plan_check_gates(p, prof);
 out:
 	return 0;
 }

@@ -37,11 +37,27 @@ struct gb_plan_input {
 	bool nouveau_loaded, nouveau_blacklisted, nouveau_bound;
 	unsigned n_nvswitches, mellanox;
 	bool target_os, target_gpu;
+	bool arch_explicit; /* --target-os named the arch */
+	bool repair; /* --repair: rebuild what is installed for the new kernel, never switch */
+	bool custom_kernel; /* a kernel no distribution package can exist for */
 	struct {
 		uint16_t device;
 		unsigned count;
 	} devices[GB_PLAN_MAX_GPUS];
 	size_t n_devices;
+	/* What is installed, loaded or on disk (detect), whoever installed it. */
+	struct {
+		char version[32]; /* "" = no NVIDIA driver */
+		char flavor[16]; /* "open" | "proprietary" | "" = unknown */
+		char source[16]; /* "loaded" | "module" | "package" | "userspace" */
+		bool loaded; /* this version's module is loaded now */
+		bool module; /* a module of it exists for the target kernel (or is loaded) */
+	} installed;
+	char cuda_installed[4][16]; /* "13.0": major.minor of each CUDA under /usr/local */
+	size_t n_cuda_installed;
+	char toolkit_installed[32];
+	unsigned n_engines;
+	bool engines_unknown; /* planning for another OS: its container engines are not known */
 };
 
 struct gb_plan_named {
@@ -65,7 +81,9 @@ struct gb_plan {
 		unsigned branch;
 		const char *branch_type, *eol;
 		const char *flavor; /* "open" | "proprietary" */
-		const char *method; /* "packages" | "runfile" */
+		const char *method; /* "packages" | "runfile" | "none" (kept) */
+		const char *action; /* "keep" | "install" | "replace" | "rebuild" */
+		char action_reason[GB_REASON];
 		const struct gb_runfile *runfile;
 		char repo[32], repo_arch[16];
 		char packages[4][80];
@@ -77,10 +95,15 @@ struct gb_plan {
 		const struct gb_cuda_release *release;
 		char **components; /* "cuda_cudart 13.0.48" */
 		char reason[GB_REASON];
+		const char *action; /* "none" | "keep" | "install" */
+		char installed[16]; /* the matching install kept, or "" */
+		char action_reason[GB_REASON];
 	} cuda;
 	struct {
 		const char *version;
 		char reason[GB_REASON];
+		const char *action; /* "none" | "keep" | "install" | "replace" */
+		char action_reason[GB_REASON];
 	} toolkit;
 	struct {
 		const char *action; /* "none" | "install-hwe" | "install-headers" */
@@ -110,6 +133,8 @@ struct gb_plan {
 		bool fp64_gate, ecc_required;
 		char **skip;
 		char reason[GB_REASON];
+		bool network_gate_applies; /* Mellanox/InfiniBand present: a multi-node node */
+		char gates_reason[GB_REASON];
 	} verify;
 };
 
@@ -126,6 +151,10 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *profile, const struct gb_site_config *site,
                  const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz);
 void gb_plan_done(struct gb_plan *p);
+
+/* Does the plan change nothing (every component kept or not wanted, no
+ * kernel or nouveau action)? Then run skips to verification. */
+bool gb_plan_changes_nothing(const struct gb_plan *p);
 
 json_object *gb_plan_to_json(const struct gb_plan *p);
 void gb_plan_print(const struct gb_plan *p, FILE *out);

@@ -17,6 +17,14 @@ enum gb_branch_policy {
 	GB_POLICY_VERSION, /* "580.159.04" */
 };
 
+/* replace_installed: what to do with a driver, CUDA or toolkit that is
+ * already there (profile [install] or site [install]). */
+enum gb_replace_policy {
+	GB_REPLACE_IF_UNSATISFIED = 0, /* keep what satisfies the profile, replace the rest */
+	GB_REPLACE_NEVER, /* keep what is there; an unsatisfying install is a refusal (exit 12) */
+	GB_REPLACE_ALWAYS, /* install the plan's choice even over a satisfying install */
+};
+
 enum gb_flavor_pref {
 	GB_FLAVOR_AUTO,
 	GB_FLAVOR_OPEN,
@@ -51,6 +59,8 @@ struct gb_profile {
 	bool gpudirect;
 	bool graphics; /* display/graphics userspace needed (render) */
 	bool allow_unknown_gpus;
+	enum gb_replace_policy replace_installed; /* [install] replace_installed */
+	bool toolkit_always; /* [toolkit] install = always: even with no container engine present */
 	char tier[16]; /* "passive" | "active" | "full" */
 	double min_gpu_memory_gib;
 	bool fp64_gate;

@@ -73,6 +73,7 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 	int r;
 
 	gb_plan_input_from_facts(&in->facts, &pin);
+	pin.repair = ctx->opt.repair;
 	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &pin, err, sizeof(err)) < 0) ||
 	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &pin, err, sizeof(err)) < 0)) {
 		gb_log_error("%s", err);

@@ -98,10 +98,27 @@ static int stage_plan(struct run *r, struct gb_stage *st)
 	return 0;
 }
 
+/* Every decision keeps what is there and the driver is loaded: the
+ * stages that change the machine have nothing to do. */
+static bool nothing_to_change(const struct run *r)
+{
+	return gb_plan_changes_nothing(&r->plan) && r->plan.in.installed.loaded;
+}
+
+static int stage_skip_if_kept(struct run *r, struct gb_stage *st)
+{
+	gb_stage_end(r->ctx, st, "skipped", 0, "nothing to change: the installed driver %s is kept and loaded%s",
+	             r->plan.driver.version,
+	             r->plan.cuda.action && streq(r->plan.cuda.action, "keep") ? ", CUDA is kept" : "");
+	return 0;
+}
+
 /* Until the prepare, install and load stages exist, a plan that needs
  * them ends the run here, with nothing changed. */
 static int stage_prepare(struct run *r, struct gb_stage *st)
 {
+	if (nothing_to_change(r))
+		return stage_skip_if_kept(r, st);
 	gb_stage_end(r->ctx, st, "not-implemented", -EOPNOTSUPP,
 	             "prepare, install and load are not implemented yet in gpuboot %s", GPUBOOT_VERSION);
 	gb_stage_hint(st, "this version detects, plans, fetches (gpuboot fetch) and verifies (gpuboot verify); nothing "
@@ -124,8 +141,10 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 }
 
 static const struct stage_def stages[] = {
-	{ "detect", stage_detect }, { "plan", stage_plan }, { "prepare", stage_prepare }, { "fetch", NULL },
-	{ "install", NULL },        { "load", NULL },       { "verify", stage_verify },
+	{ "detect", stage_detect },        { "plan", stage_plan },
+	{ "prepare", stage_prepare },      { "fetch", stage_skip_if_kept },
+	{ "install", stage_skip_if_kept }, { "load", stage_skip_if_kept },
+	{ "verify", stage_verify },
 };
 
 /* Once the plan is made, the journal opens; the stages so far are recorded. */
@@ -168,8 +187,6 @@ static int walk(struct run *r)
 	for (size_t i = 0; i < ARRAY_SIZE(stages) && !code; i++) {
 		struct gb_stage *st;
 		char id[64];
-		if (!stages[i].fn)
-			continue; /* reached only through a stage before it, not yet */
 		bool had_journal = r->journal != NULL;
 		st = gb_stage_begin(r->ctx, &r->st, stages[i].name);
 		snprintf(id, sizeof(id), "stage:%s", stages[i].name);
@@ -204,9 +221,14 @@ static int dry_run(struct run *r)
 		return r->plan.refusal_code;
 	}
 	gb_plan_print(&r->plan, stdout);
-	printf("\ndry run: nothing was written. A real '%s' would now run prepare, fetch, install, load and "
-	       "verify (tier %s); this version stops at prepare (not implemented yet).\n",
-	       r->st.command, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier);
+	if (nothing_to_change(r))
+		printf("\ndry run: nothing was written. A real '%s' would change nothing (every decision keeps what "
+		       "is installed, the driver is loaded) and verify (tier %s).\n",
+		       r->st.command, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier);
+	else
+		printf("\ndry run: nothing was written. A real '%s' would now run prepare, fetch, install, load and "
+		       "verify (tier %s); this version stops at prepare (not implemented yet).\n",
+		       r->st.command, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier);
 	return GB_EXIT_OK;
 }
 

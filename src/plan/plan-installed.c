@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* What is already there is an input: a driver, CUDA or Container Toolkit
+ * that satisfies the profile is kept, one that does not is replaced (with
+ * the reason naming what is wrong), and nothing is installed over a working
+ * machine without a word. replace_installed (never | if-unsatisfied |
+ * always) decides; never turns an unsatisfying install into a refusal. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exit-codes.h"
+#include "plan-internal.h"
+#include "shared/util.h"
+
+#define NVIDIA_CONTAINER_TOOLKIT_FLOOR "1.17.8"
+
+/* Why the installed driver does not satisfy the plan's needs, or "" when it does. */
+static void driver_unsatisfied(const struct gb_plan *p, const struct gb_profile *prof,
+                               const struct gb_site_config *site, char *why, size_t n)
+{
+	const char *v = p->in.installed.version, *fl = p->in.installed.flavor;
+	unsigned b = gb_plan_version_branch(v);
+
+	why[0] = '\0';
+	for (size_t i = 0; i < p->n_gpus && !why[0]; i++) {
+		const struct gb_plan_gpu *g = &p->gpus[i];
+		if (b < g->min_branch)
+			snprintf(why, n, "%s needs R%u or newer", g->name, g->min_branch);
+		else if (g->last_branch && b > g->last_branch)
+			snprintf(why, n, "%s's last branch is R%u", g->name, g->last_branch);
+		else if (g->open_required && streq(fl, "proprietary"))
+			snprintf(why, n, "%s needs the open kernel module", g->name);
+		else if (g->open == GB_OPEN_NO && streq(fl, "open"))
+			snprintf(why, n, "%s runs only the proprietary kernel module", g->name);
+	}
+	if (why[0])
+		return;
+	if (prof->flavor == GB_FLAVOR_OPEN && streq(fl, "proprietary"))
+		snprintf(why, n, "the profile asks for the open kernel module");
+	else if (prof->flavor == GB_FLAVOR_PROPRIETARY && streq(fl, "open"))
+		snprintf(why, n, "the profile asks for the proprietary kernel module");
+	else if (site && site->pinned_driver[0] && !streq(site->pinned_driver, v))
+		snprintf(why, n, "the site pins driver %s", site->pinned_driver);
+	else if (prof->policy == GB_POLICY_VERSION && prof->pinned_version[0] && !streq(prof->pinned_version, v))
+		snprintf(why, n, "the profile pins driver %s", prof->pinned_version);
+	else if (prof->policy == GB_POLICY_BRANCH && prof->pinned_branch && prof->pinned_branch != b)
+		snprintf(why, n, "the profile pins branch R%u", prof->pinned_branch);
+	else if (!p->in.installed.module && !p->in.repair)
+		snprintf(why, n, "no kernel module of it for kernel %s (userspace only)",
+		         p->in.kernel_release[0] ? p->in.kernel_release : "of the target");
+	/* The CUDA the plan installs (chosen for the plan's driver) must run on it. */
+	if (!why[0] && p->cuda.release && gb_version_cmp(v, p->cuda.release->min_driver) < 0)
+		snprintf(why, n, "CUDA %s needs >= %s", p->cuda.release->version, p->cuda.release->min_driver);
+	(void)prof;
+}
+
+/* The installed driver becomes the plan's driver. */
+static void keep_driver(struct gb_plan *p)
+{
+	const struct gb_branch *b;
+	const char *arch = streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64";
+
+	SAY(p->driver.version, "%s", p->in.installed.version);
+	p->driver.branch = gb_plan_version_branch(p->in.installed.version);
+	b = gb_catalog_branch(p->driver.branch);
+	p->driver.branch_type = b ? gb_branch_type_to_string(b->type) : NULL;
+	p->driver.eol = b ? b->eol : NULL;
+	p->driver.runfile = gb_catalog_runfile(p->in.installed.version, arch);
+	if (p->in.installed.flavor[0]) {
+		p->driver.flavor = streq(p->in.installed.flavor, "open") ? "open" : "proprietary";
+		SAY(p->driver.flavor_reason, "the installed module is %s", p->driver.flavor);
+	}
+	SAY(p->driver.reason, "the installed %s is kept (%s)", p->in.installed.version,
+	    p->in.installed.loaded ? "loaded" : "on disk");
+}
+
+void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
+{
+	const char *v = p->in.installed.version,
+	           *fl = p->in.installed.flavor[0] ? p->in.installed.flavor : "flavour unknown";
+	char why[GB_REASON / 2];
+
+	if (!v[0]) {
+		p->driver.action = "install";
+		SAY(p->driver.action_reason, "no NVIDIA driver is installed");
+		return;
+	}
+	driver_unsatisfied(p, prof, site, why, sizeof(why));
+	if (p->in.repair) {
+		/* A kernel change: rebuild what is there, never switch branch or flavour. */
+		p->driver.action = p->in.installed.module ? "keep" : "rebuild";
+		keep_driver(p);
+		SAY(p->driver.action_reason, "--repair: %s %s %s for kernel %s", v, fl,
+		    p->in.installed.module ? "has its module" : "is rebuilt",
+		    p->in.kernel_release[0] ? p->in.kernel_release : "the target");
+		return;
+	}
+	if (why[0] && prof->replace_installed == GB_REPLACE_NEVER) {
+		gb_plan_refuse(
+		    p, GB_EXIT_UNSUPPORTED_GPU,
+		    "the installed driver %s %s does not satisfy the profile (%s) and replace_installed = never", v, fl,
+		    why);
+		return;
+	}
+	if (why[0] || (prof->replace_installed == GB_REPLACE_ALWAYS && !streq(v, p->driver.version))) {
+		p->driver.action = "replace";
+		if (why[0])
+			SAY(p->driver.action_reason, "%s %s: %s; replaced by %s", v, fl, why, p->driver.version);
+		else
+			SAY(p->driver.action_reason,
+			    "%s %s satisfies the profile, but replace_installed = always; replaced by %s", v, fl,
+			    p->driver.version);
+		return;
+	}
+	p->driver.action = "keep";
+	keep_driver(p);
+	SAY(p->driver.action_reason,
+	    "%s %s (%s) satisfies the profile: every GPU supports R%u, the flavour is allowed, the profile's CUDA runs "
+	    "on it",
+	    v, fl, p->in.installed.source, p->driver.branch);
+}
+
+void gb_plan_decide_cuda_action(struct gb_plan *p)
+{
+	char want[16];
+	const char *dot;
+
+	if (!p->cuda.release) {
+		p->cuda.action = "none";
+		SAY(p->cuda.action_reason, "no CUDA in the plan");
+		return;
+	}
+	/* "13.0" of "13.0.0": installs live side by side in /usr/local/cuda-X.Y */
+	SAY(want, "%s", p->cuda.version);
+	dot = strchr(want, '.');
+	if (dot && strchr(dot + 1, '.'))
+		*strchr(dot + 1, '.') = '\0';
+	for (size_t i = 0; i < p->in.n_cuda_installed; i++)
+		if (streq(p->in.cuda_installed[i], want)) {
+			p->cuda.action = "keep";
+			SAY(p->cuda.installed, "%s", want);
+			SAY(p->cuda.action_reason,
+			    "CUDA %s is installed (/usr/local/cuda-%s) and is what the profile needs", want, want);
+			return;
+		}
+	p->cuda.action = "install";
+	if (p->in.n_cuda_installed)
+		SAY(p->cuda.action_reason, "CUDA %s is installed, the profile needs %s: installed beside it",
+		    p->in.cuda_installed[0], want);
+	else
+		SAY(p->cuda.action_reason, "no CUDA is installed");
+}
+
+void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *prof)
+{
+	const char *have = p->in.toolkit_installed;
+
+	if (!p->toolkit.version) {
+		p->toolkit.action = "none";
+		SAY(p->toolkit.action_reason, "the profile installs no Container Toolkit");
+		return;
+	}
+	if (!have[0] && p->in.n_engines == 0 && !p->in.engines_unknown && !prof->toolkit_always) {
+		p->toolkit.action = "none";
+		p->toolkit.version = NULL;
+		SAY(p->toolkit.action_reason,
+		    "no container engine here (docker, containerd, podman, CRI-O): the toolkit configures the engines "
+		    "present; install one first, or set [toolkit] install = always");
+		return;
+	}
+	if (!have[0]) {
+		p->toolkit.action = "install";
+		SAY(p->toolkit.action_reason, "no Container Toolkit is installed");
+	} else if (gb_version_cmp(have, NVIDIA_CONTAINER_TOOLKIT_FLOOR) < 0) {
+		p->toolkit.action = "replace";
+		SAY(p->toolkit.action_reason, "%s is older than %s (the container-escape fixes); replaced by %s", have,
+		    NVIDIA_CONTAINER_TOOLKIT_FLOOR, p->toolkit.version);
+	} else {
+		p->toolkit.action = "keep";
+		p->toolkit.version = NULL;
+		SAY(p->toolkit.action_reason, "%s is installed, at or above the floor %s", have,
+		    NVIDIA_CONTAINER_TOOLKIT_FLOOR);
+	}
+}
+
+bool gb_plan_changes_nothing(const struct gb_plan *p)
+{
+	if (p->refusal_code || !p->driver.action)
+		return false;
+	return streq(p->driver.action, "keep") && (!p->cuda.action || !streq(p->cuda.action, "install")) &&
+	       (!p->toolkit.action || streq(p->toolkit.action, "keep") || streq(p->toolkit.action, "none")) &&
+	       (!p->kernel.action || streq(p->kernel.action, "none")) &&
+	       (!p->nouveau.action || streq(p->nouveau.action, "none"));
+}

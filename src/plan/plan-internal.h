@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the plan's files (plan.c, plan-installed.c): not API. */
+#pragma once
+
+#include <stddef.h>
+
+#include "plan.h"
+#include "shared/macro.h"
+
+_printf_(3, 4) void gb_plan_say(char *dst, size_t n, const char *fmt, ...);
+#define SAY(field, ...) gb_plan_say(field, sizeof(field), __VA_ARGS__)
+/* The first refusal wins; later ones are ignored. */
+_printf_(3, 4) void gb_plan_refuse(struct gb_plan *p, int code, const char *fmt, ...);
+/* 580 from "580.159.04"; 0 when not a version. */
+unsigned gb_plan_version_branch(const char *version);
+
+/* What is installed: keep, replace or install (plan-installed.c). Called
+ * after the target driver is chosen; a kept driver becomes the plan's. */
+void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site);
+void gb_plan_decide_cuda_action(struct gb_plan *p);
+void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *prof);
+/* Gates the GPU cannot pass are refusals now, not failures after the install. */
+void gb_plan_check_gates(struct gb_plan *p, const struct gb_profile *prof);
