@@ -257,27 +257,31 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 			goto bad;
 		*x = '\0';
 	}
-	if (strlen(buf) == 4 && gb_safe_atou32(buf, 16, &dev) == 0)
-		found = true;
-	if (!found && gb_startswith(buf, "10de:") && strlen(buf) == 9 && gb_safe_atou32(buf + 5, 16, &dev) == 0)
-		found = true;
-	if (!found) {
+	{
+		/* A name first ("A100" and "B300" are hex too), then a device ID. */
 		char suggest[400];
 		uint16_t d16 = 0;
 		int r = gb_catalog_gpu_find(buf, &d16, suggest, sizeof(suggest));
-		if (r == -ENOTUNIQ) {
+		if (r == 0) {
+			dev = d16;
+			found = true;
+		}
+		if (!found && strlen(buf) == 4 && gb_safe_atou32(buf, 16, &dev) == 0)
+			found = true;
+		if (!found && gb_startswith(buf, "10de:") && strlen(buf) == 9 &&
+		    gb_safe_atou32(buf + 5, 16, &dev) == 0)
+			found = true;
+		if (!found && r == -ENOTUNIQ) {
 			snprintf(err, errsz, "--target-gpu '%s': several GPUs match; did you mean %s?", spec, suggest);
 			return -EINVAL;
 		}
-		if (r < 0) {
-			snprintf(
-			    err, errsz,
-			    "--target-gpu '%s': not a known model (H100, A100, L4, T4, K80, RTX 4090, ...), a device "
-			    "ID (2330) or a pci.ids name%s%s",
-			    spec, suggest[0] ? "; did you mean " : "", suggest);
+		if (!found) {
+			snprintf(err, errsz,
+			         "--target-gpu '%s': not a known model (H100, A100, L4, T4, K80, RTX 4090, ...), a device "
+			         "ID (2330) or a pci.ids name%s%s",
+			         spec, suggest[0] ? "; did you mean " : "", suggest);
 			return -EINVAL;
 		}
-		dev = d16;
 	}
 	{
 		const struct gb_gpu_traits *t = gb_catalog_traits((uint16_t)dev);

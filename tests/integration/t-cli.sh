@@ -53,10 +53,10 @@ expect_exit 2 "$GB" detect --root /nonexistent/dir
 expect_exit 2 "$GB" detect extra-argument
 expect_exit 2 "$GB" --repair detect
 for c in run repair; do
-	expect_exit 2 "$GB" "$c" --root "$FIX/h200-ubuntu2404" --state-dir "$TMP/st" --run-dir "$TMP/rd"
+	expect_exit 2 "$GB" "$c" --root "$FIX/l4-debian12" --state-dir "$TMP/st" --run-dir "$TMP/rd"
 	grep -q "not implemented yet" "$TMP/err" || fail "$c does not say it is not implemented yet"
 done
-expect_exit 2 "$GB" --repair --root "$FIX/h200-ubuntu2404" --state-dir "$TMP/st" --run-dir "$TMP/rd"
+expect_exit 2 "$GB" --repair --root "$FIX/l4-debian12" --state-dir "$TMP/st" --run-dir "$TMP/rd"
 grep -q '"command": "repair"' "$TMP/st/status.json" || fail "--repair not recorded"
 expect_exit 11 "$GB" run --root "$FIX/nogpu-debian12" --state-dir "$TMP/st" --run-dir "$TMP/rd"
 grep -q '"result": "no-gpu"' "$TMP/st/status.json" || fail "run without a GPU: status"

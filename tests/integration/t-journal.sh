@@ -5,7 +5,7 @@
 # the journal.
 . tests/integration/lib.sh
 M=$TMP/machine
-cp -a "$FIX/h200-ubuntu2404" "$M"
+cp -a "$FIX/l4-debian12" "$M"
 ARGS="--root $M --run-dir $TMP/run"
 
 # How many records an uninterrupted run writes.

@@ -2,7 +2,10 @@
 /* Property tests over generated fact sets: whatever the machine, the plan
  * never puts CUDA above the driver, a branch above a GPU's last branch, the
  * open module on a GPU without open support, and never refuses without a
- * reason and a contract exit code. */
+ * reason and a contract exit code. With a random installed driver: one
+ * that satisfies the profile is never replaced (replace_installed =
+ * if-unsatisfied) and one that is kept does satisfy it; the plan's arch is
+ * the target's; no plan passes a gate the GPU's catalog figures cannot. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +14,7 @@
 #include "plan/profile.h"
 #include "shared/macro.h"
 #include "shared/util.h"
+#include "catalog/catalog.h"
 #include "unit.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -32,7 +36,56 @@ static const char *const kernels[] = { "5.4.0-200-generic", "5.15.0-105-generic"
 	                               "4.14.1-1-default",  "3.10.0-1160.el7.x86_64", "6.17.0-5-generic",
 	                               "6.5.0-1020-gcp" };
 
-static void check_plan(const struct gb_plan *p)
+/* The installed driver satisfies the plan's needs (the test's own reading
+ * of docs/plan.md, not the plan's code). */
+static bool installed_satisfies(const struct gb_plan *p)
+{
+	const char *v = p->in.installed.version, *fl = p->in.installed.flavor;
+	unsigned b = 0;
+	for (const char *c = v; *c >= '0' && *c <= '9'; c++)
+		b = b * 10 + (unsigned)(*c - '0');
+	if (!v[0] || !p->in.installed.module)
+		return false;
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_plan_gpu *g = &p->gpus[i];
+		if (b < g->min_branch || (g->last_branch && b > g->last_branch))
+			return false;
+		if ((g->open_required && streq(fl, "proprietary")) || (g->open == GB_OPEN_NO && streq(fl, "open")))
+			return false;
+	}
+	return !p->cuda.release || gb_version_cmp(v, p->cuda.release->min_driver) >= 0;
+}
+
+static void check_installed(const struct gb_plan *p, bool flavor_auto)
+{
+	CHECK(p->driver.action != NULL && p->driver.action_reason[0]);
+	if (!p->driver.action)
+		return;
+	if (!p->in.installed.version[0]) {
+		CHECK(streq(p->driver.action, "install"));
+		return;
+	}
+	if (flavor_auto && installed_satisfies(p))
+		CHECK(streq(p->driver.action, "keep"));
+	if (streq(p->driver.action, "keep")) {
+		CHECK(installed_satisfies(p));
+		CHECK(streq(p->driver.version, p->in.installed.version));
+		CHECK(streq(p->driver.method, "none"));
+	} else {
+		CHECK(streq(p->driver.action, "replace"));
+	}
+}
+
+static void check_gates(const struct gb_plan *p)
+{
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_gpu_traits *t = gb_catalog_traits(p->gpus[i].device);
+		if (t && t->memory_mib)
+			CHECK(t->memory_mib / 1024.0 + 1e-9 >= p->verify.min_gpu_memory_gib);
+	}
+}
+
+static void check_plan(const struct gb_plan *p, const char *target_arch, bool flavor_auto)
 {
 	bool reasons = true;
 
@@ -42,6 +95,13 @@ static void check_plan(const struct gb_plan *p)
 		      p->refusal_code == GB_EXIT_NO_GPU || p->refusal_code == GB_EXIT_UNSUPPORTED_GPU);
 		return;
 	}
+	CHECK(streq(p->in.arch, target_arch));
+	if (p->driver.repo_arch[0])
+		CHECK(streq(p->driver.repo_arch, streq(target_arch, "aarch64") ? "sbsa" : "x86_64"));
+	check_installed(p, flavor_auto);
+	check_gates(p);
+	if (p->driver.action && streq(p->driver.action, "keep"))
+		return; /* an installed version need not be a catalog runfile */
 	CHECK(p->driver.runfile != NULL);
 	if (!p->driver.runfile)
 		return;
@@ -113,10 +173,21 @@ int main(void)
 			}
 			in.n_nvswitches = rnd(3) ? 0 : 4;
 			in.mellanox = rnd(2) * 8;
+			if (rnd(2)) {
+				/* Something already installed: a real runfile version, some flavour. */
+				const struct gb_runfile *rf = &gb_runfiles[rnd((unsigned)gb_runfiles_len)];
+				gb_strscpy(in.installed.version, sizeof(in.installed.version), rf->version);
+				gb_strscpy(in.installed.flavor, sizeof(in.installed.flavor),
+				           rnd(2) ? "open" : "proprietary");
+				gb_strscpy(in.installed.source, sizeof(in.installed.source), "module");
+				in.installed.loaded = rnd(2);
+				in.installed.module = in.installed.loaded || rnd(2);
+			}
 			CHECK_INT(gb_plan_make(&in, &prof[pi], rnd(2) ? &site : NULL, &ov, "2026-11-30", &p, err,
 			                       sizeof(err)),
 			          0);
-			check_plan(&p);
+			check_plan(&p, in.arch, prof[pi].flavor == GB_FLAVOR_AUTO && prof[pi].policy != GB_POLICY_VERSION &&
+			                          prof[pi].policy != GB_POLICY_BRANCH);
 			plans++;
 			refusals += p.refusal_code != 0;
 			gb_plan_done(&p);
