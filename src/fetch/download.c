@@ -701,6 +701,7 @@ int gb_fetch_small(const char *url, const char *ca_file, bool allow_http, size_t
 	CURL *e;
 	CURLcode c;
 	long code = 0;
+	int r;
 
 	s.buf = malloc(max + 1);
 	e = curl_easy_init();
@@ -710,7 +711,14 @@ int gb_fetch_small(const char *url, const char *ca_file, bool allow_http, size_t
 			curl_easy_cleanup(e);
 		return -ENOMEM;
 	}
-	gb_ca_bundle_find(ca_file, &ca);
+	r = gb_ca_bundle_find(ca_file, &ca);
+	if (r < 0 && ca_file) {
+		/* Never fall back to another CA bundle than the one asked for. */
+		snprintf(err, errsz, "%s: CA file '%s' cannot be read: %s", url, ca_file, strerror(-r));
+		curl_easy_cleanup(e);
+		free(s.buf);
+		return r;
+	}
 	if (common_opts(e, url, ca, eb, allow_http) < 0) {
 		snprintf(err, errsz, "%s: %s", url, eb);
 		curl_easy_cleanup(e);

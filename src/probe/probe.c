@@ -224,34 +224,12 @@ struct options {
 	int load_ms;
 };
 
-static void passive_gpu(unsigned i)
+/* ECC, remapped rows and retired pages: the memory's health, as NVML sees it. */
+static void memory_health(struct gpu *g)
 {
-	struct gpu *g = &gpus[i];
-	char name[96] = "", uuid[96] = "";
-	nvmlPciInfo_t pci;
-	nvmlMemory_t mem;
 	int cur, pend;
 	unsigned u1, u2, u3, u4;
 	unsigned long long ull;
-
-	jopen(NULL, '{');
-	jint("index", i);
-	if (nv.handle(i, &g->dev) != NVML_SUCCESS) {
-		jstr("error", "nvmlDeviceGetHandleByIndex failed");
-		jclose('}');
-		return;
-	}
-	if (nv.pci(g->dev, &pci) == NVML_SUCCESS) {
-		snprintf(g->bus_id, sizeof(g->bus_id), "%s", pci.busId);
-		jstr("pci_bus_id", pci.busId);
-		jint("pci_device_id", pci.pciDeviceId >> 16);
-	}
-	nv.name(g->dev, name, sizeof(name));
-	nv.uuid(g->dev, uuid, sizeof(uuid));
-	jstr("name", name);
-	jstr("uuid", uuid);
-	if (nv.memory(g->dev, &mem) == NVML_SUCCESS)
-		jint("memory_total_bytes", (long long)mem.total);
 
 	jopen("ecc", '{');
 	if (nv.ecc_mode && nv.ecc_mode(g->dev, &cur, &pend) == NVML_SUCCESS) {
@@ -293,6 +271,38 @@ static void passive_gpu(unsigned i)
 		jbool("supported", 0);
 	}
 	jclose('}');
+}
+
+static void passive_gpu(unsigned i)
+{
+	struct gpu *g = &gpus[i];
+	char name[96] = "", uuid[96] = "";
+	nvmlPciInfo_t pci;
+	nvmlMemory_t mem;
+	int cur;
+	unsigned u1, u2;
+	unsigned long long ull;
+
+	jopen(NULL, '{');
+	jint("index", i);
+	if (nv.handle(i, &g->dev) != NVML_SUCCESS) {
+		jstr("error", "nvmlDeviceGetHandleByIndex failed");
+		jclose('}');
+		return;
+	}
+	if (nv.pci(g->dev, &pci) == NVML_SUCCESS) {
+		snprintf(g->bus_id, sizeof(g->bus_id), "%s", pci.busId);
+		jstr("pci_bus_id", pci.busId);
+		jint("pci_device_id", pci.pciDeviceId >> 16);
+	}
+	nv.name(g->dev, name, sizeof(name));
+	nv.uuid(g->dev, uuid, sizeof(uuid));
+	jstr("name", name);
+	jstr("uuid", uuid);
+	if (nv.memory(g->dev, &mem) == NVML_SUCCESS)
+		jint("memory_total_bytes", (long long)mem.total);
+
+	memory_health(g);
 
 	if ((nv.clock_events && nv.clock_events(g->dev, &ull) == NVML_SUCCESS) ||
 	    (nv.throttle_reasons && nv.throttle_reasons(g->dev, &ull) == NVML_SUCCESS))
@@ -630,6 +640,171 @@ static int parse_size(const char *s, size_t *ret)
 	return 0;
 }
 
+/* Load libcuda and cuInit; -1 with the reason in err. */
+static int cuda_start(char *err, size_t errsz, double *ret_ms)
+{
+	double t;
+	CUresult r;
+
+	if (load_cuda(err, errsz) < 0)
+		return -1;
+	t = now_ms();
+	r = cu.init(0);
+	*ret_ms = now_ms() - t;
+	if (r == CUDA_ERROR_SYSTEM_NOT_READY) {
+		snprintf(err, errsz,
+		         "cuInit: system not ready (CUDA error 802): on an NVSwitch system the fabric manager "
+		         "is not running or not ready");
+		return -1;
+	}
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, errsz, "cuInit: %s (CUDA error %d)", cu_err(r), r);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--tier") && i + 1 < argc) {
+			const char *t = argv[++i];
+			if (!strcmp(t, "passive"))
+				o->active = 0;
+			else if (!strcmp(t, "active") || !strcmp(t, "full"))
+				o->active = 1;
+			else
+				return -1;
+		} else if (!strcmp(argv[i], "--fp64")) {
+			o->fp64 = 1;
+		} else if (!strcmp(argv[i], "--pattern-mib") && i + 1 < argc) {
+			if (parse_size(argv[++i], &o->pattern_mib) < 0)
+				return -1;
+		} else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) {
+			if (parse_size(argv[++i], &o->bw_mib) < 0)
+				return -1;
+		} else if (!strcmp(argv[i], "--load-ms") && i + 1 < argc) {
+			size_t v;
+			if (parse_size(argv[++i], &v) < 0 || v > 10000)
+				return -1;
+			o->load_ms = (int)v;
+		} else {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Match CUDA devices to NVML's by PCI address. */
+static void match_cuda_devices(int cuda_count)
+{
+	for (unsigned i = 0; i < n_gpus; i++)
+		gpus[i].cuda_index = -1;
+	for (int c = 0; c < cuda_count; c++) {
+		CUdevice d;
+		int dom = 0, bus = 0, dev = 0;
+		char id[32];
+		if (cu.get(&d, c) != CUDA_SUCCESS)
+			continue;
+		cu.attribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+		cu.attribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+		cu.attribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+		snprintf(id, sizeof(id), "%08x:%02x:%02x.0", (unsigned)dom, (unsigned)bus, (unsigned)dev);
+		for (unsigned i = 0; i < n_gpus; i++)
+			if (!strcasecmp(id, gpus[i].bus_id))
+				gpus[i].cuda_index = c;
+	}
+}
+
+/* Each phase runs on every GPU at once: launch everywhere, then wait. */
+static void run_phases(const struct options *o)
+{
+	void *host = NULL;
+	size_t host_bytes = o->bw_mib << 20;
+
+	for (unsigned i = 0; i < n_gpus; i++)
+		if (!gpus[i].error[0]) {
+			cu.ctx_set(gpus[i].ctx);
+			(void)pattern(&gpus[i]);
+		}
+	for (unsigned i = 0; i < n_gpus; i++) {
+		struct gpu *g = &gpus[i];
+		double ms;
+		if (g->error[0])
+			continue;
+		cu.ctx_set(g->ctx);
+		if (timed(g, op_d2d, NULL, 3, &ms) == 0)
+			g->d2d_gbps = 2.0 * g->bw_bytes / (ms / 1e3) / 1e9;
+		if (!g->error[0] && timed(g, op_read, NULL, 3, &ms) == 0)
+			g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
+	}
+	for (unsigned i = 0; i < n_gpus; i++) {
+		struct gpu *g = &gpus[i];
+		if (g->error[0])
+			continue;
+		cu.ctx_set(g->ctx);
+		(void)fma_run(g, 0, o->load_ms, &g->fp32_tflops);
+		if (o->fp64 && !g->error[0])
+			(void)fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops);
+	}
+	for (unsigned i = 0; i < n_gpus && !host; i++)
+		if (!gpus[i].error[0]) {
+			cu.ctx_set(gpus[i].ctx);
+			if (cu.host_alloc(&host, host_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+				host = NULL;
+			else
+				memset(host, 0x5a, host_bytes);
+		}
+	for (unsigned i = 0; i < n_gpus && host; i++) {
+		struct gpu *g = &gpus[i];
+		if (g->error[0])
+			continue;
+		cu.ctx_set(g->ctx);
+		(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
+	}
+	if (host)
+		cu.host_free(host);
+}
+
+/* Peer bandwidth for every pair that can reach each other. */
+static void peers_json(void)
+{
+	jopen("peers", '[');
+	for (unsigned a = 0; a < n_gpus; a++)
+		for (unsigned b = 0; b < n_gpus; b++) {
+			struct gpu *ga = &gpus[a], *gb = &gpus[b];
+			int can = 0;
+			float ms = 0, best = 1e30f;
+			if (a == b || ga->error[0] || gb->error[0] || !cu.can_access_peer || !cu.copy_peer)
+				continue;
+			jopen(NULL, '{');
+			jint("src", a);
+			jint("dst", b);
+			cu.can_access_peer(&can, ga->cudev, gb->cudev);
+			jbool("can_access", can);
+			if (can) {
+				size_t bytes = ga->bw_bytes / 4;
+				cu.ctx_set(ga->ctx);
+				cu.enable_peer(gb->ctx, 0);
+				cu.ctx_set(gb->ctx);
+				cu.enable_peer(ga->ctx, 0);
+				cu.ctx_set(ga->ctx);
+				for (int rep = 0; rep < 4; rep++) {
+					cu.event_record(ga->e0, NULL);
+					cu.copy_peer(gb->buf2, gb->ctx, ga->buf, ga->ctx, bytes, NULL);
+					cu.event_record(ga->e1, NULL);
+					cu.event_sync(ga->e1);
+					cu.event_elapsed(&ms, ga->e0, ga->e1);
+					if (rep > 0 && ms < best)
+						best = ms;
+				}
+				jdbl("gbps", bytes / (best / 1e3) / 1e9);
+			}
+			jclose('}');
+		}
+	jclose(']');
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .load_ms = 600 };
@@ -639,32 +814,8 @@ int main(int argc, char **argv)
 	unsigned count = 0;
 	nvmlReturn_t nr;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--tier") && i + 1 < argc) {
-			const char *t = argv[++i];
-			if (!strcmp(t, "passive"))
-				o.active = 0;
-			else if (!strcmp(t, "active") || !strcmp(t, "full"))
-				o.active = 1;
-			else
-				goto usage;
-		} else if (!strcmp(argv[i], "--fp64")) {
-			o.fp64 = 1;
-		} else if (!strcmp(argv[i], "--pattern-mib") && i + 1 < argc) {
-			if (parse_size(argv[++i], &o.pattern_mib) < 0)
-				goto usage;
-		} else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) {
-			if (parse_size(argv[++i], &o.bw_mib) < 0)
-				goto usage;
-		} else if (!strcmp(argv[i], "--load-ms") && i + 1 < argc) {
-			size_t v;
-			if (parse_size(argv[++i], &v) < 0 || v > 10000)
-				goto usage;
-			o.load_ms = (int)v;
-		} else {
-			goto usage;
-		}
-	}
+	if (parse_args(argc, argv, &o) < 0)
+		goto usage;
 
 	jopen(NULL, '{');
 	jint("probe_version", PROBE_VERSION);
@@ -700,45 +851,13 @@ int main(int argc, char **argv)
 	jclose(']');
 
 	if (o.active) {
-		void *host = NULL;
-		size_t host_bytes = o.bw_mib << 20;
-		CUresult r;
 		double t;
 
-		if (load_cuda(err, sizeof(err)) < 0)
+		if (cuda_start(err, sizeof(err), &t_cuinit) < 0)
 			goto cuda_error;
-		t = now_ms();
-		r = cu.init(0);
-		t_cuinit = now_ms() - t;
-		if (r == CUDA_ERROR_SYSTEM_NOT_READY) {
-			snprintf(err, sizeof(err),
-			         "cuInit: system not ready (CUDA error 802): on an NVSwitch system the fabric manager "
-			         "is not running or not ready");
-			goto cuda_error;
-		}
-		if (r != CUDA_SUCCESS) {
-			snprintf(err, sizeof(err), "cuInit: %s (CUDA error %d)", cu_err(r), r);
-			goto cuda_error;
-		}
 		cu.driver_version(&cuda_version);
 		cu.count(&cuda_count);
-		/* Match CUDA devices to NVML's by PCI address. */
-		for (unsigned i = 0; i < n_gpus; i++)
-			gpus[i].cuda_index = -1;
-		for (int c = 0; c < cuda_count; c++) {
-			CUdevice d;
-			int dom = 0, bus = 0, dev = 0;
-			char id[32];
-			if (cu.get(&d, c) != CUDA_SUCCESS)
-				continue;
-			cu.attribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
-			cu.attribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
-			cu.attribute(&dev, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
-			snprintf(id, sizeof(id), "%08x:%02x:%02x.0", (unsigned)dom, (unsigned)bus, (unsigned)dev);
-			for (unsigned i = 0; i < n_gpus; i++)
-				if (!strcasecmp(id, gpus[i].bus_id))
-					gpus[i].cuda_index = c;
-		}
+		match_cuda_devices(cuda_count);
 		t = now_ms();
 		for (unsigned i = 0; i < n_gpus; i++)
 			if (gpus[i].cuda_index < 0)
@@ -746,49 +865,7 @@ int main(int argc, char **argv)
 			else
 				(void)setup(&gpus[i], &o);
 		t_ctx = now_ms() - t;
-		/* Each phase runs on every GPU at once: launch everywhere, then wait. */
-		for (unsigned i = 0; i < n_gpus; i++)
-			if (!gpus[i].error[0]) {
-				cu.ctx_set(gpus[i].ctx);
-				(void)pattern(&gpus[i]);
-			}
-		for (unsigned i = 0; i < n_gpus; i++) {
-			struct gpu *g = &gpus[i];
-			double ms;
-			if (g->error[0])
-				continue;
-			cu.ctx_set(g->ctx);
-			if (timed(g, op_d2d, NULL, 3, &ms) == 0)
-				g->d2d_gbps = 2.0 * g->bw_bytes / (ms / 1e3) / 1e9;
-			if (!g->error[0] && timed(g, op_read, NULL, 3, &ms) == 0)
-				g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
-		}
-		for (unsigned i = 0; i < n_gpus; i++) {
-			struct gpu *g = &gpus[i];
-			if (g->error[0])
-				continue;
-			cu.ctx_set(g->ctx);
-			(void)fma_run(g, 0, o.load_ms, &g->fp32_tflops);
-			if (o.fp64 && !g->error[0])
-				(void)fma_run(g, 1, o.load_ms / 2, &g->fp64_tflops);
-		}
-		for (unsigned i = 0; i < n_gpus && !host; i++)
-			if (!gpus[i].error[0]) {
-				cu.ctx_set(gpus[i].ctx);
-				if (cu.host_alloc(&host, host_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
-					host = NULL;
-				else
-					memset(host, 0x5a, host_bytes);
-			}
-		for (unsigned i = 0; i < n_gpus && host; i++) {
-			struct gpu *g = &gpus[i];
-			if (g->error[0])
-				continue;
-			cu.ctx_set(g->ctx);
-			(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
-		}
-		if (host)
-			cu.host_free(host);
+		run_phases(&o);
 	}
 
 	if (o.active) {
@@ -804,41 +881,7 @@ int main(int argc, char **argv)
 			jclose('}');
 		}
 		jclose(']');
-		/* Peer bandwidth for every pair that can reach each other. */
-		jopen("peers", '[');
-		for (unsigned a = 0; a < n_gpus; a++)
-			for (unsigned b = 0; b < n_gpus; b++) {
-				struct gpu *ga = &gpus[a], *gb = &gpus[b];
-				int can = 0;
-				float ms = 0, best = 1e30f;
-				if (a == b || ga->error[0] || gb->error[0] || !cu.can_access_peer || !cu.copy_peer)
-					continue;
-				jopen(NULL, '{');
-				jint("src", a);
-				jint("dst", b);
-				cu.can_access_peer(&can, ga->cudev, gb->cudev);
-				jbool("can_access", can);
-				if (can) {
-					size_t bytes = ga->bw_bytes / 4;
-					cu.ctx_set(ga->ctx);
-					cu.enable_peer(gb->ctx, 0);
-					cu.ctx_set(gb->ctx);
-					cu.enable_peer(ga->ctx, 0);
-					cu.ctx_set(ga->ctx);
-					for (int rep = 0; rep < 4; rep++) {
-						cu.event_record(ga->e0, NULL);
-						cu.copy_peer(gb->buf2, gb->ctx, ga->buf, ga->ctx, bytes, NULL);
-						cu.event_record(ga->e1, NULL);
-						cu.event_sync(ga->e1);
-						cu.event_elapsed(&ms, ga->e0, ga->e1);
-						if (rep > 0 && ms < best)
-							best = ms;
-					}
-					jdbl("gbps", bytes / (best / 1e3) / 1e9);
-				}
-				jclose('}');
-			}
-		jclose(']');
+		peers_json();
 		for (unsigned i = 0; i < n_gpus; i++)
 			if (gpus[i].ctx) {
 				cu.ctx_set(gpus[i].ctx);

@@ -326,31 +326,13 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 	}
 }
 
-static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, json_object *a,
-                       unsigned i)
+/* Device memory: the pattern test, and read and copy bandwidth against the
+ * peak derived from the memory clock and bus width. */
+static void active_memory(struct gb_verify_result *r, const char *s, json_object *a, double memclk, double bus)
 {
-	char s[48], src[200];
-	double sms = 0, clk = 0, memclk = 0, bus = 0, v, mg = 0, mw = 0;
-	int major = 0, minor = 0;
-	const char *cc = gb_json_get_str(a, "compute_capability"), *err = gb_json_get_str(a, "error");
-	json_object *clocks = gb_json_get(g, "clocks"), *pcie = gb_json_get(g, "pcie");
+	char src[200];
 	struct gb_check *c;
-
-	gpu_subject(s, sizeof(s), i, gb_json_get_str(g, "pci_bus_id"));
-	if (err) {
-		c = flag(r, "cuda.context", s, false, err, "a CUDA context and the probe's kernels");
-		if (c)
-			set_hint(c, "CUDA cannot use this GPU: %s", err);
-		return;
-	}
-	flag(r, "cuda.context", s, true, "context, PTX JIT and kernels ran", "the probe's kernels");
-	if (cc)
-		sscanf(cc, "%d.%d", &major, &minor);
-	gb_json_get_num(a, "sm_count", &sms);
-	gb_json_get_num(clocks, "sm_max_mhz", &clk);
-	gb_json_get_num(clocks, "mem_max_mhz", &memclk);
-	if (!gb_json_get_num(g, "memory_bus_width_bits", &bus))
-		gb_json_get_num(a, "memory_bus_width_bits", &bus);
+	double v;
 
 	if (gb_json_get_num(a, "pattern_errors", &v)) {
 		double bytes = 0;
@@ -388,6 +370,17 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 				         100 * v / peak);
 		}
 	}
+}
+
+/* FP32 (and, where the profile gates on it, FP64) throughput against the
+ * peak derived from the SM count, lanes per SM and clock. */
+static void active_compute(const struct gb_verify_opts *o, struct gb_verify_result *r, const char *s, json_object *a,
+                           int major, int minor, double sms, double clk)
+{
+	char src[200];
+	struct gb_check *c;
+	double v;
+
 	if (sms > 0 && clk > 0) {
 		unsigned lanes = gb_fp32_lanes_per_sm(major, minor);
 		double peak = gb_peak_flops_tflops((unsigned)sms, lanes, (unsigned)clk);
@@ -426,26 +419,17 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 			}
 		}
 	}
-	if (gb_json_get_num(a, "utilization_max_pct", &v) && v >= 0) {
-		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%",
-		        "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
-		if (c && c->state == GB_CHECK_FAIL)
-			set_hint(c,
-			         "the GPU was busy only %.0f%% of the time under a saturating kernel: it is shared or "
-			         "stalling",
-			         v);
-	}
-	if (gb_json_get_num(a, "clock_event_reasons_under_load", &v)) {
-		unsigned long long bad = (unsigned long long)v & (0x8ull | 0x20ull | 0x40ull | 0x80ull);
-		c = flag(r, "clocks.throttle_under_load", s, bad == 0,
-		         bad ? "throttled" : "no thermal or hardware throttling",
-		         "NVML clock event reasons while loaded");
-		if (c && bad)
-			set_hint(c,
-			         "the GPU throttled under load (reasons 0x%llx): check cooling, power caps and airflow",
-			         bad);
-	}
-	if (pcie && gb_json_get_num(pcie, "max_gen", &mg) && gb_json_get_num(pcie, "max_width", &mw)) {
+}
+
+/* The PCIe link under load against its maximum, and pinned host copies
+ * against the link's derived peak. */
+static void active_pcie(struct gb_verify_result *r, const char *s, json_object *a, json_object *pcie)
+{
+	char src[200];
+	struct gb_check *c;
+	double v, mg = 0, mw = 0;
+
+	if (gb_json_get_num(pcie, "max_gen", &mg) && gb_json_get_num(pcie, "max_width", &mw)) {
 		double lg = 0, lw = 0;
 		gb_json_get_num(a, "pcie_gen_under_load", &lg);
 		gb_json_get_num(a, "pcie_width_under_load", &lw);
@@ -476,6 +460,57 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 				}
 		}
 	}
+}
+
+static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, json_object *a,
+                       unsigned i)
+{
+	char s[48];
+	double sms = 0, clk = 0, memclk = 0, bus = 0, v;
+	int major = 0, minor = 0;
+	const char *cc = gb_json_get_str(a, "compute_capability"), *err = gb_json_get_str(a, "error");
+	json_object *clocks = gb_json_get(g, "clocks"), *pcie = gb_json_get(g, "pcie");
+	struct gb_check *c;
+
+	gpu_subject(s, sizeof(s), i, gb_json_get_str(g, "pci_bus_id"));
+	if (err) {
+		c = flag(r, "cuda.context", s, false, err, "a CUDA context and the probe's kernels");
+		if (c)
+			set_hint(c, "CUDA cannot use this GPU: %s", err);
+		return;
+	}
+	flag(r, "cuda.context", s, true, "context, PTX JIT and kernels ran", "the probe's kernels");
+	if (cc)
+		sscanf(cc, "%d.%d", &major, &minor);
+	gb_json_get_num(a, "sm_count", &sms);
+	gb_json_get_num(clocks, "sm_max_mhz", &clk);
+	gb_json_get_num(clocks, "mem_max_mhz", &memclk);
+	if (!gb_json_get_num(g, "memory_bus_width_bits", &bus))
+		gb_json_get_num(a, "memory_bus_width_bits", &bus);
+
+	active_memory(r, s, a, memclk, bus);
+	active_compute(o, r, s, a, major, minor, sms, clk);
+	if (gb_json_get_num(a, "utilization_max_pct", &v) && v >= 0) {
+		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%",
+		        "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
+		if (c && c->state == GB_CHECK_FAIL)
+			set_hint(c,
+			         "the GPU was busy only %.0f%% of the time under a saturating kernel: it is shared or "
+			         "stalling",
+			         v);
+	}
+	if (gb_json_get_num(a, "clock_event_reasons_under_load", &v)) {
+		unsigned long long bad = (unsigned long long)v & (0x8ull | 0x20ull | 0x40ull | 0x80ull);
+		c = flag(r, "clocks.throttle_under_load", s, bad == 0,
+		         bad ? "throttled" : "no thermal or hardware throttling",
+		         "NVML clock event reasons while loaded");
+		if (c && bad)
+			set_hint(c,
+			         "the GPU throttled under load (reasons 0x%llx): check cooling, power caps and airflow",
+			         bad);
+	}
+	if (pcie)
+		active_pcie(r, s, a, pcie);
 	if (gb_json_get_num(g, "compute_processes", &v)) {
 		c = num(r, "gpu.idle_before_test", s, v, "<=", 0, "processes",
 		        "NVML compute processes on the GPU when verify started");
@@ -490,6 +525,80 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
                           struct gb_verify_result *r);
 
+/* The kernel module and the userspace must be the same version. */
+static void check_version_match(struct gb_verify_result *r, const struct gb_facts *f)
+{
+	struct gb_check *c;
+	const char *uv = gb_json_get_str(r->probe, "driver_version");
+	bool same = uv && f->nvidia.loaded_version && streq(uv, f->nvidia.loaded_version);
+	c = flag(r, "driver.version_match", "system", same, "",
+	         "kernel module version (/proc/driver/nvidia/version) = userspace version (NVML)");
+	if (c) {
+		set_text(c, "module %s, userspace %s", f->nvidia.loaded_version ? f->nvidia.loaded_version : "none",
+		         uv ? uv : "?");
+		if (!same)
+			set_hint(c,
+			         "\"Driver/library version mismatch\": the module loaded (%s) is not the "
+			         "userspace installed (%s); reboot, or gpuboot --repair to reload the module",
+			         f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
+	}
+}
+
+/* Peer bandwidth between every pair of GPUs the probe measured. */
+static void check_peers(struct gb_verify_result *r, json_object *peers)
+{
+	struct gb_check *c;
+
+	for (size_t i = 0; peers && i < json_object_array_length(peers); i++) {
+		json_object *pi = json_object_array_get_idx(peers, i);
+		double a = 0, b = 0, gbps = 0;
+		char subj[48];
+		gb_json_get_num(pi, "src", &a);
+		gb_json_get_num(pi, "dst", &b);
+		snprintf(subj, sizeof(subj), "gpu%.0f->gpu%.0f", a, b);
+		if (!gb_json_get_bool(pi, "can_access", false)) {
+			c = gb_verify_add(r, "peer.bandwidth", subj);
+			if (c) {
+				c->state = GB_CHECK_SKIP;
+				set_text(c, "no peer access between these GPUs");
+			}
+		} else if (gb_json_get_num(pi, "gbps", &gbps)) {
+			double floor = gb_peak_pcie_gbps(3, 16) * 0.5;
+			c = num(r, "peer.bandwidth", subj, gbps, ">=", floor, "GB/s",
+			        "peer copies must beat half a PCIe Gen3 x16 link (NVLink reaches far "
+			        "more)");
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c, "peer copies crawl: NVLink or the PCIe switch is degraded; "
+				            "check nvidia-smi topo -m and the fabric manager");
+		}
+	}
+}
+
+/* The active tier: cuInit, each GPU's measurements, peer copies. */
+static void active_checks(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *gpus)
+{
+	json_object *act = gb_json_get(r->probe, "active"), *cuda = gb_json_get(r->probe, "cuda");
+	struct gb_check *c;
+
+	if (gb_json_get_str(cuda, "error")) {
+		c = flag(r, "cuda.init", "system", false, gb_json_get_str(cuda, "error"), "cuInit");
+		if (c)
+			set_hint(c, "%s",
+			         strstr(gb_json_get_str(cuda, "error"), "802")
+			             ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
+			             : "CUDA cannot initialise: check dmesg and the driver installation");
+	}
+	for (size_t i = 0; act && i < json_object_array_length(act); i++) {
+		json_object *ai = json_object_array_get_idx(act, i);
+		double idx = 0;
+		gb_json_get_num(ai, "index", &idx);
+		if (gpus && idx < json_object_array_length(gpus))
+			active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx), gb_json_get(ai, "active"),
+			           (unsigned)idx);
+	}
+	check_peers(r, gb_json_get(r->probe, "peers"));
+}
+
 int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o, struct gb_verify_result *r)
 {
 	uint64_t t0 = ctx->ops->now_monotonic_ns(ctx->ops), tp;
@@ -498,7 +607,7 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	char *args[14];
 	size_t na = 0;
 	int exit_code = -1, rc;
-	json_object *gpus, *act;
+	json_object *gpus;
 	struct gb_check *c;
 	double v;
 
@@ -563,21 +672,7 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		goto tail;
 	}
 	flag(r, "driver.userspace", "system", true, "libnvidia-ml.so.1 loaded and initialised", "NVML");
-	{
-		const char *uv = gb_json_get_str(r->probe, "driver_version");
-		bool same = uv && f->nvidia.loaded_version && streq(uv, f->nvidia.loaded_version);
-		c = flag(r, "driver.version_match", "system", same, "",
-		         "kernel module version (/proc/driver/nvidia/version) = userspace version (NVML)");
-		if (c) {
-			set_text(c, "module %s, userspace %s",
-			         f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
-			if (!same)
-				set_hint(c,
-				         "\"Driver/library version mismatch\": the module loaded (%s) is not the "
-				         "userspace installed (%s); reboot, or gpuboot --repair to reload the module",
-				         f->nvidia.loaded_version ? f->nvidia.loaded_version : "none", uv ? uv : "?");
-		}
-	}
+	check_version_match(r, f);
 	gpus = gb_json_get(r->probe, "gpus");
 	if (gb_json_get_num(r->probe, "nvml_gpu_count", &v)) {
 		c = num(r, "gpu.count", "system", v, "==", (double)f->n_gpus, "GPUs",
@@ -590,52 +685,8 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	}
 	for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++)
 		passive_gpu(o, r, json_object_array_get_idx(gpus, i), (unsigned)i, f);
-	act = gb_json_get(r->probe, "active");
-	if (active) {
-		json_object *cuda = gb_json_get(r->probe, "cuda");
-		if (gb_json_get_str(cuda, "error")) {
-			c = flag(r, "cuda.init", "system", false, gb_json_get_str(cuda, "error"), "cuInit");
-			if (c)
-				set_hint(c, "%s",
-				         strstr(gb_json_get_str(cuda, "error"), "802")
-				             ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
-				             : "CUDA cannot initialise: check dmesg and the driver installation");
-		}
-		for (size_t i = 0; act && i < json_object_array_length(act); i++) {
-			json_object *ai = json_object_array_get_idx(act, i);
-			double idx = 0;
-			gb_json_get_num(ai, "index", &idx);
-			if (gpus && idx < json_object_array_length(gpus))
-				active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx),
-				           gb_json_get(ai, "active"), (unsigned)idx);
-		}
-		{
-			json_object *peers = gb_json_get(r->probe, "peers");
-			for (size_t i = 0; peers && i < json_object_array_length(peers); i++) {
-				json_object *pi = json_object_array_get_idx(peers, i);
-				double a = 0, b = 0, gbps = 0;
-				char subj[48];
-				gb_json_get_num(pi, "src", &a);
-				gb_json_get_num(pi, "dst", &b);
-				snprintf(subj, sizeof(subj), "gpu%.0f->gpu%.0f", a, b);
-				if (!gb_json_get_bool(pi, "can_access", false)) {
-					c = gb_verify_add(r, "peer.bandwidth", subj);
-					if (c) {
-						c->state = GB_CHECK_SKIP;
-						set_text(c, "no peer access between these GPUs");
-					}
-				} else if (gb_json_get_num(pi, "gbps", &gbps)) {
-					double floor = gb_peak_pcie_gbps(3, 16) * 0.5;
-					c = num(r, "peer.bandwidth", subj, gbps, ">=", floor, "GB/s",
-					        "peer copies must beat half a PCIe Gen3 x16 link (NVLink reaches far "
-					        "more)");
-					if (c && c->state == GB_CHECK_FAIL)
-						set_hint(c, "peer copies crawl: NVLink or the PCIe switch is degraded; "
-						            "check nvidia-smi topo -m and the fabric manager");
-				}
-			}
-		}
-	}
+	if (active)
+		active_checks(o, r, gpus);
 tail:
 	check_device_nodes(ctx, r, (unsigned)f->n_gpus, active);
 	check_xids(ctx, r);

@@ -43,6 +43,12 @@ expect_exit 13 "$GB" --root "$FIX/nogpu-debian12" fetch --offline --mirror "$M" 
 grep -q "damaged\|signature does not verify" "$TMP/err" || fail "altered kept manifest: $(cat "$TMP/err")"
 [ ! -s "$TMP/requests" ] || fail "--offline asked the mirror: $(cat "$TMP/requests")"
 
+# An unreadable --ca-file: the mirror manifest is not fetched with some other
+# CA bundle instead; the fetch fails naming the file.
+# shellcheck disable=SC2086
+expect_exit 13 "$GB" --root "$FIX/nogpu-debian12" fetch --mirror "$M" $ARGS --ca-file "$TMP/no-such-ca.pem" --state-dir "$TMP/s-ca"
+grep -q "CA file '$TMP/no-such-ca.pem' cannot be read" "$TMP/err" || fail "unreadable CA file for the manifest: $(cat "$TMP/err")"
+
 # A garbled mirror-version: an error that names the file, not rollback protection switched off.
 for garbage in "not-a-number" "" "12abc"; do
 	S2=$TMP/s-garbled
