@@ -499,6 +499,117 @@ out:
 	free(res);
 }
 
+/* A scripted failure of one module: errno and kernel lines, through the
+ * fake, to the cause, the journal and the status's object. */
+struct failure {
+	const char *module;
+	int errnum;
+	const char *file;
+	const char *id;
+	int exit_code;
+};
+
+static const struct failure failures[] = {
+	{ "nvidia", ENODEV, "debian12-no-gpu.kmsg", "no-gpu", 11 },
+	/* Debian's install rule: the outer insert says EINVAL, the kernel says why */
+	{ "nvidia", EINVAL, "debian12-secureboot-unsigned.kmsg", "secure-boot-unsigned", 14 },
+	{ "nvidia", EKEYREJECTED, "debian12-untrusted-key.kmsg", "secure-boot-untrusted-key", 14 },
+	{ "nvidia", EPERM, "lockdown.kmsg", "secure-boot-lockdown", 14 },
+	{ "nvidia", ENOEXEC, "version-magic.kmsg", "kernel-mismatch", 14 },
+	{ "nvidia", ENODEV, "unsupported-by-branch.kmsg", "gpu-unsupported-by-branch", 12 },
+	{ "nvidia", EIO, "gsp-firmware-missing.kmsg", "gsp-firmware", 14 },
+	{ "nvidia", ENOENT, NULL, "module-missing", 14 },
+	{ "nvidia_uvm", ENOENT, "uvm-unknown-symbol.kmsg", "kernel-mismatch", 14 },
+	{ "nvidia", EEXIST, NULL, "other-version-loaded", 14 },
+};
+
+static void check_failure(const struct failure *f, size_t idx)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char rules[600], name[32], p[4400], *t;
+	size_t at = streq(f->module, "nvidia") ? 0 : 1;
+	json_object *o;
+
+	snprintf(rules, sizeof(rules), "module:%s:%d%s%s%s%s", f->module, f->errnum, f->file ? ",kmsg:" : "",
+	         f->file ? f->module : "", f->file ? ":tests/load/" : "", f->file ? f->file : "");
+	snprintf(name, sizeof(name), "fail%zu", idx);
+	CHECK_INT(world_open(&w, name, rules), 0);
+	if (!w.j || !res)
+		goto out;
+	/* An earlier try's line is already in the log: it must not count. */
+	snprintf(p, sizeof(p), "%s/dev/kmsg", w.root);
+	write_text(p, "5,1,100,-;Loading of module with unsupported crypto is rejected\n");
+	if (f->errnum == EEXIST) { /* another version half there */
+		snprintf(p, sizeof(p), "%s/sys/module/nvidia/initstate", w.root);
+		write_text(p, "going\n");
+		snprintf(p, sizeof(p), "%s/sys/module/nvidia/version", w.root);
+		write_text(p, "550.54.14\n");
+	}
+	gb_load_input_init(&in, true, false);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -f->errnum);
+	if (!res->failed_module || !streq(res->cause.info->id, f->id))
+		fprintf(stderr, "failure %zu (%s): got %s\n", idx, f->id, res->cause.info->id);
+	CHECK_STREQ(res->failed_module, f->module);
+	CHECK_STREQ(res->cause.info->id, f->id);
+	CHECK_INT(res->exit_code, f->exit_code);
+	CHECK_INT(res->modules[at].state, GB_LOAD_FAILED);
+	CHECK_INT(res->modules[at].err, -f->errnum);
+	/* Stop at the first failure: nothing after it was tried. */
+	for (size_t i = at + 1; i < res->n_modules; i++)
+		CHECK_INT(res->modules[i].state, GB_LOAD_NOT_TRIED);
+	t = slurp(w.record);
+	CHECK_INT(count(t, "module_load"), at + 1);
+	free(t);
+	snprintf(p, sizeof(p), "module:%s", f->module);
+	CHECK_STREQ(step_state(w.j, p), "failed");
+	if (f->file)
+		CHECK(res->kernel.n > 0 && !strstr(res->kernel.line[0].text, "unsupported crypto"));
+	if (f->errnum == EEXIST)
+		CHECK(strstr(res->hint, "nvidia 550.54.14 is loaded") != NULL);
+	o = gb_load_result_to_json(res);
+	t = (char *)json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	CHECK(strstr(t, f->id) != NULL && strstr(t, "\"kernel_lines\"") != NULL);
+	if (idx == 0)
+		CHECK(strstr(t, "NVRM: No NVIDIA GPU found.") && strstr(t, "no NVIDIA GPU the driver can drive"));
+	if (idx == 1)
+		CHECK(strstr(t, "\"errno\":\"EINVAL\"") && strstr(t, "\"kernel_errno\":\"EKEYREJECTED\""));
+	json_object_put(o);
+out:
+	world_close(&w);
+	free(res);
+}
+
+static void test_load_failures(void)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char *t;
+
+	for (size_t i = 0; i < ARRAY_SIZE(failures); i++)
+		check_failure(&failures[i], i);
+	/* Parameters that would break the modprobe.d file: refused before any effect. */
+	CHECK_INT(world_open(&w, "badparams", NULL), 0);
+	if (!w.j || !res)
+		goto out;
+	gb_load_input_init(&in, false, false);
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia", "a=1\ninstall nvidia /bin/sh"), 0);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -EINVAL);
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia", "a=1 # comment"), 0);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -EINVAL);
+	in.modules[1].name = "../evil";
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia", NULL), 0);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -EINVAL);
+	t = slurp(w.record);
+	CHECK(t == NULL || !strstr(t, "module_load"));
+	free(t);
+out:
+	world_close(&w);
+	free(res);
+}
+
 int main(void)
 {
 	char cmd[200];
@@ -512,6 +623,7 @@ int main(void)
 	test_devnodes();
 	test_load_ok_and_rerun();
 	test_load_resumed_after_reboot();
+	test_load_failures();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;
