@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* Device node numbers from proc/devices, bounded and defensive: the file
+ * is "Character devices:\n%3d %s\n...\n\nBlock devices:\n..." and every
+ * line is input. The numbers and names are NVIDIA's (nvidia-modprobe's
+ * modprobe-utils/nvidia-modprobe-utils.{c,h}; the open module's
+ * kernel-open/nvidia/nv-frontend.c and nvidia-uvm/uvm.c): see
+ * docs/load.md#device-nodes. */
+#include "devnodes.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shared/macro.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+#define PROC_DEVICES_MAX (64u << 10)
+#define LINE_MAX_LEN 256
+#define NV_MAJOR 195 /* fixed: kernel-open/common/inc/nv.h NV_MAJOR_DEVICE_NUMBER */
+#define NV_CTL_MINOR 255
+#define NV_MODESET_MINOR 254
+
+/* Copy line [s, s+n) into buf, NUL-terminated; false when too long. */
+static bool take_line(const char *s, size_t n, char *buf, size_t bufsz)
+{
+	if (n >= bufsz)
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return true;
+}
+
+int gb_proc_devices_major(const char *text, size_t len, const char *name, uint32_t *ret)
+{
+	bool chr = false;
+	size_t i = 0;
+
+	while (i < len) {
+		const char *s = text + i, *nl = memchr(s, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - s) : len - i;
+		char line[LINE_MAX_LEN], *sp;
+		uint32_t major;
+
+		i += n + 1;
+		if (!take_line(s, n, line, sizeof(line)))
+			continue;
+		gb_strstrip(line);
+		if (streq(line, "Character devices:")) {
+			chr = true;
+			continue;
+		}
+		if (gb_startswith(line, "Block devices:"))
+			chr = false;
+		if (!chr || !(sp = strchr(line, ' ')))
+			continue;
+		*sp = '\0';
+		if (gb_safe_atou32(line, 10, &major) < 0 || major == 0 || major > 4095)
+			continue;
+		if (streq(gb_strstrip(sp + 1), name)) {
+			*ret = major;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int gb_nvidia_gpu_minor(const char *text, size_t len, uint32_t *ret)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		const char *s = text + i, *nl = memchr(s, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - s) : len - i;
+		char line[LINE_MAX_LEN];
+		const char *v;
+		uint32_t minor;
+
+		i += n + 1;
+		if (!take_line(s, n, line, sizeof(line)) || !(v = gb_startswith(line, "Device Minor:")))
+			continue;
+		if (gb_safe_atou32(v, 10, &minor) < 0 || minor >= NV_MODESET_MINOR)
+			return -EINVAL;
+		*ret = minor;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int add(struct gb_devnodes *ret, const char *path, uint32_t major, uint32_t minor)
+{
+	struct gb_devnode *d;
+	if (ret->n >= GB_DEVNODES_MAX)
+		return -E2BIG;
+	d = &ret->node[ret->n++];
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->major = major;
+	d->minor = minor;
+	return 0;
+}
+
+/* dev/nvidiaN for every GPU the driver lists in proc/driver/nvidia/gpus. */
+static int add_gpus(struct gb_root *root, struct gb_devnodes *ret)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int r = gb_root_list_dir(root, "proc/driver/nvidia/gpus", &names, &n);
+
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		_cleanup_free_ char *text = NULL;
+		char p[300], node[48];
+		size_t len;
+		uint32_t minor;
+
+		snprintf(p, sizeof(p), "proc/driver/nvidia/gpus/%s/information", names[i]);
+		if (gb_root_read_head(root, p, 8192, &text, &len) < 0 || gb_nvidia_gpu_minor(text, len, &minor) < 0)
+			continue; /* a GPU whose minor cannot be read gets no node, ignoring */
+		snprintf(node, sizeof(node), "dev/nvidia%u", minor);
+		r = add(ret, node, NV_MAJOR, minor);
+	}
+	gb_strv_free(names);
+	return r < 0 ? r : 0;
+}
+
+int gb_load_devnodes(struct gb_root *root, struct gb_devnodes *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	uint32_t major;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = gb_root_read_head(root, "proc/devices", PROC_DEVICES_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	/* The open module registers "nvidia-frontend"; some releases "nvidia". */
+	if (gb_proc_devices_major(text, len, "nvidia-frontend", &major) < 0 &&
+	    gb_proc_devices_major(text, len, "nvidia", &major) < 0)
+		return -ENODEV;
+	if (major != NV_MAJOR)
+		return -EPROTO; /* nvidia-modprobe and the driver assume 195 */
+	r = add(ret, "dev/nvidiactl", major, NV_CTL_MINOR);
+	if (r >= 0)
+		r = add_gpus(root, ret);
+	if (r >= 0 && gb_root_exists(root, "sys/module/nvidia_modeset"))
+		r = add(ret, "dev/nvidia-modeset", major, NV_MODESET_MINOR);
+	if (r >= 0 && gb_proc_devices_major(text, len, "nvidia-uvm", &major) == 0) {
+		r = add(ret, "dev/nvidia-uvm", major, 0);
+		if (r >= 0)
+			r = add(ret, "dev/nvidia-uvm-tools", major, 1);
+	}
+	return r < 0 ? r : 0;
+}

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: MIT */
+/* The load stage: every classification row from its kernel lines (the real
+ * Debian 12 captures of tests/load/debian12-*.kmsg included, and the outer
+ * EINVAL of an install rule losing to the kernel's line), the kmsg record
+ * parser fed garbage, the kmsg mark (only lines after it count), the
+ * proc/devices parser, and gb_load against the fake operations table:
+ * order, stop at the first failure, the classified cause of each scripted
+ * failure, the modprobe.d file written and journaled, a rerun that loads
+ * nothing, a resumed journal after a reboot. Run from the repository root. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "load/classify.h"
+#include "load/devnodes.h"
+#include "load/kmsg.h"
+#include "load/load.h"
+#include "run/journal.h"
+#include "shared/fileio.h"
+#include "shared/macro.h"
+#include "shared/root.h"
+#include "unit.h"
+
+static char base[] = "/tmp/gpuboot-test-load.XXXXXX";
+
+static char *slurp(const char *path)
+{
+	char *t = NULL;
+	size_t n;
+	return gb_read_file(path, 1u << 20, &t, &n) < 0 ? NULL : t;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	CHECK_INT(gb_write_file_atomic(path, text, strlen(text), 0644), 0);
+}
+
+/* The relevant lines of a tests/load file, parsed as /dev/kmsg records
+ * (lenient for a build log). */
+static void load_lines(const char *file, const char *module, struct gb_kmsg_lines *ret)
+{
+	char p[256];
+	char *t;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(p, sizeof(p), "tests/load/%s", file);
+	t = slurp(p);
+	CHECK(t != NULL);
+	if (!t) {
+		fprintf(stderr, "cannot read %s: run from the repository root\n", p);
+		return;
+	}
+	gb_kmsg_parse_buffer(t, strlen(t), module, strstr(file, ".log") != NULL, ret);
+	free(t);
+}
+
+struct row {
+	const char *file; /* under tests/load, or NULL: no kernel line */
+	const char *module;
+	int err; /* what the insert returned */
+	const char *id;
+	int kernel_err; /* what the cause stands for */
+	int exit_code;
+};
+
+static const struct row rows[] = {
+	/* real: Debian 12, Secure Boot, unsigned module; insmod and modprobe (install rule: outer EINVAL) */
+	{ "debian12-secureboot-unsigned.kmsg", "nvidia", -EKEYREJECTED, "secure-boot-unsigned", -EKEYREJECTED, 14 },
+	{ "debian12-secureboot-unsigned.kmsg", "nvidia", -EINVAL, "secure-boot-unsigned", -EKEYREJECTED, 14 },
+	/* real: signed by a key the kernel does not trust */
+	{ "debian12-untrusted-key.kmsg", "nvidia", -EKEYREJECTED, "secure-boot-untrusted-key", -EKEYREJECTED, 14 },
+	{ NULL, "nvidia", -EKEYREJECTED, "secure-boot-rejected", -EKEYREJECTED, 14 },
+	{ "lockdown.kmsg", "nvidia", -EPERM, "secure-boot-lockdown", -EPERM, 14 },
+	/* real: no GPU, insmod (ENODEV) and modprobe through the install rule (EINVAL); signed by a db key */
+	{ "debian12-no-gpu.kmsg", "nvidia", -ENODEV, "no-gpu", -ENODEV, 11 },
+	{ "debian12-no-gpu.kmsg", "nvidia", -EINVAL, "no-gpu", -ENODEV, 11 },
+	{ "debian12-db-signed-no-gpu.kmsg", "nvidia", -ENODEV, "no-gpu", -ENODEV, 11 },
+	{ NULL, "nvidia", -ENODEV, "no-gpu", -ENODEV, 11 },
+	/* built for another kernel: real unknown symbol, version magic, symbol versions, bare ENOEXEC */
+	{ "debian12-insmod-unknown-symbol.kmsg", "nvidia", -ENOENT, "kernel-mismatch", -ENOENT, 14 },
+	{ "version-magic.kmsg", "nvidia", -ENOEXEC, "kernel-mismatch", -ENOEXEC, 14 },
+	{ "disagrees-symbol-version.kmsg", "nvidia", -EINVAL, "kernel-mismatch", -EINVAL, 14 },
+	{ "uvm-unknown-symbol.kmsg", "nvidia_uvm", -ENOENT, "kernel-mismatch", -ENOENT, 14 },
+	{ NULL, "nvidia", -ENOEXEC, "kernel-mismatch", -ENOEXEC, 14 },
+	{ NULL, "nvidia", -ENOENT, "module-missing", -ENOENT, 14 },
+	{ "unsupported-by-branch.kmsg", "nvidia", -ENODEV, "gpu-unsupported-by-branch", -ENODEV, 12 },
+	{ "unsupported-by-open-module.kmsg", "nvidia", -ENODEV, "gpu-needs-proprietary", -ENODEV, 12 },
+	{ "gsp-firmware-missing.kmsg", "nvidia", -EIO, "gsp-firmware", -EIO, 14 },
+	{ "gsp-timeout.kmsg", "nvidia", -EIO, "gsp-firmware", -EIO, 14 },
+	{ "modpost-gpl-only.log", "nvidia", -ENOENT, "kernel-too-new", -ENOENT, 14 },
+	{ NULL, "nvidia", -EEXIST, "other-version-loaded", -EEXIST, 14 },
+	{ NULL, "nvidia", -EBUSY, "unknown", -EBUSY, 14 },
+};
+
+static void test_classify_rows(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct gb_kmsg_lines *k = calloc(1, sizeof(*k));
+		const char *lines[GB_KMSG_MAX_LINES];
+		struct gb_load_class c;
+
+		if (!k)
+			return;
+		if (rows[i].file)
+			load_lines(rows[i].file, rows[i].module, k);
+		for (size_t l = 0; l < k->n; l++)
+			lines[l] = k->line[l].text;
+		gb_load_classify(rows[i].err, lines, k->n, &c);
+		if (!c.info || !streq(c.info->id, rows[i].id))
+			fprintf(stderr, "row %zu (%s, %d)\n", i, rows[i].file ? rows[i].file : "-", rows[i].err);
+		CHECK_STREQ(c.info->id, rows[i].id);
+		CHECK_INT(c.err, rows[i].kernel_err);
+		CHECK_INT(c.info->exit_code, rows[i].exit_code);
+		CHECK(c.info->hint[0] && c.info->summary[0]);
+		if (rows[i].file)
+			CHECK(c.detail[0] != '\0'); /* the deciding line is quoted */
+		free(k);
+	}
+}
+
+static void test_classify_details(void)
+{
+	struct gb_kmsg_lines *k = calloc(1, sizeof(*k));
+	struct gb_load_class c;
+	const char *odd[] = { "nvidia: loading out-of-tree module taints kernel.", "nvidia: something odd (0x1)" };
+	char eb[16];
+
+	if (!k)
+		return;
+	/* The scenario of the issue: the status says this, and exit 11. */
+	CHECK_STREQ(gb_load_cause_by_id("no-gpu")->summary, "no NVIDIA GPU the driver can drive");
+	CHECK(gb_load_cause_by_id("no-such-cause") == NULL);
+	CHECK_STREQ(gb_load_cause_info(_GB_CAUSE_MAX)->id, "unknown");
+	for (int c1 = 0; c1 < _GB_CAUSE_MAX; c1++) {
+		CHECK_INT(gb_load_cause_info(c1)->cause, c1);
+		CHECK(strlen(gb_load_cause_info(c1)->hint) < 300);
+		for (int c2 = 0; c2 < c1; c2++)
+			CHECK(!streq(gb_load_cause_info(c1)->id, gb_load_cause_info(c2)->id));
+	}
+	/* Unknown: the errno's name and the first telling line, never "modprobe failed". */
+	gb_load_classify(-EBUSY, odd, 2, &c);
+	CHECK_STREQ(c.info->id, "unknown");
+	CHECK_STREQ(c.detail, "EBUSY; the kernel said: nvidia: something odd (0x1)");
+	gb_load_classify(-E2BIG, NULL, 0, &c);
+	CHECK_STREQ(c.detail, "E7; the kernel logged nothing");
+	CHECK_STREQ(gb_load_errno_name(-EKEYREJECTED, eb, sizeof(eb)), "EKEYREJECTED");
+	/* The real capture's noise (an ACPI line from loading drm) is not kept. */
+	load_lines("debian12-secureboot-unsigned.kmsg", "nvidia", k);
+	CHECK_INT(k->n, 1);
+	CHECK_STREQ(k->line[0].text, "Loading of unsigned module is rejected");
+	CHECK_INT(k->line[0].ts_usec, 9346415);
+	CHECK_INT(k->line[0].prio, 5);
+	/* NVIDIA's multi-line message reads as one sentence. */
+	load_lines("unsupported-by-branch.kmsg", "nvidia", k);
+	CHECK_INT(k->n, 3);
+	CHECK(strstr(k->line[0].text, "(PCI ID: 10de:102d) installed in this system is not supported by the NVIDIA "
+	                              "535.261.03 driver release. Please see") != NULL);
+	/* A record's dictionary lines are not records. */
+	load_lines("gsp-firmware-missing.kmsg", "nvidia", k);
+	CHECK_INT(k->n, 2);
+	CHECK_INT(k->skipped, 0);
+	free(k);
+}
+
+static void test_kmsg_parser(void)
+{
+	static const char *const bad[] = { "",
+		                           ";",
+		                           "abc;def",
+		                           "6,1;x",
+		                           "x,1,2,-;m",
+		                           "6,1,2,-",
+		                           "6,,1,-;x",
+		                           "6,18446744073709551616,1,-;overflow",
+		                           "-1,1,2,-;neg",
+		                           "6,1,2,toolong;x" };
+	static const char esc[] = "14,7,99,-;a\\x0ab\\x5cc\\x00d\\xZZ\\x", ctl[] = "6,1,2,c;\xff\x01tab\there";
+	struct gb_kmsg_line l;
+	struct gb_kmsg_lines *k = calloc(1, sizeof(*k));
+	char *big = malloc(20000), *noise = malloc(65536);
+	uint32_t x = 12345;
+
+	if (!k || !big || !noise)
+		goto out;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK_INT(gb_kmsg_parse_record(bad[i], strlen(bad[i]), &l), -EINVAL);
+	/* A header that never ends within its bound. */
+	memset(big, '1', 20000);
+	CHECK_INT(gb_kmsg_parse_record(big, 20000, &l), -EINVAL);
+	/* The facility is above the level; escapes undone; garbage escapes kept or replaced. */
+	CHECK_INT(gb_kmsg_parse_record(esc, strlen(esc), &l), 0);
+	CHECK_INT(l.prio, 6);
+	CHECK_INT(l.seq, 7);
+	CHECK_STREQ(l.text, "a b\\c?d\\xZZ\\x");
+	CHECK_INT(gb_kmsg_parse_record(ctl, strlen(ctl), &l), 0);
+	CHECK_STREQ(l.text, "??tab?here");
+	/* A message longer than we keep is cut and says so. */
+	memcpy(big, "6,1,2,-;", 8);
+	memset(big + 8, 'x', 20000 - 8);
+	CHECK_INT(gb_kmsg_parse_record(big, 20000, &l), 0);
+	CHECK(l.truncated);
+	CHECK_INT(strlen(l.text), GB_KMSG_TEXT_MAX - 1);
+	/* Relevance: the NVIDIA modules and the loader's lines, '-' and '_' alike. */
+	CHECK(gb_kmsg_line_relevant("nvidia-nvlink: Nvlink Core is being initialized", "nvidia"));
+	CHECK(gb_kmsg_line_relevant("nvidia_uvm: Unknown symbol x (err -2)", "nvidia-uvm"));
+	CHECK(gb_kmsg_line_relevant("Lockdown: modprobe: unsigned module loading is restricted", "nvidia"));
+	CHECK(gb_kmsg_line_relevant("mlx5_core: x", "mlx5-core"));
+	CHECK(!gb_kmsg_line_relevant("usb 1-1: new high-speed USB device", "nvidia"));
+	/* Random bytes: no crash, bounds kept, more relevant lines than kept are counted. */
+	for (size_t i = 0; i < 65536; i++) {
+		x = x * 1103515245u + 12345u;
+		noise[i] = (char)(x >> 16);
+	}
+	gb_kmsg_parse_buffer(noise, 65536, "nvidia", false, k);
+	gb_kmsg_parse_buffer(noise, 65536, "nvidia", true, k);
+	CHECK(k->n <= GB_KMSG_MAX_LINES);
+	memset(k, 0, sizeof(*k));
+	for (size_t i = 0; i < 40; i++)
+		gb_kmsg_parse_buffer("4,1,2,-;NVRM: again\n", 20, "nvidia", false, k);
+	CHECK_INT(k->n, GB_KMSG_MAX_LINES);
+	CHECK_INT(k->dropped, 40 - GB_KMSG_MAX_LINES);
+	/* Lenient (a fixture written by hand, or dmesg's format). */
+	memset(k, 0, sizeof(*k));
+	gb_kmsg_parse_buffer("[    9.346415] Loading of unsigned module is rejected\nplain\n", 60, "nvidia", true, k);
+	CHECK_INT(k->n, 1);
+	CHECK_STREQ(k->line[0].text, "Loading of unsigned module is rejected");
+	CHECK_INT(k->line[0].prio, -1);
+out:
+	free(k);
+	free(big);
+	free(noise);
+}
+
+/* Only what the kernel logged after the mark belongs to the insert. */
+static void test_kmsg_mark(void)
+{
+	struct gb_root *root = NULL;
+	struct gb_kmsg_mark m;
+	struct gb_kmsg_lines *k = calloc(1, sizeof(*k));
+	char p[4200], kmsg[4200];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/kmsgroot", base);
+	CHECK_INT(gb_mkdir_p(p, 0755), 0);
+	CHECK_INT(gb_root_open(p, &root), 0);
+	if (!root || !k)
+		goto out;
+	/* No dev/kmsg at the mark: what appears later is read from its start. */
+	gb_kmsg_mark(root, &m);
+	CHECK(m.absent);
+	snprintf(kmsg, sizeof(kmsg), "%s/kmsgroot/dev/kmsg", base);
+	write_text(kmsg, "5,1,100,-;Loading of unsigned module is rejected\n");
+	CHECK_INT(gb_kmsg_read_since(root, &m, "nvidia", k), 0);
+	CHECK_INT(k->n, 1);
+	/* An old line (an earlier boot service's try) is before the mark. */
+	gb_kmsg_mark(root, &m);
+	CHECK(m.is_file && m.offset > 0);
+	f = fopen(kmsg, "ae");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("4,2,200,-;NVRM: No NVIDIA GPU found.\n", f);
+		fclose(f);
+	}
+	CHECK_INT(gb_kmsg_read_since(root, &m, "nvidia", k), 0);
+	CHECK_INT(k->n, 1);
+	CHECK_STREQ(k->line[0].text, "NVRM: No NVIDIA GPU found.");
+	gb_root_free(root);
+	root = NULL;
+	/* The host's /dev/kmsg, when this user may read it: positioned at its end. */
+	if (gb_root_open("/", &root) == 0) {
+		gb_kmsg_mark(root, &m);
+		if (m.fd >= 0) {
+			int r = gb_kmsg_read_since(root, &m, "gpuboot-test-no-such-module", k);
+			CHECK(r == 0 || r == -EPERM || r == -EACCES);
+			CHECK(k->n <= GB_KMSG_MAX_LINES);
+		}
+		gb_kmsg_mark_close(&m);
+	}
+out:
+	gb_root_free(root);
+	free(k);
+}
+
+static void test_proc_devices(void)
+{
+	static const char devices[] = "Character devices:\n  1 mem\n  4 /dev/vc/0\n195 nvidia-frontend\n"
+	                              "245 nvidia-nvlink\n510 nvidia-uvm\n511 nvidia-caps\n99999 huge\nabc nvidia\n"
+	                              "0 zero\n\nBlock devices:\n  8 sd\n196 nvidia-block\n";
+	char longline[600];
+	uint32_t major = 0, minor = 0;
+
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "nvidia-frontend", &major), 0);
+	CHECK_INT(major, 195);
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "nvidia-uvm", &major), 0);
+	CHECK_INT(major, 510);
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "nvidia-uvm-tools", &major), -ENOENT);
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "nvidia-block", &major), -ENOENT);
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "huge", &major), -ENOENT);
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "nvidia", &major), -ENOENT);
+	CHECK_INT(gb_proc_devices_major(devices, strlen(devices), "zero", &major), -ENOENT);
+	/* Cut short, and an overlong line. */
+	CHECK_INT(gb_proc_devices_major(devices, 40, "nvidia-frontend", &major), -ENOENT);
+	memset(longline, 'a', sizeof(longline));
+	memcpy(longline, "Character devices:\n195 ", 23);
+	CHECK_INT(gb_proc_devices_major(longline, sizeof(longline), "a", &major), -ENOENT);
+	CHECK_INT(gb_nvidia_gpu_minor("Model: \t\t NVIDIA H100\nDevice Minor: \t 3\n", 41, &minor), 0);
+	CHECK_INT(minor, 3);
+	CHECK_INT(gb_nvidia_gpu_minor("Device Minor: 255\n", 18, &minor), -EINVAL);
+	CHECK_INT(gb_nvidia_gpu_minor("Device Minor: x\n", 16, &minor), -EINVAL);
+	CHECK_INT(gb_nvidia_gpu_minor("nothing\n", 8, &minor), -ENOENT);
+}
+
+static void test_devnodes(void)
+{
+	struct gb_root *root = NULL;
+	struct gb_devnodes *d = calloc(1, sizeof(*d));
+	char p[4200];
+
+	snprintf(p, sizeof(p), "%s/devroot", base);
+	CHECK_INT(gb_mkdir_p(p, 0755), 0);
+	CHECK_INT(gb_root_open(p, &root), 0);
+	if (!root || !d)
+		goto out;
+	CHECK_INT(gb_load_devnodes(root, d), -ENOENT); /* no proc/devices */
+	snprintf(p, sizeof(p), "%s/devroot/proc/devices", base);
+	write_text(p, "Character devices:\n  1 mem\n\nBlock devices:\n");
+	CHECK_INT(gb_load_devnodes(root, d), -ENODEV);
+	write_text(p, "Character devices:\n195 nvidia-frontend\n510 nvidia-uvm\n");
+	snprintf(p, sizeof(p), "%s/devroot/proc/driver/nvidia/gpus/0000:01:00.0/information", base);
+	write_text(p, "Model: \t\t NVIDIA H100 80GB HBM3\nDevice Minor: \t 3\n");
+	snprintf(p, sizeof(p), "%s/devroot/sys/module/nvidia_modeset", base);
+	CHECK_INT(gb_mkdir_p(p, 0755), 0);
+	CHECK_INT(gb_load_devnodes(root, d), 0);
+	CHECK_INT(d->n, 5);
+	if (d->n == 5) {
+		CHECK_STREQ(d->node[0].path, "dev/nvidiactl");
+		CHECK_INT(d->node[0].minor, 255);
+		CHECK_STREQ(d->node[1].path, "dev/nvidia3");
+		CHECK_INT(d->node[1].major, 195);
+		CHECK_STREQ(d->node[2].path, "dev/nvidia-modeset");
+		CHECK_STREQ(d->node[4].path, "dev/nvidia-uvm-tools");
+		CHECK_INT(d->node[4].major, 510);
+		CHECK_INT(d->node[4].minor, 1);
+	}
+out:
+	gb_root_free(root);
+	free(d);
+}
+
+/* ---- gb_load against the fake operations table ---- */
+
+struct world {
+	char dir[4200], root[4200], state[4200], record[4200];
+	struct gb_ctx ctx;
+	struct gb_journal *j;
+	json_object *plan;
+};
+
+/* A fresh root and state directory under base/name, the fake with extra rules. */
+static int world_open(struct world *w, const char *name, const char *rules)
+{
+	char spec[8192], err[512];
+	memset(w, 0, sizeof(*w));
+	snprintf(w->dir, sizeof(w->dir), "%s/%s", base, name);
+	snprintf(w->root, sizeof(w->root), "%s/root", w->dir);
+	snprintf(w->state, sizeof(w->state), "%s/state", w->dir);
+	snprintf(w->record, sizeof(w->record), "%s/record", w->dir);
+	if (gb_mkdir_p(w->root, 0755) < 0 || gb_root_open(w->root, &w->ctx.root) < 0)
+		return -1;
+	snprintf(spec, sizeof(spec), "record=%s,root=%s%s%s", w->record, w->root, rules ? "," : "", rules ? rules : "");
+	if (gb_ops_fake_new(spec, &w->ctx.ops) < 0)
+		return -1;
+	w->ctx.opt.state_dir = w->state;
+	w->plan = json_tokener_parse("{\"driver\": {\"version\": \"535.261.03\", \"flavour\": \"open\"}}");
+	return gb_journal_open(&w->ctx, w->plan, "run", &w->j, err, sizeof(err));
+}
+
+static void world_close(struct world *w)
+{
+	gb_journal_free(w->j);
+	gb_ops_fake_free(w->ctx.ops);
+	gb_root_free(w->ctx.root);
+	json_object_put(w->plan);
+}
+
+static const char *step_state(struct gb_journal *j, const char *id)
+{
+	for (size_t i = 0; i < json_object_array_length(j->steps); i++) {
+		json_object *s = json_object_array_get_idx(j->steps, i), *v;
+		if (json_object_object_get_ex(s, "id", &v) && streq(json_object_get_string(v), id) &&
+		    json_object_object_get_ex(s, "state", &v))
+			return json_object_get_string(v);
+	}
+	return NULL;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay ? strstr(hay, needle) : NULL; p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+static void test_load_ok_and_rerun(void)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char p[4400], *t;
+
+	CHECK_INT(world_open(&w, "ok", NULL), 0);
+	if (!w.j || !res)
+		goto out;
+	gb_load_input_init(&in, true, false);
+	CHECK_INT(in.n_modules, 4);
+	CHECK_INT(
+	    gb_load_input_set_params(&in, "nvidia", "NVreg_EnableGpuFirmware=0 NVreg_OpenRmEnableUnsupportedGpus=1"),
+	    0);
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia_peermem", "x=1"), -ENOENT);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
+	CHECK_INT(res->n_loaded, 4);
+	CHECK(res->conf_changed);
+	CHECK(res->failed_module == NULL);
+	CHECK_INT(res->exit_code, 0);
+	t = slurp(w.record);
+	CHECK_STREQ(t, "module_load nvidia NVreg_EnableGpuFirmware=0 NVreg_OpenRmEnableUnsupportedGpus=1\n"
+	               "module_load nvidia_uvm \nmodule_load nvidia_modeset \nmodule_load nvidia_drm \n");
+	free(t);
+	snprintf(p, sizeof(p), "%s/%s", w.root, GB_LOAD_CONF_PATH);
+	t = slurp(p);
+	CHECK(t && strstr(t, "\noptions nvidia NVreg_EnableGpuFirmware=0 NVreg_OpenRmEnableUnsupportedGpus=1\n") &&
+	      count(t, "options ") == 1);
+	free(t);
+	CHECK_STREQ(step_state(w.j, "file:" GB_LOAD_CONF_PATH), "done");
+	CHECK_STREQ(step_state(w.j, "module:nvidia"), "done");
+	CHECK_STREQ(step_state(w.j, "module:nvidia_drm"), "done");
+	CHECK_INT(gb_journal_finish(w.j, "done", 0), 0);
+	gb_journal_free(w.j);
+	w.j = NULL;
+
+	/* A rerun: everything is live, nothing is loaded, the file is unchanged. */
+	{
+		char err[256];
+		CHECK_INT(gb_journal_open(&w.ctx, w.plan, "run", &w.j, err, sizeof(err)), 0);
+	}
+	if (!w.j)
+		goto out;
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
+	CHECK_INT(res->n_loaded, 0);
+	CHECK(!res->conf_changed);
+	CHECK_INT(w.j->n_effects, 0);
+	for (size_t i = 0; i < res->n_modules; i++)
+		CHECK_INT(res->modules[i].state, GB_LOAD_ALREADY);
+	t = slurp(w.record);
+	CHECK_INT(count(t, "module_load"), 4);
+	free(t);
+	CHECK(step_state(w.j, "module:nvidia") == NULL); /* no effect, no record */
+out:
+	world_close(&w);
+	free(res);
+}
+
+/* A resumed journal after a reboot: the steps are done, the modules are
+ * not live any more, so they are loaded again, recorded before and after. */
+static void test_load_resumed_after_reboot(void)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char err[256], *t;
+
+	CHECK_INT(world_open(&w, "resume", NULL), 0);
+	if (!w.j || !res)
+		goto out;
+	gb_load_input_init(&in, false, true);
+	CHECK_INT(in.n_modules, 4);
+	CHECK_STREQ(in.modules[3].name, "nvidia_peermem");
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
+	gb_journal_free(w.j); /* killed before the run finished */
+	w.j = NULL;
+	for (size_t i = in.n_modules; i-- > 0;)
+		CHECK_INT(w.ctx.ops->module_unload(w.ctx.ops, in.modules[i].name), 0);
+	CHECK_INT(gb_journal_open(&w.ctx, w.plan, "run", &w.j, err, sizeof(err)), 0);
+	if (!w.j)
+		goto out;
+	CHECK(w.j->resumed);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
+	CHECK_INT(res->n_loaded, 4);
+	CHECK_STREQ(step_state(w.j, "module:nvidia_peermem"), "done");
+	t = slurp(w.record);
+	CHECK_INT(count(t, "module_load nvidia_peermem"), 2);
+	free(t);
+out:
+	world_close(&w);
+	free(res);
+}
+
+/* A scripted failure of one module: errno and kernel lines, through the
+ * fake, to the cause, the journal and the status's object. */
+struct failure {
+	const char *module;
+	int errnum;
+	const char *file;
+	const char *id;
+	int exit_code;
+};
+
+static const struct failure failures[] = {
+	{ "nvidia", ENODEV, "debian12-no-gpu.kmsg", "no-gpu", 11 },
+	/* Debian's install rule: the outer insert says EINVAL, the kernel says why */
+	{ "nvidia", EINVAL, "debian12-secureboot-unsigned.kmsg", "secure-boot-unsigned", 14 },
+	{ "nvidia", EKEYREJECTED, "debian12-untrusted-key.kmsg", "secure-boot-untrusted-key", 14 },
+	{ "nvidia", EPERM, "lockdown.kmsg", "secure-boot-lockdown", 14 },
+	{ "nvidia", ENOEXEC, "version-magic.kmsg", "kernel-mismatch", 14 },
+	{ "nvidia", ENODEV, "unsupported-by-branch.kmsg", "gpu-unsupported-by-branch", 12 },
+	{ "nvidia", EIO, "gsp-firmware-missing.kmsg", "gsp-firmware", 14 },
+	{ "nvidia", ENOENT, NULL, "module-missing", 14 },
+	{ "nvidia_uvm", ENOENT, "uvm-unknown-symbol.kmsg", "kernel-mismatch", 14 },
+	{ "nvidia", EEXIST, NULL, "other-version-loaded", 14 },
+};
+
+static void check_failure(const struct failure *f, size_t idx)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char rules[600], name[32], p[4400], *t;
+	size_t at = streq(f->module, "nvidia") ? 0 : 1;
+	json_object *o;
+
+	snprintf(rules, sizeof(rules), "module:%s:%d%s%s%s%s", f->module, f->errnum, f->file ? ",kmsg:" : "",
+	         f->file ? f->module : "", f->file ? ":tests/load/" : "", f->file ? f->file : "");
+	snprintf(name, sizeof(name), "fail%zu", idx);
+	CHECK_INT(world_open(&w, name, rules), 0);
+	if (!w.j || !res)
+		goto out;
+	/* An earlier try's line is already in the log: it must not count. */
+	snprintf(p, sizeof(p), "%s/dev/kmsg", w.root);
+	write_text(p, "5,1,100,-;Loading of module with unsupported crypto is rejected\n");
+	if (f->errnum == EEXIST) { /* another version half there */
+		snprintf(p, sizeof(p), "%s/sys/module/nvidia/initstate", w.root);
+		write_text(p, "going\n");
+		snprintf(p, sizeof(p), "%s/sys/module/nvidia/version", w.root);
+		write_text(p, "550.54.14\n");
+	}
+	gb_load_input_init(&in, true, false);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -f->errnum);
+	if (!res->failed_module || !streq(res->cause.info->id, f->id))
+		fprintf(stderr, "failure %zu (%s): got %s\n", idx, f->id, res->cause.info->id);
+	CHECK_STREQ(res->failed_module, f->module);
+	CHECK_STREQ(res->cause.info->id, f->id);
+	CHECK_INT(res->exit_code, f->exit_code);
+	CHECK_INT(res->modules[at].state, GB_LOAD_FAILED);
+	CHECK_INT(res->modules[at].err, -f->errnum);
+	/* Stop at the first failure: nothing after it was tried. */
+	for (size_t i = at + 1; i < res->n_modules; i++)
+		CHECK_INT(res->modules[i].state, GB_LOAD_NOT_TRIED);
+	t = slurp(w.record);
+	CHECK_INT(count(t, "module_load"), at + 1);
+	free(t);
+	snprintf(p, sizeof(p), "module:%s", f->module);
+	CHECK_STREQ(step_state(w.j, p), "failed");
+	if (f->file)
+		CHECK(res->kernel.n > 0 && !strstr(res->kernel.line[0].text, "unsupported crypto"));
+	if (f->errnum == EEXIST)
+		CHECK(strstr(res->hint, "nvidia 550.54.14 is loaded") != NULL);
+	o = gb_load_result_to_json(res);
+	t = (char *)json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	CHECK(strstr(t, f->id) != NULL && strstr(t, "\"kernel_lines\"") != NULL);
+	if (idx == 0)
+		CHECK(strstr(t, "NVRM: No NVIDIA GPU found.") && strstr(t, "no NVIDIA GPU the driver can drive"));
+	if (idx == 1)
+		CHECK(strstr(t, "\"errno\":\"EINVAL\"") && strstr(t, "\"kernel_errno\":\"EKEYREJECTED\""));
+	json_object_put(o);
+out:
+	world_close(&w);
+	free(res);
+}
+
+static void test_load_failures(void)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char *t;
+
+	for (size_t i = 0; i < ARRAY_SIZE(failures); i++)
+		check_failure(&failures[i], i);
+	/* Parameters that would break the modprobe.d file: refused before any effect. */
+	CHECK_INT(world_open(&w, "badparams", NULL), 0);
+	if (!w.j || !res)
+		goto out;
+	gb_load_input_init(&in, false, false);
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia", "a=1\ninstall nvidia /bin/sh"), 0);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -EINVAL);
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia", "a=1 # comment"), 0);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -EINVAL);
+	in.modules[1].name = "../evil";
+	CHECK_INT(gb_load_input_set_params(&in, "nvidia", NULL), 0);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), -EINVAL);
+	t = slurp(w.record);
+	CHECK(t == NULL || !strstr(t, "module_load"));
+	free(t);
+out:
+	world_close(&w);
+	free(res);
+}
+
+int main(void)
+{
+	char cmd[200];
+	if (!mkdtemp(base))
+		return 1;
+	test_classify_rows();
+	test_classify_details();
+	test_kmsg_parser();
+	test_kmsg_mark();
+	test_proc_devices();
+	test_devnodes();
+	test_load_ok_and_rerun();
+	test_load_resumed_after_reboot();
+	test_load_failures();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		return 1;
+	UNIT_DONE();
+}
