@@ -15,6 +15,7 @@
 #include "context.h"
 #include "exit-codes.h"
 #include "run.h"
+#include "load/load.h"
 #include "run/journal.h"
 #include "run/stage.h"
 #include "run/verify-stage.h"
@@ -98,19 +99,80 @@ static int stage_plan(struct run *r, struct gb_stage *st)
 	return 0;
 }
 
-/* Every decision keeps what is there and the driver is loaded: the
- * stages that change the machine have nothing to do. */
+/* Every decision keeps what is there: prepare, fetch and install have
+ * nothing to do (load still runs when the kept driver is not loaded). */
 static bool nothing_to_change(const struct run *r)
 {
-	return gb_plan_changes_nothing(&r->plan) && r->plan.in.installed.loaded;
+	return gb_plan_changes_nothing(&r->plan);
 }
 
 static int stage_skip_if_kept(struct run *r, struct gb_stage *st)
 {
-	gb_stage_end(r->ctx, st, "skipped", 0, "nothing to change: the installed driver %s is kept and loaded%s",
+	gb_stage_end(r->ctx, st, "skipped", 0, "nothing to change: the installed driver %s is kept%s",
 	             r->plan.driver.version,
 	             r->plan.cuda.action && streq(r->plan.cuda.action, "keep") ? ", CUDA is kept" : "");
 	return 0;
+}
+
+/* Installing into an image root for a GPU that is not here (Packer): the
+ * first boot of the image loads and verifies. */
+static bool image_mode(const struct run *r)
+{
+	return !r->ctx->root->is_host && r->ctx->opt.target_gpu;
+}
+
+static bool plan_has_module(const struct gb_plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_modules; i++)
+		if (streq(p->modules[i].name, name))
+			return true;
+	return false;
+}
+
+/* The plan's modules and parameters, loaded with libkmod through the
+ * operations table; a failure named from its errno and the kernel's lines. */
+static int stage_load(struct run *r, struct gb_stage *st)
+{
+	struct gb_load_input in;
+	struct gb_load_result *res;
+	int k, code;
+
+	if (r->plan.in.installed.loaded && nothing_to_change(r)) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "the kept driver %s is loaded", r->plan.driver.version);
+		return 0;
+	}
+	if (image_mode(r)) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "image root '%s' for a %s: the modules load at its first boot",
+		             r->ctx->opt.root, r->ctx->opt.target_gpu);
+		return 0;
+	}
+	gb_load_input_init(&in, plan_has_module(&r->plan, "nvidia_drm"), plan_has_module(&r->plan, "nvidia_peermem"));
+	for (size_t i = 0; i < r->plan.n_params; i++)
+		(void)gb_load_input_set_params(&in, r->plan.params[i].name, r->plan.params[i].value);
+	res = calloc(1, sizeof(*res));
+	if (!res) {
+		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
+		return GB_EXIT_FAILED;
+	}
+	k = gb_load(r->ctx, &in, r->journal, res);
+	json_object_put(r->st.load);
+	r->st.load = gb_load_result_to_json(res);
+	if (k == 0) {
+		gb_stage_end(r->ctx, st, "ok", 0, NULL);
+		code = 0;
+	} else if (!res->failed_module) {
+		gb_stage_end(r->ctx, st, "failed", k, "the load could not be journaled: %s", strerror(-k));
+		code = GB_EXIT_FAILED;
+	} else {
+		gb_stage_end(r->ctx, st, "failed", res->cause.err ? res->cause.err : k, "%s: %s",
+		             res->failed_module, res->cause.info->summary);
+		gb_stage_hint(st, "%s", res->hint);
+		gb_log_error("loading %s: %s (%s)", res->failed_module, res->cause.info->summary,
+		             res->cause.detail[0] ? res->cause.detail : strerror(-k));
+		code = res->exit_code ? res->exit_code : GB_EXIT_MODULE;
+	}
+	free(res);
+	return code;
 }
 
 /* Until the prepare, install and load stages exist, a plan that needs
@@ -134,6 +196,10 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 		gb_stage_end(r->ctx, st, "skipped", 0, "--no-verify");
 		return 0;
 	}
+	if (image_mode(r)) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "image root: verification pending the image's first boot");
+		return 0;
+	}
 	code = gb_verify_stage(r->ctx, &r->in, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier,
 	                       r->plan.cuda.version[0] ? r->plan.cuda.version : NULL, st, &r->st, &r->vres);
 	gb_verify_print(&r->vres, stdout);
@@ -143,7 +209,7 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 static const struct stage_def stages[] = {
 	{ "detect", stage_detect },        { "plan", stage_plan },
 	{ "prepare", stage_prepare },      { "fetch", stage_skip_if_kept },
-	{ "install", stage_skip_if_kept }, { "load", stage_skip_if_kept },
+	{ "install", stage_skip_if_kept }, { "load", stage_load },
 	{ "verify", stage_verify },
 };
 

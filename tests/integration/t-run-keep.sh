@@ -1,0 +1,81 @@
+# gpuboot run on machines that already have a driver: a kept driver that is
+# loaded skips prepare, fetch, install and load and goes straight to the
+# verification (exit 0); a kept driver that is on disk but not loaded is
+# loaded through libkmod (the fake operations table here), and a failed
+# insert is named from its errno and the kernel's own lines (the real
+# Debian 12 guest's "NVRM: No NVIDIA GPU found." gives exit 11, cause "no
+# NVIDIA GPU the driver can drive"); an image root is left for its first boot.
+. tests/integration/lib.sh
+FAKE=$PWD/build/fake-nvidia
+export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS=50
+
+stages() { python3 -c "
+import json; d = json.load(open('$1/status.json'))
+print(' '.join('%s=%s' % (s['name'], s['result']) for s in d['stages']))"; }
+
+# 1. Loaded and satisfying: nothing changes, the verification runs, exit 0.
+M=$TMP/h100
+cp -a "$FIX/h100x8-ubuntu2204" "$M"
+mkdir -p "$M/dev"
+for n in nvidiactl nvidia-uvm nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7; do : >"$M/dev/$n"; done
+S=$TMP/s1
+LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" run --profile minimal --tier passive --state-dir "$S" --run-dir "$S/run"
+got=$(stages "$S")
+[ "$got" = "detect=ok plan=ok prepare=skipped fetch=skipped install=skipped load=skipped verify=ok" ] || fail "stages: $got"
+python3 - "$S" <<'PY' || fail "status or journal of a kept run"
+import json, sys, os
+d = json.load(open(os.path.join(sys.argv[1], "status.json")))
+assert d["plan"]["driver"]["action"] == "keep", d["plan"]["driver"]
+assert d["verification"]["command"] == "run" and d["ready"]["verified"]
+j = json.load(open(os.path.join(sys.argv[1], "journal.json")))
+assert j["state"] == "done" and j["effects_this_run"] == 0, j["effects_this_run"]
+PY
+[ -e "$S/run/verified-ready" ] || fail "a verified run set no flag"
+# The same machine with the training profile: 535 runs no CUDA 13, so it is replaced, never silently.
+expect_exit 0 "$GB" --root "$M" plan --json
+python3 -c "
+import json, sys; d = json.load(open('$TMP/out'))['driver']
+assert d['action'] == 'replace' and d['installed']['version'] == '535.183.01', d
+assert 'CUDA 13.0 needs >= 580.65.06' in d['action_reason'], d['action_reason']" || fail "535 under training: $(cat "$TMP/out" | head -40)"
+
+# 2. On disk, not loaded: the load stage inserts through libkmod, named on failure.
+M=$TMP/deb
+cp -a "$FIX/debian12-nvidia535-disk" "$M"
+cp -a "$FIX/l4-debian12/sys" "$M/"
+mkdir -p "$M/dev"
+S=$TMP/s2
+GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops,module:nvidia:19,kmsg:nvidia:$PWD/tests/load/debian12-no-gpu.kmsg" \
+	expect_exit 11 "$GB" --root "$M" run --profile minimal --state-dir "$S" --run-dir "$S/run"
+got=$(stages "$S")
+[ "$got" = "detect=ok plan=ok prepare=skipped fetch=skipped install=skipped load=failed" ] || fail "stages: $got"
+grep -q "^module_load nvidia" "$TMP/ops" || fail "nvidia was not loaded through the operations table: $(cat "$TMP/ops")"
+grep -q "module_load nvidia_uvm" "$TMP/ops" && fail "loading went on after nvidia failed"
+expect_exit 0 "$GB" status --state-dir "$S"
+grep -q "^cause: *load failed: nvidia: no NVIDIA GPU the driver can drive" "$TMP/out" || fail "cause: $(cat "$TMP/out")"
+grep -q "^errno: *ENODEV" "$TMP/out" || fail "errno: $(cat "$TMP/out")"
+python3 - "$S/status.json" <<'PY' || fail "the load result in the status"
+import json, sys
+d = json.load(open(sys.argv[1]))
+l = d["load"]
+assert l and "NVRM: No NVIDIA GPU found." in json.dumps(l), l
+PY
+# ... and when the insert works, the modules are live in the fixture's world.
+S=$TMP/s3
+rm -f "$TMP/ops"
+GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops" expect_exit 0 "$GB" --root "$M" run --profile minimal --no-verify --state-dir "$S" --run-dir "$S/run"
+for m in nvidia nvidia_uvm nvidia_modeset; do
+	grep -q "^$m .* Live" "$M/proc/modules" || fail "$m is not live after the load: $(cat "$M/proc/modules")"
+done
+# A rerun finds them live: nothing is inserted again.
+rm -f "$TMP/ops"
+GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops" expect_exit 0 "$GB" --root "$M" run --profile minimal --no-verify --state-dir "$S" --run-dir "$S/run"
+! grep -q "module_load" "$TMP/ops" 2>/dev/null || fail "a rerun inserted again: $(cat "$TMP/ops")"
+
+# 3. An image root (Packer) with the driver built in: nothing loads, verification waits for the first boot.
+M=$TMP/img
+cp -a "$FIX/debian12-nvidia535-disk" "$M"
+S=$TMP/s4
+expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --state-dir "$S"
+got=$(stages "$S")
+[ "$got" = "detect=ok plan=ok prepare=skipped fetch=skipped install=skipped load=skipped verify=skipped" ] || fail "image stages: $got"
+echo ok
