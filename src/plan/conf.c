@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,4 +223,67 @@ int gb_conf_parse_number(const char *v, double *ret)
 		return -EINVAL;
 	*ret = d;
 	return 0;
+}
+
+static bool repeatable_key(const struct gb_conf_key *rep, const struct gb_conf_entry *e)
+{
+	for (; rep && rep->section; rep++)
+		if (streq(rep->section, e->section) && streq(rep->key, e->key))
+			return true;
+	return false;
+}
+
+/* Quadratic, but a file holds at most GB_CONF_MAX_ENTRIES short entries. */
+int gb_conf_check_unique(const struct gb_conf *c, const struct gb_conf_key *repeatable, char *err, size_t errsz)
+{
+	for (size_t i = 1; i < c->n; i++) {
+		const struct gb_conf_entry *e = &c->entries[i];
+		if (repeatable_key(repeatable, e))
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (streq(c->entries[j].key, e->key) && streq(c->entries[j].section, e->section)) {
+				snprintf(err, errsz, "%s:%u: duplicate key '%s' in [%s], first at line %u", c->path,
+				         e->line, e->key, e->section, c->entries[j].line);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
+unsigned gb_conf_distance(const char *a, const char *b)
+{
+	unsigned row[64];
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la >= ARRAY_SIZE(row) || lb >= ARRAY_SIZE(row))
+		return UINT32_MAX / 2;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+void gb_conf_append(char *buf, size_t n, const char *fmt, ...)
+{
+	size_t o = strnlen(buf, n);
+	va_list ap;
+
+	if (o + 1 >= n)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + o, n - o, fmt, ap);
+	va_end(ap);
 }

@@ -167,43 +167,126 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 
 static void row(FILE *out, const char *what, const char *value, const char *reason)
 {
-	fprintf(out, "%-12s %-28s %s\n", what, value && *value ? value : "-", reason ? reason : "");
+	if (reason && *reason)
+		fprintf(out, "%-12s %-28s %s\n", what, value && *value ? value : "-", reason);
+	else
+		fprintf(out, "%-12s %s\n", what, value && *value ? value : "-");
 }
 
+static const char *yes_no(bool b)
+{
+	return b ? "yes" : "no";
+}
+
+/* One row per GPU model: what the catalog (or an override) says of it. */
+static void print_gpus(const struct gb_plan *p, FILE *out)
+{
+	for (size_t i = 0; i < p->n_gpus; i++) {
+		const struct gb_plan_gpu *g = &p->gpus[i];
+		const char *arch = gb_arch_to_string(g->arch);
+		char what[160], detail[160] = "", range[40] = "";
+
+		snprintf(what, sizeof(what), "%ux %s (%04x, %s, sm_%s)%s", g->count, g->name, g->device,
+		         arch ? arch : "?", g->cc[0] ? g->cc : "?", p->in.target_gpu ? " (target)" : "");
+		if (g->min_branch)
+			snprintf(range, sizeof(range), ", R%u%s", g->min_branch, g->last_branch ? "" : " and newer");
+		if (g->last_branch)
+			snprintf(range + strlen(range), sizeof(range) - strlen(range), "%s to R%u (its last branch)",
+			         g->min_branch ? "" : ", up", g->last_branch);
+		snprintf(detail, sizeof(detail), "open module %s%s%s; from %s",
+		         g->open_required        ? "required"
+		         : g->open == GB_OPEN_NO ? "unsupported"
+		                                 : "supported",
+		         range, g->held_back ? ", held back" : "", g->source);
+		row(out, i ? "" : "gpu", what, detail);
+	}
+}
+
+static void print_driver(const struct gb_plan *p, FILE *out)
+{
+	const struct gb_runfile *rf = p->driver.runfile;
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s (R%u %s%s%s)", p->driver.version, p->driver.branch,
+	         p->driver.branch_type ? p->driver.branch_type : "", p->driver.eol ? ", end of life " : "",
+	         p->driver.eol ? p->driver.eol : "");
+	row(out, "driver", buf, p->driver.reason);
+	row(out, "flavour", p->driver.flavor, p->driver.flavor_reason);
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s", p->driver.method, p->driver.repo[0] ? " " : "", p->driver.repo,
+	         p->driver.repo_arch[0] ? " " : "", p->driver.repo_arch);
+	row(out, "method", buf, p->driver.method_reason);
+	for (size_t i = 0; i < p->driver.n_packages; i++)
+		row(out, i ? "" : "packages", p->driver.packages[i], NULL);
+	if (rf) {
+		snprintf(buf, sizeof(buf), "%llu bytes, sha256 %s", rf->size, rf->sha256);
+		row(out, "runfile", rf->url, buf);
+	}
+}
+
+static void print_cuda(const struct gb_plan *p, FILE *out)
+{
+	const struct gb_cuda_release *r = p->cuda.release;
+	char buf[160];
+
+	if (r)
+		snprintf(buf, sizeof(buf), "%s %s (driver >= %s)", p->cuda.version, p->in.platform, r->min_driver);
+	row(out, "cuda", r ? buf : p->cuda.version[0] ? p->cuda.version : "none", p->cuda.reason);
+	if (r && r->manifest_sha256)
+		row(out, "", "manifest", r->manifest_sha256);
+	for (char **x = p->cuda.components; x && *x; x++)
+		row(out, x == p->cuda.components ? "components" : "", *x, NULL);
+}
+
+/* Every gate the verifier applies, and the checks the site skips. */
+static void print_verify(const struct gb_plan *p, FILE *out)
+{
+	char buf[256];
+
+	row(out, "verify", p->verify.tier, p->verify.reason);
+	snprintf(buf, sizeof(buf),
+	         "min_gpu_memory_gib %g, min_network_gbps %g, min_disk_write_mbps %g, fp64_gate %s, ecc_required %s",
+	         p->verify.min_gpu_memory_gib, p->verify.min_network_gbps, p->verify.min_disk_write_mbps,
+	         yes_no(p->verify.fp64_gate), yes_no(p->verify.ecc_required));
+	row(out, "gates", buf, NULL);
+	for (char **x = p->verify.skip; x && *x; x++)
+		row(out, x == p->verify.skip ? "skip" : "", *x,
+		    x == p->verify.skip ? "the site configuration skips these checks ([checks] skip)" : NULL);
+}
+
+/* The same rows as gb_plan_to_json (t-plan-cases.sh checks that each of
+ * its values shows here), for a person to read. */
 void gb_plan_print(const struct gb_plan *p, FILE *out)
 {
-	char buf[128];
+	char buf[256];
 
-	fprintf(out, "profile %s (%s), %s %s %s%s, %s\n", p->profile, p->profile_source,
-	        p->in.os_id[0] ? p->in.os_id : "?", p->in.os_version, p->in.arch, p->in.target_os ? " (target)" : "",
+	fprintf(out, "profile %s (%s), %s %s %s, kernel %s (%s), %s\n", p->profile, p->profile_source,
+	        p->in.os_id[0] ? p->in.os_id : "?", p->in.os_version, p->in.arch,
+	        p->in.kernel_release[0] ? p->in.kernel_release : "?", p->in.target_os ? "target" : "detected",
 	        p->today);
-	for (size_t i = 0; i < p->n_gpus; i++)
-		fprintf(out, "gpu          %ux %s (%04x, %s, sm_%s)%s\n", p->gpus[i].count, p->gpus[i].name,
-		        p->gpus[i].device,
-		        gb_arch_to_string(p->gpus[i].arch) ? gb_arch_to_string(p->gpus[i].arch) : "?",
-		        p->gpus[i].cc[0] ? p->gpus[i].cc : "?", p->in.target_gpu ? " (target)" : "");
+	print_gpus(p, out);
 	if (p->refusal_code) {
 		fprintf(out, "REFUSED      exit %d: %s\n", p->refusal_code, p->refusal);
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%s (R%u %s)", p->driver.version, p->driver.branch,
-	         p->driver.branch_type ? p->driver.branch_type : "");
-	row(out, "driver", buf, p->driver.reason);
-	row(out, "flavour", p->driver.flavor, p->driver.flavor_reason);
-	snprintf(buf, sizeof(buf), "%s%s%s", p->driver.method, p->driver.repo[0] ? " " : "", p->driver.repo);
-	row(out, "method", buf, p->driver.method_reason);
-	row(out, "cuda", p->cuda.version[0] ? p->cuda.version : "none", p->cuda.reason);
+	print_driver(p, out);
+	print_cuda(p, out);
 	row(out, "toolkit", p->toolkit.version ? p->toolkit.version : "none", p->toolkit.reason);
-	snprintf(buf, sizeof(buf), "%s%s%s%s", p->kernel.action, p->kernel.package[0] ? " " : "", p->kernel.package,
-	         p->kernel.reboot_required ? " +reboot" : "");
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s", p->kernel.action, p->kernel.package[0] ? " " : "", p->kernel.package,
+	         p->kernel.minimum[0] ? ", minimum " : "", p->kernel.minimum);
 	row(out, "kernel", buf, p->kernel.reason);
+	if (p->kernel.reboot_required)
+		row(out, "", "reboot_required", NULL);
 	row(out, "nouveau", p->nouveau.action, p->nouveau.reason);
-	row(out, "secure boot", p->secure_boot.strategy, p->secure_boot.reason);
+	snprintf(buf, sizeof(buf), "%s%s%s", p->secure_boot.strategy, p->secure_boot.package[0] ? " " : "",
+	         p->secure_boot.package);
+	row(out, "secure boot", buf, p->secure_boot.reason);
 	for (size_t i = 0; i < p->n_daemons; i++)
 		row(out, i ? "" : "daemons", p->daemons[i].name, p->daemons[i].reason);
+	for (size_t i = 0; i < p->n_modules; i++)
+		row(out, i ? "" : "modules", p->modules[i].name, p->modules[i].reason);
 	for (size_t i = 0; i < p->n_params; i++) {
 		snprintf(buf, sizeof(buf), "%s %s", p->params[i].name, p->params[i].value);
-		row(out, "module param", buf, p->params[i].reason);
+		row(out, i ? "" : "module param", buf, p->params[i].reason);
 	}
-	row(out, "verify", p->verify.tier, p->verify.reason);
+	print_verify(p, out);
 }

@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,313 @@ const char *gb_policy_to_string(const struct gb_profile *p, char *buf, size_t bu
 	case GB_POLICY_VERSION: snprintf(buf, bufsz, "%s", p->pinned_version); return buf;
 	}
 	return "?";
+}
+
+/* ---- values the catalog and the verifier know: anything else is a typo ---- */
+
+/* The checks the verifier emits: the names given to gb_verify_add() and its
+ * helpers num() and flag() in src/verify/checks.c and src/verify/integration.c.
+ * t-plan-cases.sh fails when this table and those sources disagree. */
+static const char *const known_checks[] = {
+	"clocks.slowdown",
+	"clocks.throttle_under_load",
+	"compute.fp32",
+	"compute.fp64",
+	"compute.fp64_ratio",
+	"container.gpu_visible",
+	"cuda.context",
+	"cuda.init",
+	"cuda.installed",
+	"disk.write_bandwidth",
+	"driver.device_nodes",
+	"driver.loaded",
+	"driver.userspace",
+	"driver.version_match",
+	"driver.xid",
+	"driver.xid_critical",
+	"ecc.enabled",
+	"ecc.uncorrected_errors",
+	"fabric.state",
+	"gpu.compute_mode",
+	"gpu.count",
+	"gpu.identity",
+	"gpu.idle_before_test",
+	"gpu.memory",
+	"gpu.mig",
+	"gpu.persistence_mode",
+	"gpu.utilization_under_load",
+	"memory.copy_bandwidth",
+	"memory.pattern",
+	"memory.read_bandwidth",
+	"memory.remapped_rows",
+	"memory.retired_pages",
+	"network.link_rate",
+	"pcie.device_to_host",
+	"pcie.host_to_device",
+	"pcie.link_idle",
+	"pcie.link_under_load",
+	"peer.bandwidth",
+};
+
+/* Does name begin with group and a '.'? ("gpu" of "gpu.count") */
+static bool in_group(const char *name, const char *group, size_t glen)
+{
+	return strncmp(name, group, glen) == 0 && name[glen] == '.';
+}
+
+static const char *group_of(const char *name, char *buf, size_t n)
+{
+	const char *dot = strchr(name, '.');
+	snprintf(buf, n, "%.*s", dot ? (int)(dot - name) : (int)strlen(name), name);
+	return buf;
+}
+
+/* Is known_checks[i] the first of its group? */
+static bool first_of_group(size_t i)
+{
+	char g[32];
+	group_of(known_checks[i], g, sizeof(g));
+	for (size_t j = 0; j < i; j++)
+		if (in_group(known_checks[j], g, strlen(g)))
+			return false;
+	return true;
+}
+
+static bool known_group(const char *g)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(known_checks); i++)
+		if (in_group(known_checks[i], g, strlen(g)))
+			return true;
+	return false;
+}
+
+/* The candidate nearest to what was typed, when near enough to be a typo
+ * (or when it holds what was typed: "cudart" for "cuda_cudart"). */
+struct nearest {
+	char name[64];
+	unsigned d;
+};
+
+static void nearest_add(struct nearest *n, const char *typed, const char *candidate)
+{
+	unsigned d = gb_conf_distance(typed, candidate);
+	size_t lt = strlen(typed);
+
+	if (lt >= 3 && strstr(candidate, typed))
+		d = d < 2 ? d : 1;
+	if (d <= (lt / 3 > 2 ? lt / 3 : 2) && (!n->name[0] || d < n->d)) {
+		gb_strscpy(n->name, sizeof(n->name), candidate);
+		n->d = d;
+	}
+}
+
+/* A [checks] skip entry: a check name, or a whole group ("network", or
+ * "network." which is stored as "network"). */
+static bool known_check(char *s, char *why, size_t n)
+{
+	struct nearest near = { .d = 0 };
+	char group[32];
+	size_t l = strlen(s);
+
+	if (l > 1 && s[l - 1] == '.')
+		s[--l] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(known_checks); i++)
+		if (streq(known_checks[i], s) || in_group(known_checks[i], s, l))
+			return true;
+	for (size_t i = 0; i < ARRAY_SIZE(known_checks); i++) {
+		nearest_add(&near, s, known_checks[i]);
+		if (first_of_group(i))
+			nearest_add(&near, s, group_of(known_checks[i], group, sizeof(group)));
+	}
+	snprintf(why, n, "unknown check '%s' in skip", s);
+	if (near.name[0])
+		gb_conf_append(why, n, " (did you mean '%s'?)", near.name);
+	group_of(s, group, sizeof(group));
+	if (strchr(s, '.') && known_group(group)) {
+		gb_conf_append(why, n, "; the %s checks are", group);
+		for (size_t i = 0, k = 0; i < ARRAY_SIZE(known_checks); i++)
+			if (in_group(known_checks[i], group, strlen(group)))
+				gb_conf_append(why, n, "%s %s", k++ ? "," : "", known_checks[i]);
+		return false;
+	}
+	gb_conf_append(why, n, "; give a check name (like memory.read_bandwidth) or a whole group:");
+	for (size_t i = 0, k = 0; i < ARRAY_SIZE(known_checks); i++)
+		if (first_of_group(i))
+			gb_conf_append(why, n, "%s %s", k++ ? "," : "",
+			               group_of(known_checks[i], group, sizeof(group)));
+	return false;
+}
+
+/* Append the k names nearest to typed (by edit distance, then by order). */
+static void append_nearest(char *why, size_t n, const char *typed, const char *const *names, size_t count, size_t k)
+{
+	bool used[128] = { false };
+
+	for (size_t round = 0; round < k && round < count; round++) {
+		size_t best = SIZE_MAX;
+		unsigned bd = UINT32_MAX;
+		for (size_t i = 0; i < count && i < ARRAY_SIZE(used); i++) {
+			unsigned d = gb_conf_distance(typed, names[i]);
+			if (!used[i] && d < bd) {
+				bd = d;
+				best = i;
+			}
+		}
+		if (best == SIZE_MAX)
+			break;
+		used[best] = true;
+		gb_conf_append(why, n, "%s %s", round ? "," : "", names[best]);
+	}
+}
+
+/* A [cuda] components name: one that some redistrib manifest in the catalog holds. */
+static bool known_component(const char *s, char *why, size_t n)
+{
+	const char *names[128];
+	struct nearest near = { .d = 0 };
+	size_t count = 0;
+
+	for (size_t i = 0; i < gb_cuda_components_len; i++) {
+		const char *x = gb_cuda_components[i].name;
+		bool seen = false;
+		if (streq(x, s))
+			return true;
+		for (size_t j = 0; j < count && !seen; j++)
+			seen = streq(names[j], x);
+		if (!seen && count < ARRAY_SIZE(names))
+			names[count++] = x;
+		nearest_add(&near, s, x);
+	}
+	snprintf(why, n, "unknown CUDA component '%s'", s);
+	if (near.name[0])
+		gb_conf_append(why, n, " (did you mean '%s'?)", near.name);
+	gb_conf_append(why, n, "; nearest of the %zu the catalog's manifests hold:", count);
+	append_nearest(why, n, s, names, count, 6);
+	return false;
+}
+
+/* 580 of "580.95.05"; 0 when it does not start with a number and a dot. */
+static unsigned version_branch(const char *v)
+{
+	const char *dot = strchr(v, '.');
+	char buf[8];
+	uint32_t b;
+
+	if (!dot || dot == v || (size_t)(dot - v) >= sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(dot - v), v);
+	return gb_safe_atou32(buf, 10, &b) < 0 ? 0 : b;
+}
+
+static void append_branches(char *why, size_t n)
+{
+	for (size_t i = 0; i < gb_branches_len; i++)
+		gb_conf_append(why, n, "%s R%u", i ? "," : "", gb_branches[i].branch);
+}
+
+/* A branch pin (R580): one the catalog has a lifecycle entry for. */
+static bool known_branch(unsigned b, char *why, size_t n)
+{
+	if (gb_catalog_branch(b))
+		return true;
+	snprintf(why, n, "no branch R%u in the catalog; it knows", b);
+	append_branches(why, n);
+	return false;
+}
+
+static bool same(const char *a, const char *b)
+{
+	return a && b && streq(a, b);
+}
+
+/* Keep the two versions nearest to v on one side: v[0] nearest, v[1] next.
+ * side is -1 for those below v, +1 for those above. */
+static void keep_near(const char *v[2], const char *x, int side)
+{
+	if (same(v[0], x) || same(v[1], x))
+		return;
+	if (!v[0] || gb_version_cmp(x, v[0]) * side < 0) {
+		v[1] = v[0];
+		v[0] = x;
+	} else if (!v[1] || gb_version_cmp(x, v[1]) * side < 0) {
+		v[1] = x;
+	}
+}
+
+/* A driver version pin: a runfile the catalog has (for some architecture);
+ * otherwise name the versions of that branch nearest to it. */
+static bool known_driver(const char *v, char *why, size_t n)
+{
+	const char *below[2] = { NULL, NULL }, *above[2] = { NULL, NULL }, *newest = NULL;
+	unsigned b = version_branch(v);
+	size_t k = 0;
+
+	for (size_t i = 0; i < gb_runfiles_len; i++) {
+		const char *x = gb_runfiles[i].version;
+		int c;
+		if (streq(x, v))
+			return true;
+		if (version_branch(x) != b)
+			continue;
+		c = gb_version_cmp(x, v);
+		keep_near(c < 0 ? below : above, x, c < 0 ? -1 : 1);
+		if (!newest || gb_version_cmp(x, newest) > 0)
+			newest = x;
+	}
+	snprintf(why, n, "driver %s is not a runfile in the catalog", v);
+	if (!newest) {
+		gb_conf_append(why, n, "; it has no R%u runfile; the catalog's branches are", b);
+		append_branches(why, n);
+		return false;
+	}
+	gb_conf_append(why, n, "; the R%u versions nearest to it:", b);
+	for (int i = 1; i >= 0; i--)
+		if (below[i])
+			gb_conf_append(why, n, "%s %s", k++ ? "," : "", below[i]);
+	for (int i = 0; i < 2; i++)
+		if (above[i])
+			gb_conf_append(why, n, "%s %s", k++ ? "," : "", above[i]);
+	if (!same(newest, above[0]) && !same(newest, above[1]) && !same(newest, below[0]))
+		gb_conf_append(why, n, " (newest %s)", newest);
+	return false;
+}
+
+/* A CUDA pin: a release ("12.8") or its manifest ("12.8.0") whose
+ * redistrib manifest is in the catalog (nothing else can be verified). */
+static bool known_cuda(const char *v, char *why, size_t n)
+{
+	const struct gb_cuda_release *hit = NULL;
+
+	for (size_t i = 0; i < gb_cuda_releases_len; i++) {
+		const struct gb_cuda_release *r = &gb_cuda_releases[i];
+		if (streq(r->version, v) || (r->manifest && streq(r->manifest, v)))
+			hit = r;
+	}
+	if (hit && hit->manifest)
+		return true;
+	if (hit)
+		snprintf(why, n,
+		         "CUDA %s is known, but its redistrib manifest is not in the catalog, so it cannot be "
+		         "verified",
+		         v);
+	else
+		snprintf(why, n, "no CUDA release %s in the catalog", v);
+	gb_conf_append(why, n, "; installable:");
+	for (size_t i = 0, k = 0; i < gb_cuda_releases_len; i++)
+		if (gb_cuda_releases[i].manifest)
+			gb_conf_append(why, n, "%s %s", k++ ? "," : "", gb_cuda_releases[i].version);
+	return false;
+}
+
+/* A Container Toolkit pin: the first release with the container-escape
+ * fixes or a later one. */
+static bool known_toolkit(const char *v, char *why, size_t n)
+{
+	if (gb_version_cmp(v, GB_CONTAINER_TOOLKIT_MIN) >= 0)
+		return true;
+	snprintf(why, n, "toolkit %s is older than %s, the first Container Toolkit with the container-escape fixes", v,
+	         GB_CONTAINER_TOOLKIT_MIN);
+	return false;
 }
 
 static int parse_branch_policy(const char *v, struct gb_profile *p)
@@ -99,7 +408,143 @@ static const char *bad_component(char **names)
 	return NULL;
 }
 
-/* Every key a profile may hold; anything else is a typo and an error. */
+_printf_(3, 4) static int bad(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int set_str(char **field, const char *v)
+{
+	free(*field);
+	*field = strdup(v);
+	return *field ? 0 : -ENOMEM;
+}
+
+static int set_bool(bool *field, const char *k, const char *v, char *why, size_t n)
+{
+	int b;
+	if (gb_conf_parse_bool(v, &b) < 0)
+		return bad(why, n, "%s must be yes or no, not '%s'", k, v);
+	*field = b;
+	return 0;
+}
+
+static int set_number(double *field, const char *k, const char *v, char *why, size_t n)
+{
+	double d;
+	if (gb_conf_parse_number(v, &d) < 0)
+		return bad(why, n, "%s must be a non-negative number, not '%s'", k, v);
+	*field = d;
+	return 0;
+}
+
+static int set_branch(struct gb_profile *p, const char *v, char *why, size_t n)
+{
+	if (parse_branch_policy(v, p) < 0)
+		return bad(why, n,
+		           "branch must be lts, production, latest, a branch (R580) or a version (580.95.05), not '%s'",
+		           v);
+	if (p->policy == GB_POLICY_VERSION && !known_driver(v, why, n))
+		return -EINVAL;
+	if (p->policy == GB_POLICY_BRANCH && !known_branch(p->pinned_branch, why, n))
+		return -EINVAL;
+	return 0;
+}
+
+static int set_cuda_policy(struct gb_profile *p, const char *v, char *why, size_t n)
+{
+	if (parse_cuda_policy(v, p) < 0)
+		return bad(why, n, "policy must be none, newest-compatible or a CUDA version (12.8), not '%s'", v);
+	if (p->cuda == GB_CUDA_PINNED && !known_cuda(v, why, n))
+		return -EINVAL;
+	return 0;
+}
+
+static int set_components(struct gb_profile *p, const char *v, char *why, size_t n)
+{
+	const char *b;
+
+	gb_strv_free(p->cuda_components);
+	p->cuda_components = NULL;
+	if (gb_conf_split_list(v, &p->cuda_components) < 0)
+		return -ENOMEM;
+	if ((b = bad_component(p->cuda_components)))
+		return bad(why, n, "'%s' is not a CUDA component name (like cuda_cudart)", b);
+	for (char **x = p->cuda_components; *x; x++) {
+		if (!known_component(*x, why, n))
+			return -EINVAL;
+		for (char **y = p->cuda_components; y < x; y++)
+			if (streq(*x, *y))
+				return bad(why, n, "CUDA component '%s' is listed twice", *x);
+	}
+	return 0;
+}
+
+static int set_fabricmanager(struct gb_profile *p, const char *v, char *why, size_t n)
+{
+	int b;
+	if (streq(v, "auto"))
+		p->fabricmanager = GB_AUTO;
+	else if (gb_conf_parse_bool(v, &b) == 0)
+		p->fabricmanager = b ? GB_YES : GB_NO;
+	else
+		return bad(why, n, "fabricmanager must be auto, yes or no, not '%s'", v);
+	return 0;
+}
+
+/* One profile setting: 0, -ENOMEM, or -EINVAL with what is wrong in why.
+ * Every key a profile may hold is here; anything else is a typo. */
+static int profile_set(struct gb_profile *p, const struct gb_conf_entry *e, char *why, size_t n)
+{
+	const char *s = e->section, *k = e->key, *v = e->value;
+
+#define IS(sec_, key_) (streq(s, sec_) && streq(k, key_))
+	if (IS("profile", "description"))
+		return set_str(&p->description, v);
+	if (IS("driver", "branch"))
+		return set_branch(p, v, why, n);
+	if (IS("driver", "module_flavor"))
+		return parse_flavor(v, p) < 0
+		           ? bad(why, n, "module_flavor must be auto, open or proprietary, not '%s'", v)
+		           : 0;
+	if (IS("driver", "graphics"))
+		return set_bool(&p->graphics, k, v, why, n);
+	if (IS("driver", "allow_unknown_gpus"))
+		return set_bool(&p->allow_unknown_gpus, k, v, why, n);
+	if (IS("cuda", "policy"))
+		return set_cuda_policy(p, v, why, n);
+	if (IS("cuda", "components"))
+		return set_components(p, v, why, n);
+	if (IS("toolkit", "install"))
+		return set_bool(&p->toolkit, k, v, why, n);
+	if (IS("daemons", "fabricmanager"))
+		return set_fabricmanager(p, v, why, n);
+	if (IS("daemons", "gpudirect"))
+		return set_bool(&p->gpudirect, k, v, why, n);
+	if (IS("verify", "tier")) {
+		if (!streq(v, "passive") && !streq(v, "active") && !streq(v, "full"))
+			return bad(why, n, "tier must be passive, active or full, not '%s'", v);
+		gb_strscpy(p->tier, sizeof(p->tier), v);
+		return 0;
+	}
+	if (IS("verify", "min_gpu_memory_gib"))
+		return set_number(&p->min_gpu_memory_gib, k, v, why, n);
+	if (IS("verify", "fp64_gate"))
+		return set_bool(&p->fp64_gate, k, v, why, n);
+	if (IS("verify", "ecc_required"))
+		return set_bool(&p->ecc_required, k, v, why, n);
+	if (IS("verify", "min_network_gbps"))
+		return set_number(&p->min_network_gbps, k, v, why, n);
+	if (IS("verify", "min_disk_write_mbps"))
+		return set_number(&p->min_disk_write_mbps, k, v, why, n);
+#undef IS
+	return bad(why, n, "unknown setting '%s' in [%s]; see docs/profiles.md", k, s);
+}
+
 int gb_profile_parse(const char *name, const char *source, const char *text, size_t len, struct gb_profile *ret,
                      char *err, size_t errsz)
 {
@@ -112,110 +557,32 @@ int gb_profile_parse(const char *name, const char *source, const char *text, siz
 		.fabricmanager = GB_AUTO,
 		.tier = "active",
 	};
+	char why[GB_CONF_WHY];
 	int r;
 
 	r = gb_conf_parse(source, text, len, &c, err, errsz);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < c.n; i++) {
-		const struct gb_conf_entry *e = &c.entries[i];
-		const char *s = e->section, *k = e->key, *v = e->value;
-		int b;
-		double d;
-
-#define BAD(...)                                                             \
-	do {                                                                 \
-		int _o = snprintf(err, errsz, "%s:%u: ", source, e->line);   \
-		if (_o > 0 && (size_t)_o < errsz)                            \
-			snprintf(err + _o, errsz - (size_t)_o, __VA_ARGS__); \
-		gb_conf_done(&c);                                            \
-		gb_profile_done(&p);                                         \
-		return -EINVAL;                                              \
-	} while (0)
-#define IS(sec_, key_) (streq(s, sec_) && streq(k, key_))
-#define BOOL(field)                                                  \
-	do {                                                         \
-		if (gb_conf_parse_bool(v, &b) < 0)                   \
-			BAD("%s must be yes or no, not '%s'", k, v); \
-		field = b;                                           \
-	} while (0)
-#define NUM(field)                                                               \
-	do {                                                                     \
-		if (gb_conf_parse_number(v, &d) < 0)                             \
-			BAD("%s must be a non-negative number, not '%s'", k, v); \
-		field = d;                                                       \
-	} while (0)
-
-		if (IS("profile", "description")) {
-			free(p.description);
-			p.description = strdup(v);
-		} else if (IS("driver", "branch")) {
-			if (parse_branch_policy(v, &p) < 0)
-				BAD("branch must be lts, production, latest, a branch (R580) or a version (580.95.05), "
-				    "not '%s'",
-				    v);
-		} else if (IS("driver", "module_flavor")) {
-			if (parse_flavor(v, &p) < 0)
-				BAD("module_flavor must be auto, open or proprietary, not '%s'", v);
-		} else if (IS("driver", "graphics")) {
-			BOOL(p.graphics);
-		} else if (IS("driver", "allow_unknown_gpus")) {
-			BOOL(p.allow_unknown_gpus);
-		} else if (IS("cuda", "policy")) {
-			if (parse_cuda_policy(v, &p) < 0)
-				BAD("policy must be none, newest-compatible or a CUDA version (12.8), not '%s'", v);
-		} else if (IS("cuda", "components")) {
-			const char *bad = NULL;
-			gb_strv_free(p.cuda_components);
-			p.cuda_components = NULL;
-			if (gb_conf_split_list(v, &p.cuda_components) < 0)
-				BAD("out of memory");
-			if ((bad = bad_component(p.cuda_components)))
-				BAD("'%s' is not a CUDA component name (like cuda_cudart)", bad);
-		} else if (IS("toolkit", "install")) {
-			BOOL(p.toolkit);
-		} else if (IS("daemons", "fabricmanager")) {
-			if (streq(v, "auto"))
-				p.fabricmanager = GB_AUTO;
-			else if (gb_conf_parse_bool(v, &b) == 0)
-				p.fabricmanager = b ? GB_YES : GB_NO;
-			else
-				BAD("fabricmanager must be auto, yes or no, not '%s'", v);
-		} else if (IS("daemons", "gpudirect")) {
-			BOOL(p.gpudirect);
-		} else if (IS("verify", "tier")) {
-			if (!streq(v, "passive") && !streq(v, "active") && !streq(v, "full"))
-				BAD("tier must be passive, active or full, not '%s'", v);
-			gb_strscpy(p.tier, sizeof(p.tier), v);
-		} else if (IS("verify", "min_gpu_memory_gib")) {
-			NUM(p.min_gpu_memory_gib);
-		} else if (IS("verify", "fp64_gate")) {
-			BOOL(p.fp64_gate);
-		} else if (IS("verify", "ecc_required")) {
-			BOOL(p.ecc_required);
-		} else if (IS("verify", "min_network_gbps")) {
-			NUM(p.min_network_gbps);
-		} else if (IS("verify", "min_disk_write_mbps")) {
-			NUM(p.min_disk_write_mbps);
-		} else {
-			BAD("unknown setting '%s' in [%s]; see docs/profiles.md", k, s);
-		}
-#undef BAD
-#undef IS
-#undef BOOL
-#undef NUM
+	r = gb_conf_check_unique(&c, NULL, err, errsz);
+	for (size_t i = 0; i < c.n && r >= 0; i++) {
+		r = profile_set(&p, &c.entries[i], why, sizeof(why));
+		if (r == -EINVAL)
+			snprintf(err, errsz, "%s:%u: %s", source, c.entries[i].line, why);
 	}
 	gb_conf_done(&c);
-	if (p.cuda != GB_CUDA_NONE && !p.cuda_components) {
+	if (r >= 0 && p.cuda != GB_CUDA_NONE && !p.cuda_components) {
 		snprintf(err, errsz, "%s: [cuda] needs components (or policy = none)", source);
-		gb_profile_done(&p);
-		return -EINVAL;
+		r = -EINVAL;
 	}
-	p.name = strdup(name);
-	p.source = strdup(source);
-	if (!p.name || !p.source) {
+	if (r >= 0) {
+		p.name = strdup(name);
+		p.source = strdup(source);
+		if (!p.name || !p.source)
+			r = -ENOMEM;
+	}
+	if (r < 0) {
 		gb_profile_done(&p);
-		return -ENOMEM;
+		return r;
 	}
 	*ret = p;
 	return 0;
@@ -301,13 +668,6 @@ void gb_site_config_done(struct gb_site_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int set_str(char **field, const char *v)
-{
-	free(*field);
-	*field = strdup(v);
-	return *field ? 0 : -ENOMEM;
-}
-
 static int append(char ***v, const char *s)
 {
 	size_t n = 0;
@@ -323,98 +683,107 @@ static int append(char ***v, const char *s)
 	return nv[n] ? 0 : -ENOMEM;
 }
 
+static int set_path(char **field, const char *k, const char *v, char *why, size_t n)
+{
+	if (v[0] != '/')
+		return bad(why, n, "%s must be an absolute path, not '%s'", k, v);
+	return set_str(field, v);
+}
+
+static int set_version(char *field, size_t size, const char *k, const char *v, char *why, size_t n)
+{
+	if (!gb_version_valid(v) || strlen(v) >= size)
+		return bad(why, n, "%s must be a version like 580.95.05 or 12.8, not '%s'", k, v);
+	gb_strscpy(field, size, v);
+	return 0;
+}
+
+/* [checks] skip: known check names or groups, each once. */
+static int set_skip(struct gb_site_config *s, const char *v, char *why, size_t n)
+{
+	gb_strv_free(s->skip_checks);
+	s->skip_checks = NULL;
+	if (gb_conf_split_list(v, &s->skip_checks) < 0)
+		return -ENOMEM;
+	for (char **x = s->skip_checks; *x; x++)
+		if (!known_check(*x, why, n))
+			return -EINVAL;
+	return 0;
+}
+
+/* One gpuboot.conf setting: 0, -ENOMEM, or -EINVAL with what is wrong in why. */
+static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, char *why, size_t n)
+{
+	const char *k = e->key, *v = e->value;
+	int r;
+
+#define IS(sec_, key_) (streq(e->section, sec_) && streq(k, key_))
+	if (IS("site", "mirror")) {
+		if (!gb_startswith(v, "https://") && !gb_startswith(v, "file:///") && !gb_startswith(v, "http://"))
+			return bad(why, n, "%s must be an https://, http:// or file:/// URL, not '%s'", k, v);
+		return set_str(&s->mirror, v);
+	}
+	if (IS("site", "allow_http_mirror"))
+		return set_bool(&s->allow_http_mirror, k, v, why, n);
+	if (IS("site", "proxy"))
+		return set_str(&s->proxy, v);
+	if (IS("site", "ca_file"))
+		return set_path(&s->ca_file, k, v, why, n);
+	if (IS("trust", "key"))
+		return v[0] != '/' ? bad(why, n, "%s must be an absolute path, not '%s'", k, v)
+		                   : append(&s->trusted_keys, v);
+	if (IS("pins", "driver")) {
+		r = set_version(s->pinned_driver, sizeof(s->pinned_driver), k, v, why, n);
+		return r < 0 || known_driver(v, why, n) ? r : -EINVAL;
+	}
+	if (IS("pins", "cuda")) {
+		r = set_version(s->pinned_cuda, sizeof(s->pinned_cuda), k, v, why, n);
+		return r < 0 || known_cuda(v, why, n) ? r : -EINVAL;
+	}
+	if (IS("pins", "toolkit")) {
+		r = set_version(s->pinned_toolkit, sizeof(s->pinned_toolkit), k, v, why, n);
+		return r < 0 || known_toolkit(v, why, n) ? r : -EINVAL;
+	}
+	if (IS("checks", "skip"))
+		return set_skip(s, v, why, n);
+	if (IS("secure_boot", "signing_key"))
+		return set_path(&s->signing_key, k, v, why, n);
+	if (IS("secure_boot", "signing_cert"))
+		return set_path(&s->signing_cert, k, v, why, n);
+#undef IS
+	return bad(why, n, "unknown setting '%s' in [%s]; see docs/configuration.md", k, e->section);
+}
+
 int gb_site_config_parse(const char *source, const char *text, size_t len, struct gb_site_config *ret, char *err,
                          size_t errsz)
 {
+	static const struct gb_conf_key repeatable[] = { { "trust", "key" }, { NULL, NULL } };
 	struct gb_conf c;
 	struct gb_site_config s = { 0 };
+	char why[GB_CONF_WHY];
 	int r;
 
 	r = gb_conf_parse(source, text, len, &c, err, errsz);
 	if (r < 0)
 		return r;
+	r = gb_conf_check_unique(&c, repeatable, err, errsz);
 	for (size_t i = 0; i < c.n && r >= 0; i++) {
-		const struct gb_conf_entry *e = &c.entries[i];
-		const char *v = e->value;
-#define IS(sec_, key_) (streq(e->section, sec_) && streq(e->key, key_))
-		if (IS("site", "mirror")) {
-			if (!gb_startswith(v, "https://") && !gb_startswith(v, "file:///") &&
-			    !gb_startswith(v, "http://"))
-				goto bad_url;
-			r = set_str(&s.mirror, v);
-		} else if (IS("site", "allow_http_mirror")) {
-			int b;
-			if (gb_conf_parse_bool(v, &b) < 0) {
-				snprintf(err, errsz, "%s:%u: allow_http_mirror must be yes or no, not '%s'", source,
-				         e->line, v);
-				goto fail;
-			}
-			s.allow_http_mirror = b;
-		} else if (IS("site", "proxy")) {
-			r = set_str(&s.proxy, v);
-		} else if (IS("site", "ca_file")) {
-			if (v[0] != '/')
-				goto bad_path;
-			r = set_str(&s.ca_file, v);
-		} else if (IS("trust", "key")) {
-			if (v[0] != '/')
-				goto bad_path;
-			r = append(&s.trusted_keys, v);
-		} else if (IS("pins", "driver")) {
-			if (!gb_version_valid(v))
-				goto bad_version;
-			gb_strscpy(s.pinned_driver, sizeof(s.pinned_driver), v);
-		} else if (IS("pins", "cuda")) {
-			if (!gb_version_valid(v) || strlen(v) >= sizeof(s.pinned_cuda))
-				goto bad_version;
-			gb_strscpy(s.pinned_cuda, sizeof(s.pinned_cuda), v);
-		} else if (IS("pins", "toolkit")) {
-			if (!gb_version_valid(v) || strlen(v) >= sizeof(s.pinned_toolkit))
-				goto bad_version;
-			gb_strscpy(s.pinned_toolkit, sizeof(s.pinned_toolkit), v);
-		} else if (IS("checks", "skip")) {
-			gb_strv_free(s.skip_checks);
-			s.skip_checks = NULL;
-			r = gb_conf_split_list(v, &s.skip_checks);
-		} else if (IS("secure_boot", "signing_key")) {
-			if (v[0] != '/')
-				goto bad_path;
-			r = set_str(&s.signing_key, v);
-		} else if (IS("secure_boot", "signing_cert")) {
-			if (v[0] != '/')
-				goto bad_path;
-			r = set_str(&s.signing_cert, v);
-		} else {
-			snprintf(err, errsz, "%s:%u: unknown setting '%s' in [%s]; see docs/configuration.md", source,
-			         e->line, e->key, e->section);
-			goto fail;
-		}
-#undef IS
-		continue;
-	bad_url:
-		snprintf(err, errsz, "%s:%u: %s must be an https://, http:// or file:/// URL, not '%s'", source,
-		         e->line, e->key, v);
-		goto fail;
-	bad_path:
-		snprintf(err, errsz, "%s:%u: %s must be an absolute path, not '%s'", source, e->line, e->key, v);
-		goto fail;
-	bad_version:
-		snprintf(err, errsz, "%s:%u: %s must be a version like 580.95.05 or 12.8, not '%s'", source, e->line,
-		         e->key, v);
-		goto fail;
+		r = site_set(&s, &c.entries[i], why, sizeof(why));
+		if (r == -EINVAL)
+			snprintf(err, errsz, "%s:%u: %s", source, c.entries[i].line, why);
 	}
 	gb_conf_done(&c);
+	if (r >= 0) {
+		s.source = strdup(source);
+		if (!s.source)
+			r = -ENOMEM;
+	}
 	if (r < 0) {
 		gb_site_config_done(&s);
 		return r;
 	}
-	s.source = strdup(source);
 	*ret = s;
 	return 0;
-fail:
-	gb_conf_done(&c);
-	gb_site_config_done(&s);
-	return -EINVAL;
 }
 
 int gb_site_config_load(struct gb_ctx *ctx, const char *explicit_path, struct gb_site_config *ret, char *err,
@@ -476,6 +845,8 @@ int gb_gpu_overrides_parse(const char *source, const char *text, size_t len, str
 	int r = gb_conf_parse(source, text, len, &c, err, errsz);
 	if (r < 0)
 		return r;
+	if (gb_conf_check_unique(&c, NULL, err, errsz) < 0)
+		goto fail;
 	for (size_t i = 0; i < c.n; i++) {
 		const struct gb_conf_entry *e = &c.entries[i];
 		const char *id = gb_startswith(e->section, "gpu ");

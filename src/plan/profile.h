@@ -9,6 +9,10 @@
 
 struct gb_ctx;
 
+/* The first NVIDIA Container Toolkit with the container-escape fixes: a
+ * site pin ([pins] toolkit) older than this is refused. */
+#define GB_CONTAINER_TOOLKIT_MIN "1.17.8"
+
 enum gb_branch_policy {
 	GB_POLICY_LTS,
 	GB_POLICY_PRODUCTION,

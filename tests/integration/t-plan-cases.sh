@@ -114,4 +114,104 @@ sed 's/^branch = production/branch = R580/' profiles/training.profile >"$TMP/sit
 expect_exit 0 "$GB" --root "$TMP/site" plan --json
 [ "$(j 'd["driver"]["branch"]')" = "580" ] || fail "site profile not preferred"
 [ "$(j 'd["profile_source"]')" = "/etc/gpuboot/profiles/training.profile" ] || fail "profile source"
+
+# ---- plan2 (issue 10, plan truth): configuration errors and text plans ----
+# The [checks] skip names gpuboot.conf accepts (known_checks[] in
+# src/plan/profile.c) are exactly the check names the verifier emits: the
+# string literals "group.name" in src/verify/*.c (gb_verify_add and its
+# helpers num() and flag() take them), less file names.
+verify_checks=$(grep -hoE '"[a-z0-9_]+\.[a-z0-9_]+"' src/verify/*.c | grep -vE '\.(h|c|so|ko|json|conf|txt)"$' | tr -d '"' | sort -u)
+table_checks=$(sed -n '/^static const char \*const known_checks\[\] = {$/,/^};$/p' src/plan/profile.c |
+	grep -oE '"[^"]+"' | tr -d '"' | sort -u)
+[ "$(echo "$verify_checks" | wc -l)" -gt 20 ] || fail "found too few check names in src/verify: $verify_checks"
+[ "$verify_checks" = "$table_checks" ] ||
+	fail "known_checks[] in src/plan/profile.c differs from the checks in src/verify: $(printf '%s\n' "$verify_checks" >"$TMP/v"; printf '%s\n' "$table_checks" >"$TMP/t"; diff "$TMP/v" "$TMP/t" | grep '^[<>]' | tr '\n' ' ')"
+# ... and the binary takes every one of them, and each group, with or without a trailing dot.
+printf '[checks]\nskip = %s, %s\n' "$(echo "$verify_checks" | tr '\n' ',' | sed 's/,$//')" \
+	"$(echo "$verify_checks" | sed 's/\..*/./' | sort -u | tr '\n' ',' | sed 's/,$//')" >"$TMP/skip.conf"
+expect_exit 0 "$GB" --root "$H200" plan --config "$TMP/skip.conf" --json
+[ "$(j 'd["verify"]["skip"][-1]')" = "peer" ] || fail "a group's trailing dot not dropped: $(j 'd["verify"]["skip"]')"
+
+# bad_config KIND TEXT 'FILE:LINE: message' [more grep patterns]: exit 2 with that message.
+bad_config() {
+	kind=$1 text=$2
+	shift 2
+	printf "$text" >"$TMP/bad.$kind"
+	if [ "$kind" = conf ]; then opt=--config; else opt=--profile; fi
+	expect_exit 2 "$GB" --root "$H200" plan "$opt" "$TMP/bad.$kind"
+	for want in "$@"; do
+		grep -qF -- "$want" "$TMP/err" || fail "expected '$want' in: $(cat "$TMP/err")"
+	done
+}
+bad_config conf '[checks]\nskip = disk, netwrk\n' "bad.conf:2: unknown check 'netwrk' in skip (did you mean 'network'?)" " clocks, compute, "
+bad_config conf '[checks]\nskip = memory.read_bandwdth\n' "(did you mean 'memory.read_bandwidth'?); the memory checks are memory.copy_bandwidth, "
+bad_config profile '[cuda]\ncomponents = cuda_cudart, libcublass\n' "bad.profile:2: unknown CUDA component 'libcublass' (did you mean 'libcublas'?)"
+bad_config profile '[driver]\nbranch = lts\nmodule_flavor = open\nbranch = R580\n' "bad.profile:4: duplicate key 'branch' in [driver], first at line 2"
+bad_config conf '[trust]\nkey = /a.pub\nkey = /b.pub\n[pins]\ncuda = 12.8\n[pins]\ncuda = 13.0\n' "bad.conf:7: duplicate key 'cuda' in [pins], first at line 5"
+bad_config profile '[driver]\nbranch = 580.95.06\n' "bad.profile:2: driver 580.95.06 is not a runfile in the catalog; the R580 versions nearest to it: " "580.95.05"
+bad_config profile '[driver]\nbranch = R599\n' "bad.profile:2: no branch R599 in the catalog; it knows R470, "
+bad_config conf '[pins]\ndriver = 999.1.1\n' "bad.conf:2: driver 999.1.1 is not a runfile in the catalog; it has no R999 runfile"
+bad_config conf '[pins]\ncuda = 12.4\n' "bad.conf:2: CUDA 12.4 is known, but its redistrib manifest is not in the catalog" "installable: 11.8, 12.8, 13.0"
+bad_config conf '[pins]\ncuda = 12.8.1\n' "bad.conf:2: no CUDA release 12.8.1 in the catalog"
+bad_config conf '[pins]\ntoolkit = 1.17.3\n' "bad.conf:2: toolkit 1.17.3 is older than 1.17.8"
+
+# The text plan shows everything --json does: each top-level key has its
+# row, and every value (reasons included; true booleans by name) appears.
+cat >"$TMP/cover.py" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+lines = text.splitlines()
+label = {"profile": "profile ", "profile_source": "profile ", "date": "profile ", "target": "profile ",
+         "gpus": "gpu ", "refusal": "REFUSED ", "driver": "driver ", "cuda": "cuda ", "toolkit": "toolkit ",
+         "kernel": "kernel ", "nouveau": "nouveau ", "secure_boot": "secure boot ", "daemons": "daemons ",
+         "modules": "modules ", "module_params": "module param ", "verify": "verify "}
+bad = []
+for k, v in d.items():
+    if k not in label:
+        bad.append("new key '%s': show it in gb_plan_print and name its row here" % k)
+    elif v not in (None, [], {}) and not any(l.startswith(label[k]) for l in lines):
+        bad.append("no '%s' row for '%s'" % (label[k].strip(), k))
+def leaves(path, v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from leaves(path + "." + k, x)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from leaves("%s[%d]" % (path, i), x)
+    else:
+        yield path, v
+for path, v in leaves("", d):
+    key = path.rsplit(".", 1)[-1]
+    if v is None or v is False:
+        continue
+    wants = [key, key.replace("_", " ")] if v is True else ["%g" % v] if isinstance(v, float) else [str(v)]
+    if not any(w in text for w in wants):
+        bad.append("%s = %r is not in the text plan" % (path, v))
+if bad:
+    sys.exit("\n".join(bad))
+PY
+text_covers_json() {
+	set +e
+	"$GB" "$@" --json >"$TMP/pj" 2>/dev/null
+	a=$?
+	"$GB" "$@" >"$TMP/pt" 2>/dev/null
+	b=$?
+	set -e
+	[ "$a" = "$b" ] || fail "plan $* exits $a with --json, $b without"
+	[ -s "$TMP/pj" ] || return 0
+	python3 "$TMP/cover.py" "$TMP/pj" "$TMP/pt" || fail "the text plan lacks what --json has: $*"
+}
+for dir in "$FIX"/*/; do
+	for prof in training hpc minimal; do
+		text_covers_json --root "$dir" plan --profile "$prof"
+	done
+done
+printf '[checks]\nskip = disk, network.link_rate\n[pins]\ntoolkit = 1.18.0\n' >"$TMP/site.conf"
+text_covers_json --root "$H200" plan --config "$TMP/site.conf"
+grep -q '^skip  *disk' "$TMP/pt" || fail "skipped checks not in the text plan"
+text_covers_json --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64 --target-gpu GH200
+text_covers_json --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8
+text_covers_json --root "$FIX/nogpu-debian12" plan --target-os debian:11 --target-gpu "Tesla K80" --profile minimal
+# ---- end plan2 ----
 echo ok

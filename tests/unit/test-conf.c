@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan/conf.h"
+#include "catalog/catalog.h"
 #include "plan/profile.h"
 #include "shared/root.h"
 #include "unit.h"
@@ -14,13 +15,109 @@ static int parse(const char *text, struct gb_conf *c, char *err, size_t n)
 	return gb_conf_parse("t.conf", text, strlen(text), c, err, n);
 }
 
+/* Parse a profile text as "x.profile"; the profile is freed when it parsed. */
+static int profile(const char *text, char *err, size_t n)
+{
+	struct gb_profile p;
+	int r = gb_profile_parse("x", "x.profile", text, strlen(text), &p, err, n);
+	if (r == 0)
+		gb_profile_done(&p);
+	return r;
+}
+
+static int site(const char *text, struct gb_site_config *s, char *err, size_t n)
+{
+	return gb_site_config_parse("g.conf", text, strlen(text), s, err, n);
+}
+
+/* Values the catalog does not have, and repeated keys: FILE:LINE, exit 2, and the known values. */
+static void test_known_values(void)
+{
+	struct gb_site_config s;
+	struct gb_gpu_overrides o = { 0 };
+	char err[1024], text[256];
+	const char *no_manifest = NULL, *newest = gb_runfiles[gb_runfiles_len - 1].version;
+
+	CHECK_INT(gb_conf_distance("netwrk", "network"), 1);
+	CHECK_INT(gb_conf_distance("", "abc"), 3);
+	CHECK_INT(gb_conf_distance("kitten", "sitting"), 3);
+
+	/* Duplicates: profiles, gpuboot.conf and gpus.d alike; [trust] key repeats. */
+	CHECK_INT(profile("[driver]\nbranch = lts\n[cuda]\npolicy = none\n[driver]\nbranch = R580\n", err, sizeof(err)),
+	          -EINVAL);
+	CHECK_STREQ(err, "x.profile:6: duplicate key 'branch' in [driver], first at line 2");
+	CHECK_INT(site("[site]\nproxy = http://p:3128\nproxy = http://q:3128\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK_STREQ(err, "g.conf:3: duplicate key 'proxy' in [site], first at line 2");
+	CHECK_INT(gb_gpu_overrides_parse("o.conf", "[gpu 2bb5]\nname = a\nname = b\n",
+	                                 strlen("[gpu 2bb5]\nname = a\nname = b\n"), &o, err, sizeof(err)),
+	          -EINVAL);
+	CHECK_STREQ(err, "o.conf:3: duplicate key 'name' in [gpu 2bb5], first at line 2");
+	gb_gpu_overrides_done(&o);
+
+	/* CUDA components: known to some manifest of the catalog, each once. */
+	CHECK_INT(profile("[cuda]\ncomponents = cuda_cudart, libcublas\n", err, sizeof(err)), 0);
+	CHECK_INT(profile("[cuda]\ncomponents = cuda_cudart, libcublass\n", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "x.profile:2: unknown CUDA component 'libcublass' (did you mean 'libcublas'?); nearest of") ==
+	      err);
+	CHECK_INT(profile("[cuda]\ncomponents = cudart\n", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "(did you mean 'cuda_cudart'?)") != NULL);
+	CHECK_INT(profile("[cuda]\ncomponents = libcublas, libcublas\n", err, sizeof(err)), -EINVAL);
+	CHECK_STREQ(err, "x.profile:2: CUDA component 'libcublas' is listed twice");
+
+	/* Driver pins: a runfile the catalog has; else the nearest of that branch. */
+	snprintf(text, sizeof(text), "[driver]\nbranch = %s\n[cuda]\npolicy = none\n", newest);
+	CHECK_INT(profile(text, err, sizeof(err)), 0);
+	CHECK_INT(profile("[driver]\nbranch = 580.95.06\n", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "x.profile:2: driver 580.95.06 is not a runfile in the catalog; the R580 versions nearest to "
+	                  "it: ") == err);
+	CHECK(strstr(err, "580.95.05") != NULL);
+	CHECK_INT(profile("[driver]\nbranch = 599.1.1\n", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "it has no R599 runfile; the catalog's branches are R470, ") != NULL);
+	CHECK_INT(profile("[driver]\nbranch = R599\n", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "x.profile:2: no branch R599 in the catalog; it knows R470, ") == err);
+	CHECK_INT(site("[pins]\ndriver = 999.1.1\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "g.conf:2: driver 999.1.1 is not a runfile in the catalog") == err);
+
+	/* CUDA pins: a release with a manifest (12.8 or 12.8.0), nothing else. */
+	for (size_t i = 0; i < gb_cuda_releases_len; i++)
+		if (!gb_cuda_releases[i].manifest)
+			no_manifest = gb_cuda_releases[i].version;
+	CHECK(no_manifest != NULL);
+	snprintf(text, sizeof(text), "[pins]\ncuda = %s\n", no_manifest ? no_manifest : "12.4");
+	CHECK_INT(site(text, &s, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "its redistrib manifest is not in the catalog, so it cannot be verified; installable: ") !=
+	      NULL);
+	CHECK_INT(site("[pins]\ncuda = 12.8.1\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "g.conf:2: no CUDA release 12.8.1 in the catalog; installable: ") == err);
+	CHECK_INT(profile("[cuda]\npolicy = 12.7\ncomponents = cuda_cudart\n", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "x.profile:2: no CUDA release 12.7") == err);
+	CHECK_INT(site("[pins]\ncuda = 12.8.0\ntoolkit = 1.17.8\n", &s, err, sizeof(err)), 0);
+	gb_site_config_done(&s);
+	CHECK_INT(site("[pins]\ntoolkit = 1.17.0\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "g.conf:2: toolkit 1.17.0 is older than " GB_CONTAINER_TOOLKIT_MIN) == err);
+
+	/* [checks] skip: a check name or a group ("network", "network."). */
+	CHECK_INT(site("[checks]\nskip = network., gpu.count, memory\n", &s, err, sizeof(err)), 0);
+	CHECK_STREQ(s.skip_checks[0], "network");
+	CHECK_STREQ(s.skip_checks[1], "gpu.count");
+	gb_site_config_done(&s);
+	CHECK_INT(site("[checks]\nskip = disk, netwrk\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "g.conf:2: unknown check 'netwrk' in skip (did you mean 'network'?); give a check name") ==
+	      err);
+	CHECK(strstr(err, " clocks, compute,") != NULL);
+	CHECK_INT(site("[checks]\nskip = memory.read_bandwdth\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "(did you mean 'memory.read_bandwidth'?); the memory checks are memory.copy_bandwidth,") !=
+	      NULL);
+	CHECK_INT(site("[checks]\nskip = gp\n", &s, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	struct gb_conf c;
 	struct gb_profile p;
 	struct gb_site_config s;
 	struct gb_gpu_overrides o = { 0 };
-	char err[256];
+	char err[1024];
 	char **list = NULL;
 	double d;
 	int b;
@@ -106,5 +203,6 @@ int main(void)
 	          -EINVAL);
 	CHECK(strstr(err, "o.conf:2: sections are [gpu XXXX]") != NULL);
 	gb_gpu_overrides_done(&o);
+	test_known_values();
 	UNIT_DONE();
 }
