@@ -55,7 +55,7 @@ static void say_gates(struct gb_plan *p)
 		SAY(net, "network gate %g Gb/s not applied: no Mellanox/InfiniBand NIC, a single node",
 		    p->verify.min_network_gbps);
 	else
-		SAY(net, "network gate %g Gb/s (high-speed NICs present)%s", p->verify.min_network_gbps,
+		SAY(net, "network gate applies: %g Gb/s (high-speed NICs present)%s", p->verify.min_network_gbps,
 		    full ? "" : ", measured by the full tier only");
 	if (p->verify.min_disk_write_mbps <= 0)
 		SAY(disk, "no disk gate");

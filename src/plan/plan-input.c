@@ -268,18 +268,18 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 		}
 		if (!found && strlen(buf) == 4 && gb_safe_atou32(buf, 16, &dev) == 0)
 			found = true;
-		if (!found && gb_startswith(buf, "10de:") && strlen(buf) == 9 &&
-		    gb_safe_atou32(buf + 5, 16, &dev) == 0)
+		if (!found && gb_startswith(buf, "10de:") && strlen(buf) == 9 && gb_safe_atou32(buf + 5, 16, &dev) == 0)
 			found = true;
 		if (!found && r == -ENOTUNIQ) {
 			snprintf(err, errsz, "--target-gpu '%s': several GPUs match; did you mean %s?", spec, suggest);
 			return -EINVAL;
 		}
 		if (!found) {
-			snprintf(err, errsz,
-			         "--target-gpu '%s': not a known model (H100, A100, L4, T4, K80, RTX 4090, ...), a device "
-			         "ID (2330) or a pci.ids name%s%s",
-			         spec, suggest[0] ? "; did you mean " : "", suggest);
+			snprintf(
+			    err, errsz,
+			    "--target-gpu '%s': not a known model (H100, A100, L4, T4, K80, RTX 4090, ...), a device "
+			    "ID (2330) or a pci.ids name%s%s",
+			    spec, suggest[0] ? "; did you mean " : "", suggest);
 			return -EINVAL;
 		}
 	}

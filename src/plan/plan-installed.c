@@ -78,6 +78,8 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 {
 	const char *v = p->in.installed.version,
 	           *fl = p->in.installed.flavor[0] ? p->in.installed.flavor : "flavour unknown";
+	enum gb_replace_policy pol =
+	    site && site->replace_installed_set ? site->replace_installed : prof->replace_installed;
 	char why[GB_REASON / 2];
 
 	if (!v[0]) {
@@ -95,14 +97,14 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 		    p->in.kernel_release[0] ? p->in.kernel_release : "the target");
 		return;
 	}
-	if (why[0] && prof->replace_installed == GB_REPLACE_NEVER) {
+	if (why[0] && pol == GB_REPLACE_NEVER) {
 		gb_plan_refuse(
 		    p, GB_EXIT_UNSUPPORTED_GPU,
 		    "the installed driver %s %s does not satisfy the profile (%s) and replace_installed = never", v, fl,
 		    why);
 		return;
 	}
-	if (why[0] || (prof->replace_installed == GB_REPLACE_ALWAYS && !streq(v, p->driver.version))) {
+	if (why[0] || (pol == GB_REPLACE_ALWAYS && !streq(v, p->driver.version))) {
 		p->driver.action = "replace";
 		if (why[0])
 			SAY(p->driver.action_reason, "%s %s: %s; replaced by %s", v, fl, why, p->driver.version);

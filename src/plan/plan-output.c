@@ -52,6 +52,21 @@ static json_object *gpus_json(const struct gb_plan *p)
 	return gpus;
 }
 
+/* What was there before the plan: version, flavour, where it was seen. */
+static json_object *installed_json(const struct gb_plan *p)
+{
+	json_object *o;
+	if (!p->in.installed.version[0])
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "version", json_object_new_string(p->in.installed.version));
+	json_object_object_add(o, "flavor", jstr(p->in.installed.flavor));
+	json_object_object_add(o, "source", jstr(p->in.installed.source));
+	json_object_object_add(o, "loaded", json_object_new_boolean(p->in.installed.loaded));
+	json_object_object_add(o, "module_for_kernel", json_object_new_boolean(p->in.installed.module));
+	return o;
+}
+
 static json_object *driver_json(const struct gb_plan *p)
 {
 	json_object *d = json_object_new_object(), *pk = json_object_new_array();
@@ -73,6 +88,9 @@ static json_object *driver_json(const struct gb_plan *p)
 	json_object_object_add(d, "reason", json_object_new_string(p->driver.reason));
 	json_object_object_add(d, "module_flavor_reason", json_object_new_string(p->driver.flavor_reason));
 	json_object_object_add(d, "method_reason", json_object_new_string(p->driver.method_reason));
+	json_object_object_add(d, "action", jstr(p->driver.action));
+	json_object_object_add(d, "action_reason", jstr(p->driver.action_reason));
+	json_object_object_add(d, "installed", installed_json(p));
 	return d;
 }
 
@@ -115,12 +133,23 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 			json_object_array_add(comp, json_object_new_string(*x));
 		json_object_object_add(c, "components", comp);
 		json_object_object_add(c, "reason", json_object_new_string(p->cuda.reason));
+		json_object_object_add(c, "action", jstr(p->cuda.action));
+		json_object_object_add(c, "action_reason", jstr(p->cuda.action_reason));
+		{
+			json_object *inst = json_object_new_array();
+			for (size_t i = 0; i < p->in.n_cuda_installed; i++)
+				json_object_array_add(inst, json_object_new_string(p->in.cuda_installed[i]));
+			json_object_object_add(c, "installed", inst);
+		}
 		json_object_object_add(root, "cuda", c);
 	}
 	{
 		json_object *t = json_object_new_object();
 		json_object_object_add(t, "version", jstr(p->toolkit.version));
 		json_object_object_add(t, "reason", json_object_new_string(p->toolkit.reason));
+		json_object_object_add(t, "action", jstr(p->toolkit.action));
+		json_object_object_add(t, "action_reason", jstr(p->toolkit.action_reason));
+		json_object_object_add(t, "installed", jstr(p->in.toolkit_installed));
 		json_object_object_add(root, "toolkit", t);
 	}
 	{
@@ -160,6 +189,9 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 			json_object_array_add(skip, json_object_new_string(*x));
 		json_object_object_add(v, "skip", skip);
 		json_object_object_add(v, "reason", json_object_new_string(p->verify.reason));
+		json_object_object_add(v, "network_gate_applies",
+		                       json_object_new_boolean(p->verify.network_gate_applies));
+		json_object_object_add(v, "gates_reason", jstr(p->verify.gates_reason));
 		json_object_object_add(root, "verify", v);
 	}
 	return root;
@@ -247,10 +279,37 @@ static void print_verify(const struct gb_plan *p, FILE *out)
 	         "min_gpu_memory_gib %g, min_network_gbps %g, min_disk_write_mbps %g, fp64_gate %s, ecc_required %s",
 	         p->verify.min_gpu_memory_gib, p->verify.min_network_gbps, p->verify.min_disk_write_mbps,
 	         yes_no(p->verify.fp64_gate), yes_no(p->verify.ecc_required));
-	row(out, "gates", buf, NULL);
+	row(out, "gates", buf, p->verify.gates_reason[0] ? p->verify.gates_reason : NULL);
 	for (char **x = p->verify.skip; x && *x; x++)
 		row(out, x == p->verify.skip ? "skip" : "", *x,
 		    x == p->verify.skip ? "the site configuration skips these checks ([checks] skip)" : NULL);
+}
+
+/* Keep, replace or install, for each component: the first thing to read. */
+static void print_actions(const struct gb_plan *p, FILE *out)
+{
+	char buf[160];
+	if (p->in.installed.version[0]) {
+		snprintf(buf, sizeof(buf), "%s %s%s%s", p->in.installed.version,
+		         p->in.installed.flavor[0] ? p->in.installed.flavor : "flavour unknown",
+		         p->in.installed.loaded ? ", loaded" : "",
+		         p->in.installed.module ? ", module for kernel" : ", no module for the kernel");
+		row(out, "installed", buf, NULL);
+	}
+	row(out, "driver do", p->driver.action ? p->driver.action : "?", p->driver.action_reason);
+	{
+		size_t o = (size_t)snprintf(buf, sizeof(buf), "%s", p->cuda.action ? p->cuda.action : "none");
+		for (size_t i = 0; i < p->in.n_cuda_installed && o < sizeof(buf); i++)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", i ? ", " : " (installed ",
+			                      p->in.cuda_installed[i]);
+		if (p->in.n_cuda_installed && o < sizeof(buf))
+			snprintf(buf + o, sizeof(buf) - o, ")");
+		row(out, "cuda do", buf, p->cuda.action_reason);
+	}
+	snprintf(buf, sizeof(buf), "%s%s%s%s", p->toolkit.action ? p->toolkit.action : "none",
+	         p->in.toolkit_installed[0] ? " (installed " : "", p->in.toolkit_installed,
+	         p->in.toolkit_installed[0] ? ")" : "");
+	row(out, "toolkit do", buf, p->toolkit.action_reason);
 }
 
 /* The same rows as gb_plan_to_json (t-plan-cases.sh checks that each of
@@ -268,6 +327,7 @@ void gb_plan_print(const struct gb_plan *p, FILE *out)
 		fprintf(out, "REFUSED      exit %d: %s\n", p->refusal_code, p->refusal);
 		return;
 	}
+	print_actions(p, out);
 	print_driver(p, out);
 	print_cuda(p, out);
 	row(out, "toolkit", p->toolkit.version ? p->toolkit.version : "none", p->toolkit.reason);

@@ -541,30 +541,11 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 	return p->in.secure_boot == 1 && streq(p->secure_boot.strategy, "ubuntu-signed-modules");
 }
 
-static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
+/* How the driver gets onto the machine: kept, runfile, or packages. */
+static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
 {
-	const struct gb_distro *d = find_distro(&p->in);
-	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
-	bool ubuntu = streq(p->in.os_id, "ubuntu");
 	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
-	bool precompiled = false;
-	char kxy[16] = "";
-	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
-	bool grace = false;
-	int r;
 
-	for (size_t i = 0; i < p->n_gpus; i++)
-		grace |= is_grace_board(p->gpus[i].device);
-	if (grace && streq(p->in.arch, "aarch64"))
-		kmin = "6.5";
-
-	/* Secure Boot first: it can decide the method. */
-	r = decide_secure_boot(p, site, ubuntu);
-	if (r < 0)
-		return;
-	precompiled = r > 0;
-
-	/* Method. */
 	if (streq(p->driver.action, "keep")) {
 		p->driver.method = "none";
 		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
@@ -608,6 +589,32 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		                        : "unknown distribution"),
 		    p->driver.flavor);
 	}
+}
+
+static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
+{
+	const struct gb_distro *d = find_distro(&p->in);
+	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
+	bool ubuntu = streq(p->in.os_id, "ubuntu");
+	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
+	bool precompiled = false;
+	char kxy[16] = "";
+	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
+	bool grace = false;
+	int r;
+
+	for (size_t i = 0; i < p->n_gpus; i++)
+		grace |= is_grace_board(p->gpus[i].device);
+	if (grace && streq(p->in.arch, "aarch64"))
+		kmin = "6.5";
+
+	/* Secure Boot first: it can decide the method. */
+	r = decide_secure_boot(p, site, ubuntu);
+	if (r < 0)
+		return;
+	precompiled = r > 0;
+
+	decide_method(p, d, precompiled);
 
 	/* Kernel. */
 	SAY(p->kernel.minimum, "%s", kmin);

@@ -496,6 +496,20 @@ static int set_fabricmanager(struct gb_profile *p, const char *v, char *why, siz
 	return 0;
 }
 
+/* replace_installed = never | if-unsatisfied | always */
+static int set_replace(enum gb_replace_policy *ret, const char *v, char *why, size_t n)
+{
+	if (streq(v, "never"))
+		*ret = GB_REPLACE_NEVER;
+	else if (streq(v, "if-unsatisfied"))
+		*ret = GB_REPLACE_IF_UNSATISFIED;
+	else if (streq(v, "always"))
+		*ret = GB_REPLACE_ALWAYS;
+	else
+		return bad(why, n, "replace_installed must be never, if-unsatisfied or always, not '%s'", v);
+	return 0;
+}
+
 /* One profile setting: 0, -ENOMEM, or -EINVAL with what is wrong in why.
  * Every key a profile may hold is here; anything else is a typo. */
 static int profile_set(struct gb_profile *p, const struct gb_conf_entry *e, char *why, size_t n)
@@ -519,8 +533,12 @@ static int profile_set(struct gb_profile *p, const struct gb_conf_entry *e, char
 		return set_cuda_policy(p, v, why, n);
 	if (IS("cuda", "components"))
 		return set_components(p, v, why, n);
-	if (IS("toolkit", "install"))
-		return set_bool(&p->toolkit, k, v, why, n);
+	if (IS("toolkit", "install")) {
+		p->toolkit_always = streq(v, "always");
+		return p->toolkit_always ? (p->toolkit = true, 0) : set_bool(&p->toolkit, k, v, why, n);
+	}
+	if (IS("install", "replace_installed"))
+		return set_replace(&p->replace_installed, v, why, n);
 	if (IS("daemons", "fabricmanager"))
 		return set_fabricmanager(p, v, why, n);
 	if (IS("daemons", "gpudirect"))
@@ -746,6 +764,10 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 	}
 	if (IS("checks", "skip"))
 		return set_skip(s, v, why, n);
+	if (IS("install", "replace_installed")) {
+		s->replace_installed_set = true;
+		return set_replace(&s->replace_installed, v, why, n);
+	}
 	if (IS("secure_boot", "signing_key"))
 		return set_path(&s->signing_key, k, v, why, n);
 	if (IS("secure_boot", "signing_cert"))

@@ -78,6 +78,8 @@ struct gb_site_config {
 	char *mirror, *proxy, *ca_file;
 	char **trusted_keys;
 	char pinned_driver[32], pinned_cuda[16], pinned_toolkit[16];
+	enum gb_replace_policy replace_installed; /* [install] replace_installed, over the profile's */
+	bool replace_installed_set;
 	char **skip_checks;
 	char *signing_key, *signing_cert;
 	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */

@@ -164,8 +164,8 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		gb_stage_end(r->ctx, st, "failed", k, "the load could not be journaled: %s", strerror(-k));
 		code = GB_EXIT_FAILED;
 	} else {
-		gb_stage_end(r->ctx, st, "failed", res->cause.err ? res->cause.err : k, "%s: %s",
-		             res->failed_module, res->cause.info->summary);
+		gb_stage_end(r->ctx, st, "failed", res->cause.err ? res->cause.err : k, "%s: %s", res->failed_module,
+		             res->cause.info->summary);
 		gb_stage_hint(st, "%s", res->hint);
 		gb_log_error("loading %s: %s (%s)", res->failed_module, res->cause.info->summary,
 		             res->cause.detail[0] ? res->cause.detail : strerror(-k));

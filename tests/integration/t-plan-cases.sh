@@ -79,7 +79,7 @@ expect_exit 0 "$GB" --root "$TMP/sb" plan --json
 
 # Site pins.
 printf '[pins]\ndriver = 570.195.03\ncuda = 12.8\n[checks]\nskip = disk, network\n' >"$TMP/site.conf"
-expect_exit 0 "$GB" --root "$H200" plan --config "$TMP/site.conf" --json
+expect_exit 0 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf" --json
 [ "$(j 'd["driver"]["version"]')" = "570.195.03" ] || fail "driver pin: $(j 'd["driver"]')"
 [ "$(j 'd["cuda"]["version"]')" = "12.8.0" ] || fail "cuda pin"
 [ "$(j 'd["verify"]["skip"]')" = "['disk', 'network']" ] || fail "skip list"

@@ -186,8 +186,9 @@ int main(void)
 			CHECK_INT(gb_plan_make(&in, &prof[pi], rnd(2) ? &site : NULL, &ov, "2026-11-30", &p, err,
 			                       sizeof(err)),
 			          0);
-			check_plan(&p, in.arch, prof[pi].flavor == GB_FLAVOR_AUTO && prof[pi].policy != GB_POLICY_VERSION &&
-			                          prof[pi].policy != GB_POLICY_BRANCH);
+			check_plan(&p, in.arch,
+			           prof[pi].flavor == GB_FLAVOR_AUTO && prof[pi].policy != GB_POLICY_VERSION &&
+			               prof[pi].policy != GB_POLICY_BRANCH);
 			plans++;
 			refusals += p.refusal_code != 0;
 			gb_plan_done(&p);
