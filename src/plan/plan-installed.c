@@ -12,7 +12,6 @@
 #include "plan-internal.h"
 #include "shared/util.h"
 
-#define NVIDIA_CONTAINER_TOOLKIT_FLOOR "1.17.8"
 
 /* Why the installed driver does not satisfy the plan's needs, or "" when it does. */
 static void driver_unsatisfied(const struct gb_plan *p, const struct gb_profile *prof,
@@ -173,15 +172,15 @@ void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *p
 	if (!have[0]) {
 		p->toolkit.action = "install";
 		SAY(p->toolkit.action_reason, "no Container Toolkit is installed");
-	} else if (gb_version_cmp(have, NVIDIA_CONTAINER_TOOLKIT_FLOOR) < 0) {
+	} else if (gb_version_cmp(have, GB_CONTAINER_TOOLKIT_MIN) < 0) {
 		p->toolkit.action = "replace";
 		SAY(p->toolkit.action_reason, "%s is older than %s (the container-escape fixes); replaced by %s", have,
-		    NVIDIA_CONTAINER_TOOLKIT_FLOOR, p->toolkit.version);
+		    GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
 	} else {
 		p->toolkit.action = "keep";
 		p->toolkit.version = NULL;
 		SAY(p->toolkit.action_reason, "%s is installed, at or above the floor %s", have,
-		    NVIDIA_CONTAINER_TOOLKIT_FLOOR);
+		    GB_CONTAINER_TOOLKIT_MIN);
 	}
 }
 

@@ -38,8 +38,6 @@ static bool is_grace_board(uint16_t d)
 /* Branches Ubuntu ships as signed precompiled modules (linux-modules-nvidia-*-server). */
 static const unsigned ubuntu_signed_branches[] = { 535, 550, 570, 580 };
 
-#define NVIDIA_CONTAINER_TOOLKIT_MIN "1.17.8"
-
 void gb_plan_say(char *dst, size_t n, const char *fmt, ...)
 {
 	va_list ap;
@@ -266,8 +264,10 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 	} else if (hb) {
 		p->driver.flavor = "proprietary";
 		SAY(p->driver.flavor_reason,
-		    "%s (%04x) is on the hold-back list: vendors keep it on the proprietary module after GSP "
-		    "firmware problems with the open one (module_flavor = open overrides)",
+		    "%s (%04x) is on the hold-back list: the cloud vendors' images ship it with the proprietary "
+		    "module, the stack they validate; that module also runs the GSP firmware on Turing and newer "
+		    "unless NVreg_EnableGpuFirmware=0 (NVIDIA README, GSP firmware), so this is not a way around GSP "
+		    "(module_flavor = open overrides)",
 		    hb->name, hb->device);
 	} else if (p->driver.branch < 560) {
 		p->driver.flavor = "proprietary";
@@ -577,6 +577,12 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 			SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-pinning-%u", p->driver.branch);
 			SAY(p->driver.packages[p->driver.n_packages++], "%s",
 			    streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+		} else if (streq(d->repo, "rhel10")) {
+			/* RHEL 10 has no module streams: the packages, then a versionlock on the
+			 * branch (NVIDIA's driver installation guide r620, Kernel Modules, Table 5). */
+			SAY(p->driver.packages[p->driver.n_packages++], "%s",
+			    streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			SAY(p->driver.packages[p->driver.n_packages++], "versionlock:*nvidia*%u*", p->driver.branch);
 		} else {
 			SAY(p->driver.packages[p->driver.n_packages++], "@nvidia-driver:%u-%s", p->driver.branch,
 			    streq(p->driver.flavor, "open") ? "open" : "dkms");
@@ -878,19 +884,19 @@ static void decide_toolkit(struct gb_plan *p, const struct gb_profile *prof, con
 		SAY(p->toolkit.reason, "the profile installs no Container Toolkit");
 		return;
 	}
-	p->toolkit.version = site && site->pinned_toolkit[0] ? site->pinned_toolkit : NVIDIA_CONTAINER_TOOLKIT_MIN;
-	if (gb_version_cmp(p->toolkit.version, NVIDIA_CONTAINER_TOOLKIT_MIN) < 0) {
+	p->toolkit.version = site && site->pinned_toolkit[0] ? site->pinned_toolkit : GB_CONTAINER_TOOLKIT_MIN;
+	if (gb_version_cmp(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN) < 0) {
 		refuse(p, GB_EXIT_USAGE,
 		       "the site pins Container Toolkit %s, older than %s (container-escape fixes); raise the pin",
-		       p->toolkit.version, NVIDIA_CONTAINER_TOOLKIT_MIN);
+		       p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN);
 		return;
 	}
 	SAY(p->toolkit.reason,
 	    "nvidia-container-toolkit, -base, libnvidia-container-tools, libnvidia-container1 pinned to one version, "
 	    "%s%s; then nvidia-ctk runtime configure and CDI",
 	    p->toolkit.version,
-	    streq(p->toolkit.version, NVIDIA_CONTAINER_TOOLKIT_MIN) ? " (the first with the container-escape fixes)"
-	                                                            : " (site pin)");
+	    streq(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN) ? " (the first with the container-escape fixes)"
+	                                                        : " (site pin)");
 }
 
 static int decide_verify(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)

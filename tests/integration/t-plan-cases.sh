@@ -214,4 +214,72 @@ text_covers_json --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64 --
 text_covers_json --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8
 text_covers_json --root "$FIX/nogpu-debian12" plan --target-os debian:11 --target-gpu "Tesla K80" --profile minimal
 # ---- end plan2 ----
+# ---- plan truth (issue 10): installed state, arch, methods, gates, names ----
+jq_() { python3 -c "import json,sys; d=json.load(open('$TMP/out')); print($1)"; }
+# A satisfying driver is kept (the H200: 580.159.04 open, loaded, CUDA 13.0 there).
+expect_exit 0 "$GB" --root "$H200" plan --json
+[ "$(jq_ 'd["driver"]["action"], d["driver"]["installed"]["version"], d["cuda"]["action"]')" = "keep 580.159.04 keep" ] ||
+	fail "H200 not kept: $(jq_ 'd["driver"]')"
+[ "$(jq_ 'd["kernel"]["action"], d["nouveau"]["action"]')" = "none none" ] || fail "H200 kernel/nouveau"
+# An old branch is replaced, and the reason names what is wrong.
+expect_exit 0 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --json
+[ "$(jq_ 'd["driver"]["action"]')" = "replace" ] || fail "535 under CUDA 13 not replaced"
+jq_ 'd["driver"]["action_reason"]' | grep -q "535.183.01 proprietary: CUDA 13.0 needs >= 580.65.06" || fail "replace reason: $(jq_ 'd["driver"]["action_reason"]')"
+# replace_installed = never turns that into a refusal; = always replaces even the H200's.
+printf '[install]\nreplace_installed = never\n' >"$TMP/never.conf"
+expect_exit 12 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --config "$TMP/never.conf"
+grep -q "replace_installed = never" "$TMP/err" || fail "never: $(cat "$TMP/err")"
+printf '[install]\nreplace_installed = sometimes\n' >"$TMP/bad.conf"
+expect_exit 2 "$GB" --root "$H200" plan --config "$TMP/bad.conf"
+grep -q "bad.conf:2: replace_installed must be never, if-unsatisfied or always" "$TMP/err" || fail "bad replace_installed: $(cat "$TMP/err")"
+# A custom kernel that needs a module built: named, not a package that cannot exist.
+printf '[pins]\ndriver = 570.195.03\n' >"$TMP/pin.conf"
+expect_exit 10 "$GB" --root "$H200" plan --config "$TMP/pin.conf"
+grep -q "custom kernel 6.18.44-fc-v657-gpu: .* supply its headers" "$TMP/err" || fail "custom kernel: $(cat "$TMP/err")"
+# The Debian disk image with Debian's 535 built by DKMS: kept for a T4 (image build).
+expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal --json
+[ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], d["driver"]["module_flavor"]')" = "keep 535.261.03 open" ] ||
+	fail "Debian image: $(jq_ 'd["driver"]')"
+# Arch: a Grace part implies aarch64; the machine's arch is the default; arm64 is aarch64; a contradiction is exit 2.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu GH200 --json
+[ "$(jq_ 'd["target"]["arch"], d["driver"]["repository_arch"]')" = "aarch64 sbsa" ] || fail "GH200 arch: $(jq_ 'd["target"]')"
+expect_exit 0 "$GB" --root "$FIX/gh200-ubuntu2404-arm64" plan --target-os ubuntu:22.04 --json
+[ "$(jq_ 'd["target"]["arch"]')" = "aarch64" ] || fail "target-os on aarch64 planned $(jq_ 'd["target"]["arch"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:arm64 --target-gpu T4G --profile inference --json
+[ "$(jq_ 'd["target"]["arch"]')" = "aarch64" ] || fail "arm64 alias"
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:x86_64 --target-gpu GB200
+grep -q "attached only to aarch64 hosts" "$TMP/err" || fail "arch contradiction: $(cat "$TMP/err")"
+# RHEL 10: no module streams, packages and a versionlock.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:10 --target-gpu H100 --profile minimal --json
+[ "$(jq_ 'd["driver"]["packages"]')" = "['nvidia-open', 'versionlock:*nvidia*580*']" ] || fail "RHEL 10: $(jq_ 'd["driver"]["packages"]')"
+# The hold-back reason does not claim the proprietary module avoids GSP.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu L4 --profile inference --json
+jq_ 'd["driver"]["module_flavor_reason"]' | grep -q "NVreg_EnableGpuFirmware=0" || fail "GSP reason: $(jq_ 'd["driver"]["module_flavor_reason"]')"
+# Gates the GPU cannot pass are refused at plan time, naming the gate and the figure.
+expect_exit 12 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu T4 --profile training
+grep -q "min_gpu_memory_gib = 16 cannot pass on Tesla T4 (15360 MiB" "$TMP/err" || fail "T4 gate: $(cat "$TMP/err")"
+expect_exit 12 "$GB" --root "$FIX/v100-ubuntu2004" plan --profile training
+grep -q "V100 SXM2 16GB (16160 MiB" "$TMP/err" || fail "V100 gate: $(cat "$TMP/err")"
+# The network gate applies to multi-node nodes only; disk and network are full-tier gates.
+expect_exit 0 "$GB" --root "$H200" plan --json
+[ "$(jq_ 'd["verify"]["network_gate_applies"]')" = "False" ] || fail "network gate on a single H200"
+jq_ 'd["verify"]["gates_reason"]' | grep -q "measured by the full tier only" || fail "full-tier gates: $(jq_ 'd["verify"]["gates_reason"]')"
+# NVSwitches with the fabric manager turned off: refused.
+printf '[cuda]\npolicy = none\n[daemons]\nfabricmanager = no\n' >"$TMP/nofm.profile"
+expect_exit 12 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --profile "$TMP/nofm.profile"
+grep -q "NVSwitch(es) present but the profile turns the fabric manager off" "$TMP/err" || fail "FM: $(cat "$TMP/err")"
+# R470 (K80) is past end of life: the runfile, and it says so.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:12 --target-gpu K80 --profile minimal --json
+[ "$(jq_ 'd["driver"]["branch"], d["driver"]["method"]')" = "470 runfile" ] || fail "K80: $(jq_ 'd["driver"]')"
+jq_ 'd["driver"]["method_reason"]' | grep -q "past end of life" || fail "K80 EOL not said"
+# Names people type; ambiguity and typos get a did-you-mean; unknown releases are exit 2.
+for g in K80 P100 "RTX 4090" "RTX PRO 6000" "Tesla T4" 2330 A100 B300; do
+	expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu "$g" --profile minimal
+done
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu "Tesla V100"
+grep -q "did you mean 'Tesla V100" "$TMP/err" || fail "did you mean: $(cat "$TMP/err")"
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu "Quadro XYZ9000"
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.4 --target-gpu T4
+grep -q "'22.4' is not a release of ubuntu" "$TMP/err" || fail "ubuntu 22.4: $(cat "$TMP/err")"
+# ---- end plan truth ----
 echo ok
