@@ -12,7 +12,6 @@
 #include "plan-internal.h"
 #include "shared/util.h"
 
-
 /* Why the installed driver does not satisfy the plan's needs, or "" when it does. */
 static void driver_unsatisfied(const struct gb_plan *p, const struct gb_profile *prof,
                                const struct gb_site_config *site, char *why, size_t n)
