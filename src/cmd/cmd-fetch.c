@@ -194,6 +194,13 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 	code = fetch_setup(ctx, &in.site, mirror_mode, &j);
 	if (code)
 		goto done;
+	if (!mirror_mode) {
+		/* What this machine keeps needs no download (a mirror serves a fleet: all of it). */
+		if (plan.driver.action && streq(plan.driver.action, "keep"))
+			plan.driver.runfile = NULL;
+		if (plan.cuda.action && streq(plan.cuda.action, "keep"))
+			plan.cuda.release = NULL;
+	}
 	if (ctx->opt.dry_run) {
 		code = fetch_dry_run(ctx, &plan, &j);
 		goto done;

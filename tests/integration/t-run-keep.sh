@@ -31,6 +31,9 @@ j = json.load(open(os.path.join(sys.argv[1], "journal.json")))
 assert j["state"] == "done" and j["effects_this_run"] == 0, j["effects_this_run"]
 PY
 [ -e "$S/run/verified-ready" ] || fail "a verified run set no flag"
+# What is kept needs no download.
+expect_exit 0 "$GB" --root "$FIX/h200-ubuntu2404" fetch --dry-run --state-dir "$TMP/nofetch"
+grep -q "^dry run: 0 artifact(s) listed" "$TMP/out" || fail "a kept driver and CUDA are fetched: $(cat "$TMP/out")"
 # The same machine with the training profile: 535 runs no CUDA 13, so it is replaced, never silently.
 expect_exit 0 "$GB" --root "$M" plan --json
 python3 -c "
