@@ -102,8 +102,9 @@ static int commit_temp(int fd, const char *tmp, const char *path, const char *di
 	return gb_fsync_dir(dir);
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int gb_write_all(int fd, const void *data, size_t len)
 {
+	const char *p = data;
 	while (len > 0) {
 		ssize_t w = write(fd, p, len);
 		if (w < 0) {
@@ -136,7 +137,7 @@ int gb_copy_file_atomic(const char *src, const char *dst, unsigned mode)
 		else if (n == 0)
 			break;
 		else
-			r = write_all(fd, buf, (size_t)n);
+			r = gb_write_all(fd, buf, (size_t)n);
 	}
 	close(in);
 	if (fd < 0)
@@ -157,7 +158,7 @@ int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigne
 	r = temp_beside(path, tmp, sizeof(tmp), dir, sizeof(dir), &fd);
 	if (r < 0)
 		return r;
-	r = write_all(fd, data, len);
+	r = gb_write_all(fd, data, len);
 	if (r < 0) {
 		close(fd);
 		unlink(tmp);

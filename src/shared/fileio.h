@@ -23,3 +23,6 @@ int gb_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 
 /* Copy src to dst durably, streaming (temp file beside dst, fsync, rename). */
 int gb_copy_file_atomic(const char *src, const char *dst, unsigned mode);
+
+/* write(2) all of data, retrying on EINTR and short writes; negative errno. */
+int gb_write_all(int fd, const void *data, size_t len);

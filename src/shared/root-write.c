@@ -12,30 +12,14 @@
 #include <unistd.h>
 
 #include "fetch/digest.h"
+#include "fileio.h"
 #include "macro.h"
 #include "root.h"
 #include "util.h"
 
 static int open_dir_in_root(struct gb_root *root, const char *rel, int flags)
 {
-	int fd;
-	flags |= O_CLOEXEC | O_DIRECTORY;
-	if (root->have_openat2) {
-		struct open_how how = {
-			.flags = (uint64_t)flags,
-			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-		};
-		fd = (int)syscall(SYS_openat2, root->fd, rel, &how, sizeof(how));
-		if (fd >= 0)
-			return fd;
-		if (errno != ENOSYS && errno != EPERM)
-			return negative_errno();
-		root->have_openat2 = false;
-	}
-	if (!root->is_host)
-		return -EOPNOTSUPP;
-	fd = openat(root->fd, rel, flags);
-	return fd < 0 ? negative_errno() : fd;
+	return gb_root_openat_strict(root, rel, flags | O_DIRECTORY);
 }
 
 int gb_root_mkdir_p(struct gb_root *root, const char *path, mode_t mode)
@@ -109,22 +93,6 @@ int gb_root_open_parent(struct gb_root *root, const char *path, bool create, con
 	return open_dir_in_root(root, dir, O_RDONLY);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int gb_root_write_file(struct gb_root *root, const char *path, const void *data, size_t len, mode_t mode)
 {
 	_cleanup_close_ int dfd = -1;
@@ -145,7 +113,7 @@ int gb_root_write_file(struct gb_root *root, const char *path, const void *data,
 		if (errno != EEXIST || tries > 16)
 			return negative_errno();
 	}
-	r = write_all(fd, data, len);
+	r = gb_write_all(fd, data, len);
 	if (r == 0 && (fchmod(fd, mode & 07777) < 0 || fsync(fd) < 0))
 		r = negative_errno();
 	if (close(fd) < 0 && r == 0)

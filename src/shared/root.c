@@ -102,7 +102,9 @@ static void record(struct gb_root *root, const char *path, enum gb_root_kind kin
 	}
 }
 
-int gb_root_openat(struct gb_root *root, const char *path, int flags)
+/* openat2 RESOLVE_IN_ROOT, or where the kernel lacks it: plain openat when
+ * allowed (reads, and anything on the host's own root), else -EOPNOTSUPP. */
+static int openat_in_root(struct gb_root *root, const char *path, int flags, bool allow_plain)
 {
 	const char *p = rel(path);
 	int fd;
@@ -121,8 +123,20 @@ int gb_root_openat(struct gb_root *root, const char *path, int flags)
 		/* No openat2 (kernel < 5.6, or a seccomp filter): plain openat. */
 		root->have_openat2 = false;
 	}
+	if (!allow_plain)
+		return -EOPNOTSUPP;
 	fd = openat(root->fd, p, flags);
 	return fd < 0 ? negative_errno() : fd;
+}
+
+int gb_root_openat(struct gb_root *root, const char *path, int flags)
+{
+	return openat_in_root(root, path, flags, true);
+}
+
+int gb_root_openat_strict(struct gb_root *root, const char *path, int flags)
+{
+	return openat_in_root(root, path, flags, root->is_host);
 }
 
 int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)

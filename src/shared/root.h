@@ -43,6 +43,10 @@ void gb_root_record_start(struct gb_root *root);
 /* Open a path below the root, relative ("etc/os-release" or "/etc/os-release"). */
 int gb_root_openat(struct gb_root *root, const char *path, int flags);
 
+/* The same for writes: where openat2 is missing, plain openat only on the
+ * host's own root ("/"); for an image or fixture root, -EOPNOTSUPP. */
+int gb_root_openat_strict(struct gb_root *root, const char *path, int flags);
+
 /* Read a whole file below the root, at most max bytes (-EFBIG when larger).
  * The buffer is NUL-terminated; *ret_len excludes the NUL. */
 int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "verify.h"
@@ -35,21 +36,6 @@ extern char **environ;
 #define AT_EMPTY_PATH 0x1000
 #endif
 #define PROBE_OUTPUT_MAX (4u << 20)
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* No memfd (or a test build asked for none): a file in a private 0700
  * directory of the state directory. The write fd is closed before anything
@@ -74,7 +60,7 @@ static int probe_file_fd(struct gb_ctx *ctx)
 		rmdir(dir);
 		return r;
 	}
-	r = write_all(fd, gb_probe_blob, (size_t)gb_probe_blob_size);
+	r = gb_write_all(fd, gb_probe_blob, (size_t)gb_probe_blob_size);
 	if (close(fd) < 0 && r >= 0)
 		r = negative_errno();
 	fd = r < 0 ? -1 : open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -107,7 +93,7 @@ static int probe_fd(struct gb_ctx *ctx)
 			fd = (int)syscall(SYS_memfd_create, "gpuboot-probe", MFD_CLOEXEC); /* kernels before 6.3 */
 	}
 	if (fd >= 0) {
-		if (write_all(fd, gb_probe_blob, (size_t)gb_probe_blob_size) >= 0)
+		if (gb_write_all(fd, gb_probe_blob, (size_t)gb_probe_blob_size) >= 0)
 			return fd;
 		close(fd);
 	}
