@@ -213,6 +213,12 @@ DISTROS = [
     ("debian", "11", "debian11", None, "5.10", None),
     ("debian", "12", "debian12", None, "6.1", None),
     ("debian", "13", "debian13", None, "6.12", None),
+]
+# The NVIDIA driver a distribution packages itself (the `distro` method):
+# Debian's contrib/non-free nvidia-graphics-drivers in each release's main
+# suite (bookworm 535.261.03, trixie 550.163.01; data/SOURCES.md).
+DISTRO_DRIVERS = {("debian", "12"): "535.261.03", ("debian", "13"): "550.163.01"}
+DISTROS += [
     ("rhel", "8", "rhel8", None, "4.18", None),
     ("rhel", "9", "rhel9", None, "5.14", None),
     ("rhel", "10", "rhel10", None, "6.12", None),
@@ -364,7 +370,8 @@ def gen_data(data):
 
     out.append("const struct gb_distro gb_distros[] = {")
     for did, ver, repo, hwe, ga, hwek in DISTROS:
-        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)} }},")
+        dd = DISTRO_DRIVERS.get((did, ver))
+        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(dd)} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
     out.append("const struct gb_distro_min gb_distro_mins[] = {")

@@ -52,6 +52,7 @@ enum {
 	OPT_MIRROR_VERSION,
 	OPT_PARALLEL,
 	OPT_FORCE,
+	OPT_METHOD,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -101,6 +102,8 @@ static const struct option_doc options[] = {
 	{ "dry-run", no_argument, OPT_DRY_RUN, RUNS | GB_CMD_FETCH, NULL,
 	  "decide and print what would happen; write nothing, anywhere" },
 	{ "force", no_argument, OPT_FORCE, RUNS, NULL, "abandon an unfinished run of another plan (see the journal)" },
+	{ "method", required_argument, OPT_METHOD, DECIDES, "METHOD",
+	  "install method: packages (NVIDIA's repositories), distro (the distribution's), runfile" },
 	{ "json", no_argument, OPT_JSON, GB_CMD_DETECT | GB_CMD_PLAN | GB_CMD_VERIFY | GB_CMD_STATUS, NULL,
 	  "print JSON instead of text" },
 	{ "prometheus", no_argument, OPT_PROMETHEUS, GB_CMD_STATUS, NULL, "status: print Prometheus text" },
@@ -190,6 +193,13 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_REPAIR: o->repair = true; break;
 	case OPT_DRY_RUN: o->dry_run = true; break;
 	case OPT_FORCE: o->force = true; break;
+	case OPT_METHOD:
+		if (!streq(arg, "packages") && !streq(arg, "distro") && !streq(arg, "runfile")) {
+			gb_log_error("--method must be packages, distro or runfile, not '%s'", arg);
+			return -EINVAL;
+		}
+		o->method = arg;
+		break;
 	case OPT_JSON: o->json = true; break;
 	case OPT_PROMETHEUS: o->prometheus = true; break;
 	case OPT_OFFLINE: o->offline = true; break;

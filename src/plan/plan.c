@@ -71,6 +71,8 @@ static const char *arch_name(enum gb_arch a)
 	return s ? s : "unknown";
 }
 
+static const struct gb_distro *find_distro(const struct gb_plan_input *in);
+
 /* ---- GPUs ---- */
 
 static int resolve_gpus(struct gb_plan *p, const struct gb_profile *prof, const struct gb_gpu_overrides *ov)
@@ -349,6 +351,20 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		pin_version = site->pinned_driver;
 		policy = site->pinned_driver;
 	}
+	if (streq(p->in.method, "distro")) {
+		/* The distribution's own packages: their version is the driver. */
+		const struct gb_distro *dd = find_distro(&p->in);
+		if (!dd || !dd->distro_driver) {
+			refuse(p, GB_EXIT_UNSUPPORTED,
+			       "%s: %s %s packages no NVIDIA driver gpuboot knows (Debian 12 and 13 do); use --method "
+			       "packages or runfile",
+			       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
+			return;
+		}
+		pol = GB_POLICY_VERSION;
+		pin_version = dd->distro_driver;
+		policy = dd->distro_driver;
+	}
 	for (size_t i = 0; i < p->n_gpus; i++) {
 		const struct gb_plan_gpu *g = &p->gpus[i];
 		if (g->min_branch > lo) {
@@ -404,8 +420,12 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		}
 		chosen = gb_catalog_branch(b);
 		p->driver.branch = b;
-		SAY(p->driver.reason, "pinned to %s by %s; a real %s runfile", pin_version,
-		    site && site->pinned_driver[0] ? "the site configuration" : "the profile", rarch);
+		if (streq(p->in.method, "distro"))
+			SAY(p->driver.reason, "%s %s packages %s itself (%s asks for the distribution's driver)",
+			    p->in.os_id, p->in.os_version, pin_version, p->in.method_by);
+		else
+			SAY(p->driver.reason, "pinned to %s by %s; a real %s runfile", pin_version,
+			    site && site->pinned_driver[0] ? "the site configuration" : "the profile", rarch);
 	} else {
 		chosen = newest_branch(p, pol, pin_branch, lo, hi, rarch, ubuntu_sb);
 		if (!chosen && pol != GB_POLICY_BRANCH && hi) {
@@ -541,6 +561,26 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 	return p->in.secure_boot == 1 && streq(p->secure_boot.strategy, "ubuntu-signed-modules");
 }
 
+/* Debian's own packages (contrib, non-free, non-free-firmware): the module
+ * built by DKMS, the GSP firmware, the userspace at the same version. */
+static void method_distro(struct gb_plan *p)
+{
+	bool open = streq(p->driver.flavor, "open");
+	const char *const pkgs[] = { open ? "nvidia-open-kernel-dkms" : "nvidia-kernel-dkms",
+		                     "firmware-nvidia-gsp",
+		                     "nvidia-smi",
+		                     "libnvidia-ml1",
+		                     "libcuda1",
+		                     "nvidia-persistenced" };
+	p->driver.method = "distro";
+	SAY(p->driver.method_reason,
+	    "%s: %s %s's own NVIDIA packages from contrib and non-free (those components added to the existing "
+	    "sources), the %s module built by DKMS for each installed kernel, held at %s",
+	    p->in.method_by, p->in.os_id, p->in.os_version, p->driver.flavor, p->driver.version);
+	for (size_t i = 0; i < ARRAY_SIZE(pkgs) && p->driver.n_packages < ARRAY_SIZE(p->driver.packages); i++)
+		SAY(p->driver.packages[p->driver.n_packages++], "%s", pkgs[i]);
+}
+
 /* How the driver gets onto the machine: kept, runfile, or packages. */
 static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
 {
@@ -549,6 +589,15 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 	if (streq(p->driver.action, "keep")) {
 		p->driver.method = "none";
 		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
+	} else if (streq(p->in.method, "distro")) {
+		method_distro(p);
+	} else if (streq(p->in.method, "runfile")) {
+		p->driver.method = "runfile";
+		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256, installed with the %s module",
+		    p->in.method_by, p->driver.flavor);
+	} else if (streq(p->in.method, "packages") && !(d && (apt || dnf))) {
+		refuse(p, GB_EXIT_UNSUPPORTED, "%s packages: NVIDIA publishes no repository gpuboot drives for %s %s",
+		       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
 	} else if (p->driver.branch <= 470 && !precompiled) {
 		const struct gb_branch *lb = gb_catalog_branch(p->driver.branch);
 		p->driver.method = "runfile";

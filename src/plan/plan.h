@@ -38,6 +38,8 @@ struct gb_plan_input {
 	unsigned n_nvswitches, mellanox;
 	bool target_os, target_gpu;
 	bool arch_explicit; /* --target-os named the arch */
+	char method[16]; /* an install method asked for (--method, [install] method), "" = the plan's choice */
+	char method_by[32]; /* who asked: "--method" or "gpuboot.conf" */
 	bool repair; /* --repair: rebuild what is installed for the new kernel, never switch */
 	bool custom_kernel; /* a kernel no distribution package can exist for */
 	struct {
@@ -86,7 +88,7 @@ struct gb_plan {
 		char action_reason[GB_REASON];
 		const struct gb_runfile *runfile;
 		char repo[32], repo_arch[16];
-		char packages[4][80];
+		char packages[8][80];
 		size_t n_packages;
 		char reason[GB_REASON], flavor_reason[GB_REASON], method_reason[GB_REASON];
 	} driver;

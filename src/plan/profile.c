@@ -764,6 +764,12 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 	}
 	if (IS("checks", "skip"))
 		return set_skip(s, v, why, n);
+	if (IS("install", "method")) {
+		if (!streq(v, "packages") && !streq(v, "distro") && !streq(v, "runfile"))
+			return bad(why, n, "method must be packages, distro or runfile, not '%s'", v);
+		gb_strscpy(s->method, sizeof(s->method), v);
+		return 0;
+	}
 	if (IS("install", "replace_installed")) {
 		s->replace_installed_set = true;
 		return set_replace(&s->replace_installed, v, why, n);

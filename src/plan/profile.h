@@ -80,6 +80,7 @@ struct gb_site_config {
 	char pinned_driver[32], pinned_cuda[16], pinned_toolkit[16];
 	enum gb_replace_policy replace_installed; /* [install] replace_installed, over the profile's */
 	bool replace_installed_set;
+	char method[16]; /* [install] method: packages | distro | runfile, "" = the plan's choice */
 	char **skip_checks;
 	char *signing_key, *signing_cert;
 	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */

@@ -74,6 +74,13 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 
 	gb_plan_input_from_facts(&in->facts, &pin);
 	pin.repair = ctx->opt.repair;
+	if (ctx->opt.method) {
+		gb_strscpy(pin.method, sizeof(pin.method), ctx->opt.method);
+		gb_strscpy(pin.method_by, sizeof(pin.method_by), "--method");
+	} else if (in->site.method[0]) {
+		gb_strscpy(pin.method, sizeof(pin.method), in->site.method);
+		gb_strscpy(pin.method_by, sizeof(pin.method_by), "gpuboot.conf [install] method");
+	}
 	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &pin, err, sizeof(err)) < 0) ||
 	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &pin, err, sizeof(err)) < 0)) {
 		gb_log_error("%s", err);
