@@ -331,13 +331,56 @@ static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned
 	    ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
 }
 
+/* A pinned version (the site, the profile, or the distribution's own):
+ * its runfile and branch, within what the GPUs support; NULL refused. */
+static const struct gb_branch *pinned_version_branch(struct gb_plan *p, const char *pin_version, unsigned lo,
+                                                     unsigned hi, const char *rarch, const struct gb_site_config *site)
+{
+	unsigned b = version_branch(pin_version);
+	p->driver.runfile = gb_catalog_runfile(pin_version, rarch);
+	if (!p->driver.runfile) {
+		refuse(p, GB_EXIT_USAGE, "pinned driver %s is not a known %s runfile in the catalog", pin_version,
+		       rarch);
+		return NULL;
+	}
+	if (b < lo || (hi && b > hi)) {
+		char hb[24] = " and newer";
+		if (hi)
+			snprintf(hb, sizeof(hb), " to R%u", hi);
+		refuse(p, GB_EXIT_UNSUPPORTED_GPU, "pinned driver %s is outside what the GPUs support (R%u%s)",
+		       pin_version, lo, hb);
+		return NULL;
+	}
+	p->driver.branch = b;
+	if (streq(p->in.method, "distro"))
+		SAY(p->driver.reason, "%s %s packages %s itself (%s asks for the distribution's driver)", p->in.os_id,
+		    p->in.os_version, pin_version, p->in.method_by);
+	else
+		SAY(p->driver.reason, "pinned to %s by %s; a real %s runfile", pin_version,
+		    site && site->pinned_driver[0] ? "the site configuration" : "the profile", rarch);
+	return gb_catalog_branch(b);
+}
+
+/* The version the distribution packages (--method distro), or NULL refused. */
+static const char *distro_driver(struct gb_plan *p)
+{
+	const struct gb_distro *dd = find_distro(&p->in);
+	if (dd && dd->distro_driver)
+		return dd->distro_driver;
+	refuse(p, GB_EXIT_UNSUPPORTED,
+	       "%s: %s %s packages no NVIDIA driver gpuboot knows (Debian 12 and 13 do); use --method packages or "
+	       "runfile",
+	       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
+	return NULL;
+}
+
 static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
 {
 	unsigned lo = 0, hi = 0, pinned_gpu = 0;
 	const char *lo_by = NULL, *hi_by = NULL;
 	const char *rarch = streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64";
 	const struct gb_branch *chosen = NULL;
-	char policy_buf[40], hi_buf[16] = "";
+	char policy_buf[40];
 	const char *policy = gb_policy_to_string(prof, policy_buf, sizeof(policy_buf));
 	bool ubuntu_sb = p->in.secure_boot == 1 && streq(p->in.os_id, "ubuntu");
 	bool need_open = false, need_prop = false;
@@ -353,17 +396,11 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 	}
 	if (streq(p->in.method, "distro")) {
 		/* The distribution's own packages: their version is the driver. */
-		const struct gb_distro *dd = find_distro(&p->in);
-		if (!dd || !dd->distro_driver) {
-			refuse(p, GB_EXIT_UNSUPPORTED,
-			       "%s: %s %s packages no NVIDIA driver gpuboot knows (Debian 12 and 13 do); use --method "
-			       "packages or runfile",
-			       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
+		pin_version = distro_driver(p);
+		if (!pin_version)
 			return;
-		}
 		pol = GB_POLICY_VERSION;
-		pin_version = dd->distro_driver;
-		policy = dd->distro_driver;
+		policy = pin_version;
 	}
 	for (size_t i = 0; i < p->n_gpus; i++) {
 		const struct gb_plan_gpu *g = &p->gpus[i];
@@ -386,8 +423,6 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 			need_prop_by = g->name;
 		}
 	}
-	if (hi)
-		snprintf(hi_buf, sizeof(hi_buf), "%u", hi);
 	if (hi && lo > hi) {
 		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
 		       "no driver branch supports this GPU mix: %s needs R%u or newer, %s's last branch is R%u", lo_by,
@@ -405,27 +440,9 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		pin_branch = pinned_gpu, pol = GB_POLICY_BRANCH;
 
 	if (pol == GB_POLICY_VERSION) {
-		unsigned b = version_branch(pin_version);
-		p->driver.runfile = gb_catalog_runfile(pin_version, rarch);
-		if (!p->driver.runfile) {
-			refuse(p, GB_EXIT_USAGE, "pinned driver %s is not a known %s runfile in the catalog",
-			       pin_version, rarch);
+		chosen = pinned_version_branch(p, pin_version, lo, hi, rarch, site);
+		if (!chosen)
 			return;
-		}
-		if (b < lo || (hi && b > hi)) {
-			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
-			       "pinned driver %s is outside what the GPUs support (R%u%s%s)", pin_version, lo,
-			       hi ? " to R" : " and newer", hi_buf);
-			return;
-		}
-		chosen = gb_catalog_branch(b);
-		p->driver.branch = b;
-		if (streq(p->in.method, "distro"))
-			SAY(p->driver.reason, "%s %s packages %s itself (%s asks for the distribution's driver)",
-			    p->in.os_id, p->in.os_version, pin_version, p->in.method_by);
-		else
-			SAY(p->driver.reason, "pinned to %s by %s; a real %s runfile", pin_version,
-			    site && site->pinned_driver[0] ? "the site configuration" : "the profile", rarch);
 	} else {
 		chosen = newest_branch(p, pol, pin_branch, lo, hi, rarch, ubuntu_sb);
 		if (!chosen && pol != GB_POLICY_BRANCH && hi) {

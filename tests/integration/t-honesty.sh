@@ -41,14 +41,14 @@ snapshot "$M" "$TMP/root-after"
 diff "$TMP/root-before" "$TMP/root-after" || fail "a dry run changed the root"
 
 # 3. fetch --dry-run lists what it would fetch (name, size, sha256, URL) and fetches nothing.
-expect_exit 0 "$GB" --root "$M" fetch --dry-run --profile minimal --state-dir "$TMP/dry"
+expect_exit 0 "$GB" --root "$FIX/l4-debian12" fetch --dry-run --profile minimal --state-dir "$TMP/dry"
 grep -q "NVIDIA-Linux-x86_64-.*\.run" "$TMP/out" || fail "fetch --dry-run does not list the runfile: $(cat "$TMP/out")"
 grep -qE "[0-9a-f]{64}" "$TMP/out" || fail "fetch --dry-run does not show the sha256"
 grep -q "https://" "$TMP/out" || fail "fetch --dry-run does not show the URL"
 [ ! -e "$TMP/dry" ] || fail "fetch --dry-run wrote into its state directory: $(find "$TMP/dry")"
 
 # 4. A failed fetch is a failure, and it does not touch the last verification.
-expect_exit 13 "$GB" --root "$M" fetch --profile minimal --ca-file /nonexistent/ca.pem --state-dir "$S"
+expect_exit 13 "$GB" --root "$M" fetch --ca-file /nonexistent/ca.pem --state-dir "$S"
 grep -q "CA file '/nonexistent/ca.pem' cannot be read" "$TMP/err" || fail "unreadable CA file not named: $(cat "$TMP/err")"
 grep -q "^fetched\|^cached" "$TMP/out" && fail "fetch printed success with an unreadable CA file: $(cat "$TMP/out")"
 python3 - "$S/status.json" <<'PY' || fail "status after a failed fetch"
@@ -57,7 +57,7 @@ d = json.load(open(sys.argv[1]))
 assert d["command"] == "fetch" and d["exit_code"] == 13, (d["command"], d["exit_code"])
 assert all(a["result"] != "verified" for a in d["artifacts"]), d["artifacts"]
 PY
-expect_exit 13 "$GB" --root "$M" fetch --offline --profile minimal --state-dir "$S"
+expect_exit 13 "$GB" --root "$M" fetch --offline --state-dir "$S"
 grep -q '^gpuboot.dev/verified=true$' "$S/nfd-features" || fail "fetch flipped the NFD verdict: $(cat "$S/nfd-features")"
 grep -q '^gpuboot.dev/gpu-count=8$' "$S/nfd-features" || fail "fetch changed the NFD gpu-count: $(cat "$S/nfd-features")"
 grep -q '^gpuboot_verified 1$' "$S/gpuboot.prom" || fail "fetch changed the verified metric"
