@@ -86,14 +86,15 @@ static int split_words(const char *line, size_t len, char *buf, const char **w, 
 typedef int (*line_fn)(const char **w, size_t n, void *data);
 static int each_line(const char *text, size_t len, line_fn fn, void *data)
 {
-	_cleanup_free_ char *buf = malloc(len + 1);
+	_cleanup_free_ char *buf = NULL;
 	const char *w[MAX_WORDS];
 	size_t pos = 0;
 
-	if (!buf)
-		return -ENOMEM;
 	if (memchr(text, '\0', len))
 		return -EINVAL;
+	buf = malloc(len + 1);
+	if (!buf)
+		return -ENOMEM;
 	while (pos < len) {
 		const char *nl = memchr(text + pos, '\n', len - pos);
 		size_t l = nl ? (size_t)(nl - (text + pos)) : len - pos, n = 0;
@@ -107,6 +108,15 @@ static int each_line(const char *text, size_t len, line_fn fn, void *data)
 	return 0;
 }
 
+/* The end of the line at pos in a GRUB environment block: a newline that
+ * no backslash escapes. */
+static size_t env_line_end(const char *buf, size_t len, size_t pos)
+{
+	while (pos < len && buf[pos] != '\n')
+		pos += buf[pos] == '\\' && pos + 1 < len ? 2 : 1;
+	return pos;
+}
+
 int gb_grubenv_get(const char *buf, size_t len, const char *key, char *ret, size_t n)
 {
 	static const char magic[] = "# GRUB Environment Block\n";
@@ -115,18 +125,20 @@ int gb_grubenv_get(const char *buf, size_t len, const char *key, char *ret, size
 	if (len < pos || memcmp(buf, magic, pos) != 0 || memchr(buf, '\0', len))
 		return -EINVAL;
 	while (pos < len) {
-		const char *line = buf + pos, *nl = memchr(line, '\n', len - pos);
-		size_t l = nl ? (size_t)(nl - line) : len - pos;
-		pos += l + 1;
+		size_t end = env_line_end(buf, len, pos), o = 0;
+		const char *line = buf + pos;
+		size_t l = end - pos;
+		pos = end + 1;
 		if (l <= klen || line[0] == '#' || memcmp(line, key, klen) != 0 || line[klen] != '=')
 			continue;
 		/* grub-editenv escapes '\' and newline with a backslash */
-		size_t o = 0;
 		for (size_t i = klen + 1; i < l; i++) {
 			if (line[i] == '\\' && i + 1 < l)
 				i++;
-			if ((unsigned char)line[i] < 0x20 || o + 1 >= n)
-				return (unsigned char)line[i] < 0x20 ? -EINVAL : -ENAMETOOLONG;
+			if ((unsigned char)line[i] < 0x20 && line[i] != '\n')
+				return -EINVAL;
+			if (o + 1 >= n)
+				return -ENAMETOOLONG;
 			ret[o++] = line[i];
 		}
 		ret[o] = '\0';
@@ -436,16 +448,19 @@ int gb_bls_pick(const struct gb_bls_entry *e, size_t n, const char *def)
 /* The BLS entries under root, sorted. -ENOENT when there is none. */
 static int bls_read(struct gb_root *root, struct gb_bls_entry **ret, size_t *ret_n)
 {
-	_cleanup_free_ struct gb_bls_entry *e = calloc(GB_BLS_MAX_ENTRIES, sizeof(*e));
+	_cleanup_free_ struct gb_bls_entry *e = NULL;
 	char **names = NULL;
 	size_t n_names = 0, n = 0;
 	int r;
 
-	if (!e)
-		return -ENOMEM;
 	r = gb_root_list_dir(root, "boot/loader/entries", &names, &n_names);
 	if (r < 0)
 		return r;
+	e = calloc(GB_BLS_MAX_ENTRIES, sizeof(*e));
+	if (!e) {
+		gb_strv_free(names);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n_names && n < GB_BLS_MAX_ENTRIES; i++) {
 		_cleanup_free_ char *text = NULL;
 		size_t l = strlen(names[i]), tlen;

@@ -426,12 +426,17 @@ static void archive_freep(struct archive **a)
 		archive_read_free(*a);
 }
 
+/* The buffers of the two readers, in one allocation. */
+struct readers {
+	struct source src;
+	struct stream st;
+};
+
 static int scan_compressed(int fd, uint64_t off, uint64_t size, const struct gb_initramfs_limits *lim,
                            struct gb_initramfs_scan *s)
 {
 	_cleanup_(archive_freep) struct archive *outer = NULL, *inner = NULL;
-	_cleanup_free_ struct source *src = calloc(1, sizeof(*src));
-	_cleanup_free_ struct stream *st = calloc(1, sizeof(*st));
+	_cleanup_free_ struct readers *b = NULL;
 	struct archive_entry *e;
 	unsigned char head[8];
 	const char *name;
@@ -439,8 +444,6 @@ static int scan_compressed(int fd, uint64_t off, uint64_t size, const struct gb_
 	size_t got;
 	int r;
 
-	if (!src || !st)
-		return -ENOMEM;
 	if ((r = read_at(fd, off, head, sizeof(head), &got)) < 0)
 		return fail(s, r, "cannot read at offset %llu", (unsigned long long)off);
 	name = gb_initramfs_compression(head, got);
@@ -452,23 +455,27 @@ static int scan_compressed(int fd, uint64_t off, uint64_t size, const struct gb_
 	if (!(filter = builtin_filter(name)))
 		return fail(s, -EPROTONOSUPPORT, "this build cannot decompress %s (offset %llu)", name,
 		            (unsigned long long)off);
-	*src = (struct source){ .fd = fd, .off = off, .end = size };
 	if (!(inner = archive_read_new()) || !(outer = archive_read_new()))
 		return -ENOMEM;
 	if (filter(inner) != ARCHIVE_OK || archive_read_support_format_raw(inner) != ARCHIVE_OK ||
-	    archive_read_open(inner, src, NULL, source_read, NULL) != ARCHIVE_OK ||
+	    archive_read_support_format_cpio(outer) != ARCHIVE_OK)
+		return fail(s, -EPROTONOSUPPORT, "libarchive refused the %s filter", name);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->src = (struct source){ .fd = fd, .off = off, .end = size };
+	if (archive_read_open(inner, &b->src, NULL, source_read, NULL) != ARCHIVE_OK ||
 	    archive_read_next_header(inner, &e) != ARCHIVE_OK)
 		return fail(s, -EBADMSG, "the %s data at offset %llu: %s", name, (unsigned long long)off,
 		            archive_error_string(inner) ? archive_error_string(inner) : "unreadable");
-	st->inner = inner;
-	st->lim = lim;
-	if (archive_read_support_format_cpio(outer) != ARCHIVE_OK ||
-	    archive_read_open(outer, st, NULL, stream_read, NULL) != ARCHIVE_OK)
-		return st->err ? fail(s, st->err, "%s", st->why)
-		               : fail(s, -EBADMSG, "the %s data at offset %llu is not a cpio archive: %s", name,
-		                      (unsigned long long)off,
-		                      archive_error_string(outer) ? archive_error_string(outer) : "unreadable");
-	return read_cpio(outer, st, lim, s);
+	b->st.inner = inner;
+	b->st.lim = lim;
+	if (archive_read_open(outer, &b->st, NULL, stream_read, NULL) != ARCHIVE_OK)
+		return b->st.err ? fail(s, b->st.err, "%s", b->st.why)
+		                 : fail(s, -EBADMSG, "the %s data at offset %llu is not a cpio archive: %s", name,
+		                        (unsigned long long)off,
+		                        archive_error_string(outer) ? archive_error_string(outer) : "unreadable");
+	return read_cpio(outer, &b->st, lim, s);
 }
 
 int gb_initramfs_scan_fd(int fd, const struct gb_initramfs_limits *lim, struct gb_initramfs_scan *ret)
