@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* The prepare stage: make the machine ready for the NVIDIA driver before
+ * anything is installed. Here: nouveau (blacklist it, unbind and unload it
+ * where nothing holds it, rebuild the initramfs of every kernel that will
+ * boot only where that initramfs would still load it), the kernel that
+ * GRUB boots next (modules are built for it before a reboot), and the
+ * resume unit that finishes the run after a needed reboot, with the rule
+ * that stops a run from rebooting in a loop.
+ *
+ * Every effect goes through the operations table or the root-relative
+ * writers and is journaled before and after; a second run finds nothing
+ * to do (the blacklist is unchanged, the initramfs no longer loads
+ * nouveau). */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "prepare/bootloader.h"
+#include "shared/ops.h"
+
+struct gb_ctx;
+struct gb_journal;
+
+#define GB_PREPARE_BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
+#define GB_PREPARE_BLACKLIST_TEXT "blacklist nouveau\noptions nouveau modeset=0\n"
+/* dracut (RHEL family, Amazon Linux 2023, SUSE): leave the module out */
+#define GB_PREPARE_DRACUT_PATH "etc/dracut.conf.d/gpuboot-omit-nouveau.conf"
+#define GB_PREPARE_DRACUT_TEXT "omit_drivers+=\" nouveau \"\n"
+#define GB_PREPARE_MAX_KERNELS 16
+#define GB_PREPARE_MAX_GPUS 64
+#define GB_PREPARE_REBOOT_NOUVEAU "nouveau-in-use"
+
+/* The plan's nouveau action (plan.nouveau.action). */
+enum gb_prepare_nouveau_action {
+	GB_PREPARE_NOUVEAU_NONE = 0, /* nothing to do */
+	GB_PREPARE_NOUVEAU_BLACKLIST, /* not loaded: blacklist, initramfs */
+	GB_PREPARE_NOUVEAU_UNLOAD, /* blacklist, initramfs, unbind and unload (reboot if held) */
+	GB_PREPARE_NOUVEAU_REBOOT, /* blacklist, initramfs; the kernel reboot already planned clears it */
+};
+
+/* "none", "blacklist", "unload", "reboot" -> the action; -EINVAL otherwise. */
+int gb_prepare_nouveau_action_parse(const char *s, enum gb_prepare_nouveau_action *ret);
+
+/* The tool that rebuilds an initramfs. */
+enum gb_initramfs_tool {
+	GB_INITRAMFS_TOOL_AUTO = 0, /* by the image's name: initrd.img-* initramfs-tools, else dracut */
+	GB_INITRAMFS_TOOL_INITRAMFS_TOOLS, /* Debian, Ubuntu: update-initramfs -u -k KVER */
+	GB_INITRAMFS_TOOL_DRACUT, /* RHEL family, Amazon Linux 2023, SUSE: dracut -f --kver KVER */
+};
+
+struct gb_prepare_input {
+	enum gb_prepare_nouveau_action nouveau;
+	enum gb_initramfs_tool tool;
+	unsigned regen_timeout_ms; /* one rebuild; 0: 15 minutes */
+	unsigned read_timeout_ms; /* reading one initramfs; 0: 2 minutes */
+};
+
+/* What an initramfs would do about nouveau. */
+enum gb_initramfs_verdict {
+	GB_INITRAMFS_MISSING = 0, /* the kernel has none: nothing to rebuild */
+	GB_INITRAMFS_CLEAN, /* no nouveau.ko inside */
+	GB_INITRAMFS_BLACKLISTED, /* nouveau.ko inside, and a modprobe.d file inside blacklists it */
+	GB_INITRAMFS_LOADS_NOUVEAU, /* nouveau.ko inside, not blacklisted: rebuild */
+	GB_INITRAMFS_UNREADABLE, /* see detail */
+};
+
+const char *gb_initramfs_verdict_name(enum gb_initramfs_verdict v);
+
+struct gb_prepare_image {
+	char kver[GB_KVER_MAX];
+	char path[GB_KVER_MAX + 32]; /* below the root: boot/initrd.img-KVER, ... */
+	enum gb_initramfs_verdict before, after; /* after: only when rebuilt */
+	bool rebuilt;
+	int err; /* reading it (before, or after the rebuild) */
+	char detail[200]; /* why it is unreadable, or which entry decided */
+};
+
+struct gb_prepare_result {
+	enum gb_module_state state; /* nouveau's, when we came */
+	unsigned n_unbound; /* GPUs unbound from nouveau */
+	bool unloaded;
+	bool blacklist_changed; /* the modprobe.d (or dracut) file was written, not merely unchanged */
+	struct gb_prepare_image images[GB_PREPARE_MAX_KERNELS];
+	size_t n_images;
+	unsigned n_rebuilt;
+	bool reboot_needed;
+	const char *reboot_reason; /* a stable id for the journal: GB_PREPARE_REBOOT_NOUVEAU */
+	char cause[320]; /* why a reboot is needed, or why the stage failed */
+};
+
+/* The nouveau part of prepare. Returns 0 (ret->reboot_needed says whether
+ * a reboot must follow, ret->cause why), or a negative errno with
+ * ret->cause: -EOPNOTSUPP when nouveau is built into the kernel, -EIO when
+ * a rebuild failed or its result still loads nouveau, another errno when
+ * the journal or a file could not be written. ret is always filled. */
+int gb_prepare_nouveau(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_prepare_input *in,
+                       struct gb_prepare_result *ret);
+
+/* The kernel releases that can boot under root: boot/vmlinuz-KVER, and
+ * lib/modules/KVER/vmlinuz (Fedora's layout); the rescue kernel
+ * (0-rescue-*) left out. Sorted, at most max. */
+int gb_prepare_kernels(struct gb_root *root, char (*ret)[GB_KVER_MAX], size_t max, size_t *ret_n);
+
+/* Read one initramfs below root: its verdict, with detail (the entry that
+ * decided, or why it could not be read) and the scan's errno in *ret_err. */
+enum gb_initramfs_verdict gb_prepare_initramfs_verdict(struct gb_ctx *ctx, const char *path, unsigned timeout_ms,
+                                                       char *detail, size_t detailsz, int *ret_err);
+
+/* The result for the status document. New object. */
+json_object *gb_prepare_result_to_json(const struct gb_prepare_result *r);
+
+/* ---- reboot and resume ---- */
+
+#define GB_PREPARE_RESUME_UNIT "gpuboot-resume.service"
+#define GB_PREPARE_RESUME_PATH "etc/systemd/system/gpuboot-resume.service"
+#define GB_PREPARE_RESUME_WANTS "etc/systemd/system/multi-user.target.wants/gpuboot-resume.service"
+#define GB_PREPARE_MAX_REBOOTS 2
+
+/* May this run reboot (again) for reason? Decided from the journal
+ * document alone: the boots it has spanned ("boots") and the reboots it
+ * recorded (steps of kind "reboot": reason and the boot they were armed
+ * in). Allowed: a reason not taken before, while fewer than
+ * GB_PREPARE_MAX_REBOOTS reboots have been taken; the same reason armed in
+ * this same boot (a rerun before the reboot). Refused (-ELOOP, why says
+ * so): a reason already taken in an earlier boot (that reboot did not
+ * help), or a third reboot. */
+int gb_prepare_reboot_allowed(json_object *doc, const char *reason, char *why, size_t whysz);
+
+/* Arm the resume: record the reboot (step "reboot:<reason>") after
+ * gb_prepare_reboot_allowed, write GB_PREPARE_RESUME_PATH (a oneshot
+ * `gpuboot run --resume` with this run's options, after
+ * network-online.target) and enable it: systemctl enable on the live
+ * machine, the multi-user.target.wants/ link under an image root. 0, or
+ * -ELOOP (why says so), -EINVAL for an option that cannot be written into
+ * a unit, another negative errno. */
+int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *reason, char *why, size_t whysz);
+
+/* Disarm it when the run ends (done, or failed for good): disable and
+ * remove the unit. 0 when there is nothing (left) to remove. */
+int gb_prepare_disarm_resume(struct gb_ctx *ctx, struct gb_journal *j);
+
+/* The unit's text for ctx's options. -EINVAL for an option value that
+ * would break the unit (whitespace, quotes, '%', '$', '\', control bytes). */
+int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *ret_len);

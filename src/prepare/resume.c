@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/* Reboot and resume. gpuboot never reboots by itself: a needed reboot
+ * writes and enables a oneshot unit that runs `gpuboot run --resume` with
+ * the same options at the next boot, and the run exits 3. The journal
+ * carries what stops a loop: the boots the run has spanned and every
+ * reboot it armed, with its reason and the boot it was armed in. */
+#include "prepare.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "run/journal.h"
+#include "shared/json-util.h"
+#include "shared/macro.h"
+#include "shared/root-write.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+#define UNIT_TARGET "/etc/systemd/system/" GB_PREPARE_RESUME_UNIT
+
+int gb_prepare_reboot_allowed(json_object *doc, const char *reason, char *why, size_t whysz)
+{
+	json_object *steps = gb_json_get(doc, "steps");
+	int boots = json_object_get_int(gb_json_get(doc, "boots")), taken = 0;
+
+	if (boots < 1)
+		boots = 1;
+	for (size_t i = 0; steps && json_object_is_type(steps, json_type_array) && i < json_object_array_length(steps);
+	     i++) {
+		json_object *s = json_object_array_get_idx(steps, i);
+		const char *kind = gb_json_get_str(s, "kind"), *r = gb_json_get_str(s, "reason");
+		int boot = json_object_get_int(gb_json_get(s, "boot"));
+		if (!kind || !streq(kind, "reboot") || !r)
+			continue;
+		if (streq(r, reason)) {
+			if (boot >= boots)
+				return 0; /* armed in this boot already: the same reboot, not another */
+			snprintf(why, whysz,
+			         "the reboot for %s was taken after boot %d and is needed again in boot %d: it did not "
+			         "help, so gpuboot stops rather than reboot in a loop",
+			         reason, boot, boots);
+			return -ELOOP;
+		}
+		if (boot < boots)
+			taken++;
+	}
+	if (taken >= GB_PREPARE_MAX_REBOOTS || boots > GB_PREPARE_MAX_REBOOTS) {
+		snprintf(why, whysz,
+		         "this run has rebooted %d times (boot %d now); a reboot for %s would be one more than the %d "
+		         "allowed",
+		         taken, boots, reason, GB_PREPARE_MAX_REBOOTS);
+		return -ELOOP;
+	}
+	return 0;
+}
+
+/* A value that can stand as one word of ExecStart= unquoted. */
+static bool unit_word_ok(const char *s)
+{
+	if (!s || !s[0] || strlen(s) > 1024)
+		return false;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || strchr("\"'\\%$;", *p))
+			return false;
+	return true;
+}
+
+static int add_opt(char *buf, size_t bufsz, size_t *o, const char *name, const char *value)
+{
+	int n;
+	if (value && !unit_word_ok(value))
+		return -EINVAL;
+	n = snprintf(buf + *o, bufsz - *o, " --%s%s%s", name, value ? " " : "", value ? value : "");
+	if (n < 0 || (size_t)n >= bufsz - *o)
+		return -ENOBUFS;
+	*o += (size_t)n;
+	return 0;
+}
+
+/* ExecStart's options: those that decide the plan (the resumed run must
+ * find the same plan hash) and where its files go. Never --root (the
+ * resume runs on the booted machine), --force or --target-gpu. */
+static int exec_options(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *o)
+{
+	const struct gb_options *opt = &ctx->opt;
+	int r = 0;
+
+	if (opt->profile)
+		r = add_opt(buf, bufsz, o, "profile", opt->profile);
+	if (r >= 0 && opt->config_given && opt->config)
+		r = add_opt(buf, bufsz, o, "config", opt->config);
+	if (r >= 0 && opt->state_dir_given && opt->state_dir)
+		r = add_opt(buf, bufsz, o, "state-dir", opt->state_dir);
+	if (r >= 0 && opt->run_dir_given && opt->run_dir)
+		r = add_opt(buf, bufsz, o, "run-dir", opt->run_dir);
+	if (r >= 0 && opt->mirror)
+		r = add_opt(buf, bufsz, o, "mirror", opt->mirror);
+	if (r >= 0 && opt->ca_file)
+		r = add_opt(buf, bufsz, o, "ca-file", opt->ca_file);
+	for (size_t i = 0; r >= 0 && i < opt->n_trust_keys && i < GB_MAX_TRUST_KEYS; i++)
+		r = add_opt(buf, bufsz, o, "trust-key", opt->trust_keys[i]);
+	if (r >= 0 && opt->offline)
+		r = add_opt(buf, bufsz, o, "offline", NULL);
+	if (r >= 0 && opt->no_verify)
+		r = add_opt(buf, bufsz, o, "no-verify", NULL);
+	if (r >= 0 && opt->reboot)
+		r = add_opt(buf, bufsz, o, "reboot", NULL);
+	return r;
+}
+
+int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *ret_len)
+{
+	const char *state = ctx->opt.state_dir ? ctx->opt.state_dir : "/var/lib/gpuboot";
+	size_t o;
+	int n, r;
+
+	if (!unit_word_ok(state))
+		return -EINVAL;
+	n = snprintf(buf, bufsz,
+	             "# Written by gpuboot: finishes a run after the reboot it needed, then removes itself.\n"
+	             "[Unit]\n"
+	             "Description=gpuboot: finish the GPU setup after a reboot\n"
+	             "Wants=network-online.target\n"
+	             "After=network-online.target\n"
+	             "ConditionPathExists=%s/journal.json\n"
+	             "\n"
+	             "[Service]\n"
+	             "Type=oneshot\n"
+	             "ExecStart=/usr/local/bin/gpuboot run --resume",
+	             state);
+	if (n < 0 || (size_t)n >= bufsz)
+		return -ENOBUFS;
+	o = (size_t)n;
+	r = exec_options(ctx, buf, bufsz, &o);
+	if (r < 0)
+		return r;
+	/* 3 is "reboot needed": the unit stays armed for the next boot. Any
+	 * other end disables it, even when gpuboot could not (a crash). */
+	n = snprintf(buf + o, bufsz - o,
+	             "\n"
+	             "SuccessExitStatus=3\n"
+	             "ExecStopPost=/bin/sh -c '[ \"$$EXIT_STATUS\" = 3 ] || exec systemctl --no-reload disable "
+	             "%s'\n"
+	             "TimeoutStartSec=2h\n"
+	             "StandardOutput=journal+console\n"
+	             "\n"
+	             "[Install]\n"
+	             "WantedBy=multi-user.target\n",
+	             GB_PREPARE_RESUME_UNIT);
+	if (n < 0 || (size_t)n >= bufsz - o)
+		return -ENOBUFS;
+	*ret_len = o + (size_t)n;
+	return 0;
+}
+
+/* The wants/ link under an image root (systemctl cannot run there). */
+static int link_wants(struct gb_ctx *ctx)
+{
+	_cleanup_free_ char *target = NULL;
+	const char *name;
+	int dfd, r = 0;
+
+	if (gb_root_readlink(ctx->root, GB_PREPARE_RESUME_WANTS, &target) == 0 && streq(target, UNIT_TARGET))
+		return 0;
+	dfd = gb_root_open_parent(ctx->root, GB_PREPARE_RESUME_WANTS, true, &name);
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		r = negative_errno();
+	if (r == 0 && symlinkat(UNIT_TARGET, dfd, name) < 0)
+		r = negative_errno();
+	if (r == 0 && fsync(dfd) < 0)
+		r = negative_errno();
+	close(dfd);
+	return r;
+}
+
+/* One journaled effect: step id, then fn. */
+static int step(struct gb_journal *j, const char *id, const char *kind, json_object *detail,
+                int (*fn)(struct gb_ctx *ctx, const char *arg), const char *arg)
+{
+	int r = gb_journal_begin(j, "prepare", id, kind, detail);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = fn(j->ctx, arg);
+	if (r == 0)
+		j->n_effects++;
+	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
+}
+
+static int do_enable(struct gb_ctx *ctx, const char *unit)
+{
+	return ctx->root->is_host ? ctx->ops->systemctl(ctx->ops, "enable", unit) : link_wants(ctx);
+}
+
+static int do_disable(struct gb_ctx *ctx, const char *unit)
+{
+	return ctx->root->is_host ? ctx->ops->systemctl(ctx->ops, "disable", unit)
+	                          : gb_root_unlink(ctx->root, GB_PREPARE_RESUME_WANTS);
+}
+
+static int do_unlink(struct gb_ctx *ctx, const char *path)
+{
+	return gb_root_unlink(ctx->root, path);
+}
+
+int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *reason, char *why, size_t whysz)
+{
+	char text[4096], id[128];
+	json_object *d;
+	size_t len;
+	int r;
+
+	why[0] = '\0';
+	if (!reason || !unit_word_ok(reason) || strlen(reason) > 64)
+		return -EINVAL;
+	r = gb_prepare_reboot_allowed(j->doc, reason, why, whysz);
+	if (r < 0)
+		return r;
+	r = gb_prepare_resume_unit_text(ctx, text, sizeof(text), &len);
+	if (r < 0) {
+		snprintf(why, whysz, "an option cannot be written into the resume unit (whitespace, a quote, %% or $)");
+		return r;
+	}
+	snprintf(id, sizeof(id), "reboot:%s", reason);
+	d = json_object_new_object();
+	json_object_object_add(d, "reason", json_object_new_string(reason));
+	json_object_object_add(d, "boot", json_object_new_int(json_object_get_int(gb_json_get(j->doc, "boots"))));
+	r = gb_journal_begin(j, "prepare", id, "reboot", d);
+	if (r < 0)
+		return r;
+	r = gb_journal_write_file(j, "prepare", GB_PREPARE_RESUME_PATH, text, len, 0644);
+	if (r >= 0) {
+		d = json_object_new_object();
+		json_object_object_add(d, "unit", json_object_new_string(GB_PREPARE_RESUME_UNIT));
+		r = step(j,
+		         ctx->root->is_host ? "systemctl:enable:" GB_PREPARE_RESUME_UNIT
+		                            : "link:" GB_PREPARE_RESUME_WANTS,
+		         ctx->root->is_host ? "command" : "file", d, do_enable, GB_PREPARE_RESUME_UNIT);
+	}
+	if (r < 0)
+		snprintf(why, whysz, "cannot arm %s: %s", GB_PREPARE_RESUME_UNIT, strerror(-r));
+	if (gb_journal_end(j, id, r < 0 ? r : 0, NULL) < 0 && r >= 0)
+		r = -EIO;
+	return r < 0 ? r : 0;
+}
+
+int gb_prepare_disarm_resume(struct gb_ctx *ctx, struct gb_journal *j)
+{
+	bool unit = gb_root_lexists(ctx->root, GB_PREPARE_RESUME_PATH);
+	bool wants = !ctx->root->is_host && gb_root_lexists(ctx->root, GB_PREPARE_RESUME_WANTS);
+	int r = 0;
+
+	if (!unit && !wants)
+		return 0;
+	if (unit || wants)
+		r = step(j,
+		         ctx->root->is_host ? "systemctl:disable:" GB_PREPARE_RESUME_UNIT
+		                            : "unlink:" GB_PREPARE_RESUME_WANTS,
+		         ctx->root->is_host ? "command" : "file", NULL, do_disable, GB_PREPARE_RESUME_UNIT);
+	if (r >= 0 && unit)
+		r = step(j, "unlink:" GB_PREPARE_RESUME_PATH, "file", NULL, do_unlink, GB_PREPARE_RESUME_PATH);
+	return r;
+}
