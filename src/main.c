@@ -53,6 +53,8 @@ enum {
 	OPT_PARALLEL,
 	OPT_FORCE,
 	OPT_METHOD,
+	OPT_REBOOT,
+	OPT_RESUME,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -102,6 +104,9 @@ static const struct option_doc options[] = {
 	{ "dry-run", no_argument, OPT_DRY_RUN, RUNS | GB_CMD_FETCH, NULL,
 	  "decide and print what would happen; write nothing, anywhere" },
 	{ "force", no_argument, OPT_FORCE, RUNS, NULL, "abandon an unfinished run of another plan (see the journal)" },
+	{ "reboot", no_argument, OPT_REBOOT, RUNS, NULL, "when a reboot is needed, ask systemd for it (else exit 3)" },
+	{ "resume", no_argument, OPT_RESUME, GB_CMD_RUN, NULL,
+	  "run: started by gpuboot-resume.service after a reboot (the journal continues)" },
 	{ "method", required_argument, OPT_METHOD, DECIDES, "METHOD",
 	  "install method: packages (NVIDIA's repositories), distro (the distribution's), runfile" },
 	{ "json", no_argument, OPT_JSON, GB_CMD_DETECT | GB_CMD_PLAN | GB_CMD_VERIFY | GB_CMD_STATUS, NULL,
@@ -193,6 +198,8 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_REPAIR: o->repair = true; break;
 	case OPT_DRY_RUN: o->dry_run = true; break;
 	case OPT_FORCE: o->force = true; break;
+	case OPT_REBOOT: o->reboot = true; break;
+	case OPT_RESUME: o->resume = true; break;
 	case OPT_METHOD:
 		if (!streq(arg, "packages") && !streq(arg, "distro") && !streq(arg, "runfile")) {
 			gb_log_error("--method must be packages, distro or runfile, not '%s'", arg);

@@ -16,6 +16,7 @@
 #include "exit-codes.h"
 #include "run.h"
 #include "load/load.h"
+#include "prepare/prepare.h"
 #include "run/journal.h"
 #include "run/stage.h"
 #include "run/verify-stage.h"
@@ -175,18 +176,100 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	return code;
 }
 
-/* Until the prepare, install and load stages exist, a plan that needs
- * them ends the run here, with nothing changed. */
+/* What this version can change: nouveau (prepare), the distribution's own
+ * packages (install, --method distro), the modules (load). Anything else
+ * the plan needs ends the run before the first change, and says so. */
+/* Set once the install stage is wired in. */
+static bool gb_install_available(void)
+{
+	return false;
+}
+
+static const char *not_implemented(const struct run *r)
+{
+	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
+	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none"))
+		return "installing kernel headers or an HWE kernel";
+	if (!streq(a, "keep") && !streq(r->plan.driver.method, "distro"))
+		return streq(r->plan.driver.method, "runfile") ? "the runfile method" : "the packages method";
+	if (!streq(a, "keep") && !gb_install_available())
+		return "the install stage";
+	if (r->plan.cuda.action && streq(r->plan.cuda.action, "install"))
+		return "installing CUDA";
+	if (r->plan.toolkit.action && !streq(r->plan.toolkit.action, "keep") && !streq(r->plan.toolkit.action, "none"))
+		return "installing the Container Toolkit";
+	return NULL;
+}
+
+static enum gb_initramfs_tool initramfs_tool(const struct gb_plan *p)
+{
+	if (streq(p->in.pkgmgr, "apt"))
+		return GB_INITRAMFS_TOOL_INITRAMFS_TOOLS;
+	if (streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum") || streq(p->in.pkgmgr, "zypper"))
+		return GB_INITRAMFS_TOOL_DRACUT;
+	return GB_INITRAMFS_TOOL_AUTO;
+}
+
+/* A reboot is needed: arm the resume unit and end with exit 3 (with
+ * --reboot, ask systemd). A reboot that would loop is a failure. */
+static int need_reboot(struct run *r, struct gb_stage *st, const char *reason, const char *cause)
+{
+	char why[320] = "";
+	int k = gb_prepare_arm_resume(r->ctx, r->journal, reason, why, sizeof(why));
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "%s", why[0] ? why : strerror(-k));
+		gb_stage_hint(st, "%s", cause);
+		return GB_EXIT_FAILED;
+	}
+	gb_stage_end(r->ctx, st, "reboot-needed", 0, "%s", cause);
+	gb_stage_hint(st, "the resume unit (gpuboot-resume.service) finishes the run after the reboot%s",
+	              r->ctx->opt.reboot ? "; rebooting now" : "; reboot when convenient, or pass --reboot");
+	if (r->ctx->opt.reboot && r->ctx->root->is_host && r->ctx->ops->systemctl(r->ctx->ops, "reboot", NULL) < 0)
+		gb_log_warning("systemctl reboot failed; reboot the machine to finish");
+	return GB_EXIT_REBOOT;
+}
+
 static int stage_prepare(struct run *r, struct gb_stage *st)
 {
+	struct gb_prepare_input in = { .tool = initramfs_tool(&r->plan) };
+	struct gb_prepare_result *pr;
+	const char *ni;
+	int k, code = 0;
+
 	if (nothing_to_change(r))
 		return stage_skip_if_kept(r, st);
-	gb_stage_end(r->ctx, st, "not-implemented", -EOPNOTSUPP,
-	             "prepare, install and load are not implemented yet in gpuboot %s", GPUBOOT_VERSION);
-	gb_stage_hint(st, "this version detects, plans, fetches (gpuboot fetch) and verifies (gpuboot verify); nothing "
-	                  "was changed");
-	gb_log_error("'%s': %s; the plan above is what it will do", r->st.command, st->error);
-	return GB_EXIT_USAGE;
+	ni = not_implemented(r);
+	if (ni) {
+		gb_stage_end(r->ctx, st, "not-implemented", -EOPNOTSUPP, "%s is not implemented yet in gpuboot %s", ni,
+		             GPUBOOT_VERSION);
+		gb_stage_hint(st, "nothing was changed; --method distro installs Debian 12/13's own driver; the plan "
+		                  "above is what a later version will do");
+		gb_log_error("'%s': %s; nothing was changed", r->st.command, st->error);
+		return GB_EXIT_USAGE;
+	}
+	if (gb_prepare_nouveau_action_parse(r->plan.nouveau.action, &in.nouveau) < 0)
+		in.nouveau = GB_PREPARE_NOUVEAU_BLACKLIST;
+	pr = calloc(1, sizeof(*pr));
+	if (!pr) {
+		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
+		return GB_EXIT_FAILED;
+	}
+	k = gb_prepare_nouveau(r->ctx, r->journal, &in, pr);
+	json_object_put(r->st.prepare);
+	r->st.prepare = gb_prepare_result_to_json(pr);
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "%s", pr->cause[0] ? pr->cause : strerror(-k));
+		gb_stage_hint(st, "see the prepare entry of the status document; the journal lists what was done");
+		gb_log_error("prepare: %s", st->error);
+		code = GB_EXIT_FAILED;
+	} else if (pr->reboot_needed || r->plan.kernel.reboot_required) {
+		code = need_reboot(r, st, pr->reboot_needed ? pr->reboot_reason : "kernel",
+		                   pr->reboot_needed ? pr->cause : r->plan.kernel.reason);
+	} else {
+		gb_stage_end(r->ctx, st, "ok", 0, NULL);
+	}
+	free(pr);
+	return code;
 }
 
 static int stage_verify(struct run *r, struct gb_stage *st)
@@ -314,6 +397,8 @@ int gb_run(struct gb_ctx *ctx)
 		goto out;
 	r.st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	code = walk(&r);
+	if (r.journal && code != GB_EXIT_REBOOT && gb_prepare_disarm_resume(ctx, r.journal) < 0)
+		gb_log_warning("Failed to disarm gpuboot-resume.service, ignoring");
 	if (r.journal) {
 		if (gb_journal_finish(r.journal, journal_state(code), code) < 0 && code == GB_EXIT_OK)
 			code = GB_EXIT_FAILED;

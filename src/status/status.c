@@ -27,7 +27,9 @@ void gb_status_done(struct gb_status *s)
 	json_object_put(s->artifacts);
 	json_object_put(s->journal);
 	json_object_put(s->load);
-	s->facts = s->plan = s->artifacts = s->journal = s->load = NULL;
+	json_object_put(s->prepare);
+	json_object_put(s->install);
+	s->facts = s->plan = s->artifacts = s->journal = s->load = s->prepare = s->install = NULL;
 	for (size_t i = 0; i < s->n_stages; i++)
 		if (s->stages[i] != &s->lost)
 			free(s->stages[i]);
@@ -162,6 +164,8 @@ static json_object *status_doc(const struct gb_status *s, json_object *prev)
 	json_object_object_add(o, "plan", part(s->plan, prev, "plan", NULL));
 	json_object_object_add(o, "artifacts", part(s->artifacts, prev, "artifacts", json_object_new_array()));
 	json_object_object_add(o, "journal", s->journal ? json_object_get(s->journal) : NULL);
+	json_object_object_add(o, "prepare", s->prepare ? json_object_get(s->prepare) : NULL);
+	json_object_object_add(o, "install", s->install ? json_object_get(s->install) : NULL);
 	json_object_object_add(o, "load", s->load ? json_object_get(s->load) : NULL);
 	/* The last verification is this command's, or carried over unchanged. */
 	ver = s->verify && s->finished_ns ? verification_json(s) : NULL;

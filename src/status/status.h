@@ -36,6 +36,8 @@ struct gb_status {
 	json_object *artifacts; /* owned, or NULL (kept) */
 	json_object *journal; /* owned summary, or NULL */
 	json_object *load; /* owned: the load stage's result, or NULL */
+	json_object *prepare; /* owned: the prepare stage's result, or NULL */
+	json_object *install; /* owned: the install stage's result, or NULL */
 	struct gb_stage **stages; /* gb_stage_begin appends; never a fixed number */
 	size_t n_stages;
 	struct gb_stage lost; /* where a stage goes when memory ran out: never dropped silently */

@@ -81,4 +81,25 @@ S=$TMP/s4
 expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --state-dir "$S"
 got=$(stages "$S")
 [ "$got" = "detect=ok plan=ok prepare=skipped fetch=skipped install=skipped load=skipped verify=skipped" ] || fail "image stages: $got"
+# 4. nouveau drives the GPU, the kept driver is on disk: prepare unbinds and
+#    unloads nouveau (nothing holds it), blacklists it, then the load runs.
+M=$TMP/nv
+cp -a "$FIX/debian12-nvidia535-disk" "$M"
+cp -a "$FIX/t4-nouveau-ubuntu2204/sys" "$M/"
+mkdir -p "$M/sys/module/nouveau" "$M/sys/bus/pci/drivers/nouveau" "$M/proc" "$M/dev"
+echo live >"$M/sys/module/nouveau/initstate"
+echo 0 >"$M/sys/module/nouveau/refcnt"
+: >"$M/sys/bus/pci/drivers/nouveau/unbind"
+ln -s ../../devices/0000:00:04.0 "$M/sys/bus/pci/drivers/nouveau/0000:00:04.0"
+echo "nouveau 2760704 0 - Live 0x0000000000000000" >"$M/proc/modules"
+S=$TMP/s5
+rm -f "$TMP/ops"
+GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops" expect_exit 0 "$GB" --root "$M" run --profile minimal --no-verify --state-dir "$S" --run-dir "$S/run"
+got=$(stages "$S")
+[ "$got" = "detect=ok plan=ok prepare=ok fetch=skipped install=skipped load=ok verify=skipped" ] || fail "nouveau stages: $got ($(cat "$TMP/err"))"
+grep -q "^module_unload nouveau" "$TMP/ops" || fail "nouveau not unloaded: $(cat "$TMP/ops")"
+grep -q "0000:00:04.0" "$M/sys/bus/pci/drivers/nouveau/unbind" || fail "the GPU was not unbound from nouveau"
+grep -q "^blacklist nouveau" "$M/etc/modprobe.d/gpuboot-blacklist-nouveau.conf" || fail "no blacklist"
+[ "$(grep -n "module_unload nouveau" "$TMP/ops" | head -n1 | cut -d: -f1)" -lt "$(grep -n "module_load nvidia" "$TMP/ops" | head -n1 | cut -d: -f1)" ] ||
+	fail "nvidia was loaded before nouveau left"
 echo ok
