@@ -142,21 +142,3 @@ int gb_dpkg_query_parse(const char *out, const char *name, char ret_version[GB_I
 	}
 	return 0;
 }
-
-int gb_kernel_flavour(const char *kver, char *ret, size_t retsz)
-{
-	/* VERSION-ABI-FLAVOUR: "6.1.0-57-cloud-amd64", "6.12.38+deb13-amd64" */
-	const char *p = kver + strspn(kver, "0123456789.+~abcdefghijklmnopqrstuvwxyz");
-	if (*p != '-' || p == kver)
-		return -EINVAL;
-	p++;
-	if (isdigit((unsigned char)*p)) {
-		p += strspn(p, "0123456789");
-		if (*p != '-')
-			return -EINVAL;
-		p++;
-	}
-	if (!*p || !gb_deb_name_valid(p))
-		return -EINVAL;
-	return gb_strscpy(ret, retsz, p) < 0 ? -ENAMETOOLONG : 0;
-}

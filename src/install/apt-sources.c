@@ -303,7 +303,8 @@ static int deb822_emit(struct buf *b, const struct line *lines, size_t n, bool f
 				return -ENOMEM;
 		}
 		for (a = end; a < n && blank(&lines[a]); a++)
-			if (buf_add(b, lines[a].s, lines[a].n) < 0 || ((a + 1 < n || final_nl) && buf_add(b, "\n", 1) < 0))
+			if (buf_add(b, lines[a].s, lines[a].n) < 0 ||
+			    ((a + 1 < n || final_nl) && buf_add(b, "\n", 1) < 0))
 				return -ENOMEM;
 	}
 	return 0;

@@ -118,7 +118,8 @@ int gb_chroot_enter(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *
 		if (r > 0) {
 			r = ctx->ops->mount_bind(ctx->ops, binds[i].src, dst);
 			if (r < 0)
-				snprintf(err, errsz, "Failed to bind '%s' onto '%s': %s", binds[i].src, dst, strerror(-r));
+				snprintf(err, errsz, "Failed to bind '%s' onto '%s': %s", binds[i].src, dst,
+				         strerror(-r));
 			else
 				c->mounted[i] = true;
 		}

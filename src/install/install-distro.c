@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "context.h"
+#include "detect/detect.h"
 #include "install-internal.h"
 #include "run/journal.h"
 #include "shared/log.h"
@@ -28,9 +29,9 @@
 #define DEFAULT_APT_MS (60 * 60 * 1000)
 
 #define BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
-#define BLACKLIST_TEXT                                                                 \
+#define BLACKLIST_TEXT                                                                    \
 	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
-	"blacklist nouveau\n"                                                            \
+	"blacklist nouveau\n"                                                             \
 	"options nouveau modeset=0\n"
 #define PIN_PATH "etc/apt/preferences.d/gpuboot-nvidia.pref"
 
@@ -184,7 +185,8 @@ static int add_headers(struct inst *s)
 
 	for (size_t i = 0; i < s->n_kernels; i++) {
 		snprintf(names[2 * i], GB_INSTALL_NAME, "linux-image-%s", s->kernels[i]);
-		if (gb_kernel_flavour(s->kernels[i], flav[i], sizeof(flav[i])) < 0)
+		_cleanup_free_ char *f = gb_kernel_flavour(s->kernels[i]);
+		if (!f || gb_strscpy(flav[i], sizeof(flav[i]), f) < 0 || !gb_deb_name_valid(f))
 			flav[i][0] = '\0';
 		snprintf(names[2 * i + 1], GB_INSTALL_NAME, "linux-image-%s", flav[i][0] ? flav[i] : s->kernels[i]);
 		extra[2 * i] = names[2 * i];
@@ -322,11 +324,11 @@ static int effect(struct inst *s, const char *id, const char *const *argv, unsig
 	if (r == 1) /* done in the run this one resumes */
 		return 0;
 	if (r < 0) {
-		const char *tail = s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output;
+		const char *tail =
+		    s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output;
 		char esc[700];
 		gb_log_escape(esc, sizeof(esc), tail);
-		return FAIL(s, r, "%s %s failed%s: %s", argv[0], argv[1], s->res->timed_out ? " (timed out)" : "",
-		            esc);
+		return FAIL(s, r, "%s %s failed%s: %s", argv[0], argv[1], s->res->timed_out ? " (timed out)" : "", esc);
 	}
 	return 0;
 }
@@ -352,8 +354,9 @@ static int resolve(struct inst *s)
 				memcpy(p->suite, v[k].suite, sizeof(p->suite));
 			}
 		if (!p->resolved[0] && o < sizeof(missing))
-			o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%s%s%s", o ? ", " : "", p->name,
-			                      p->wanted[0] ? " " : "", n > 0 ? p->wanted : " (no such package)");
+			o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%s%s%s%s", o ? ", " : "", p->name,
+			                      p->wanted[0] ? " " : "", p->wanted,
+			                      n > 0 ? " (not this version)" : " (no such package)");
 	}
 	if (missing[0])
 		return FAIL(s, -ENOPKG,
@@ -396,8 +399,7 @@ static size_t pkg_argv(struct inst *s, const char **argv, size_t n, char (*buf)[
 		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
 		if (which == 0)
 			snprintf(buf[i], sizeof(buf[i]), "%s=%s", p->name, p->resolved);
-		else if ((which == 1 && p->hold) ||
-		         (which == 2 && p->held_before && !streq(p->before, p->resolved)))
+		else if ((which == 1 && p->hold) || (which == 2 && p->held_before && !streq(p->before, p->resolved)))
 			snprintf(buf[i], sizeof(buf[i]), "%s", p->name);
 		else
 			continue;

@@ -67,10 +67,6 @@ int gb_chroot_enter(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *
  * first error (negative errno, err set when err[0] was empty) or 0. */
 int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz);
 
-/* Debian's kernel flavour of a release: "6.1.0-57-cloud-amd64" ->
- * "cloud-amd64". -EINVAL when kver has no flavour. */
-int gb_kernel_flavour(const char *kver, char *ret, size_t retsz);
-
 /* install-distro.c: the distro method (Debian). */
 int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                       struct gb_install_result *ret);

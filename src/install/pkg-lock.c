@@ -95,10 +95,11 @@ int gb_pkg_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t 
 		if (waited_ms >= timeout_ms) {
 			holder_name(ctx, pid, comm, sizeof(comm));
 			if (pid > 0)
-				snprintf(err, errsz,
-				         "The package manager's lock '%s' is held by pid %d (%s) after %llu s of waiting; "
-				         "gpuboot does not stop it: let it finish (or stop it), then run again",
-				         held, (int)pid, comm, (unsigned long long)(waited_ms / 1000));
+				snprintf(
+				    err, errsz,
+				    "The package manager's lock '%s' is held by pid %d (%s) after %llu s of waiting; "
+				    "gpuboot does not stop it: let it finish (or stop it), then run again",
+				    held, (int)pid, comm, (unsigned long long)(waited_ms / 1000));
 			else
 				snprintf(err, errsz,
 				         "The package manager's lock '%s' is held by a process outside this pid "
