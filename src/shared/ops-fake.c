@@ -290,6 +290,20 @@ static int fake_uname(const struct gb_ops *ops, struct utsname *ret)
 	return 0;
 }
 
+static int fake_mount_bind(const struct gb_ops *ops, const char *src, const char *dst)
+{
+	const struct fake_rule *r = fake_find(F(ops), "mount", dst);
+	fake_record(ops, "mount_bind %s %s", src, dst);
+	return r ? -r->value : 0;
+}
+
+static int fake_umount(const struct gb_ops *ops, const char *dst)
+{
+	const struct fake_rule *r = fake_find(F(ops), "umount", dst);
+	fake_record(ops, "umount %s", dst);
+	return r ? -r->value : 0;
+}
+
 /* kind:NAME:VALUE[:FILE]; NAME may hold spaces, not colons. */
 static int parse_rule(struct fake *f, char *item)
 {
@@ -306,7 +320,8 @@ static int parse_rule(struct fake *f, char *item)
 	if (n < 3 || f->n_rules >= FAKE_MAX_RULES)
 		return -EINVAL;
 	if (!streq(field[0], "module") && !streq(field[0], "remove") && !streq(field[0], "command") &&
-	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg"))
+	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg") && !streq(field[0], "mount") &&
+	    !streq(field[0], "umount"))
 		return -EINVAL;
 	r = &f->rules[f->n_rules];
 	if (streq(field[0], "kmsg")) {
@@ -389,6 +404,8 @@ int gb_ops_fake_new(const char *spec, const struct gb_ops **ret)
 		.now_monotonic_ns = fake_now,
 		.now_realtime_ns = fake_now_realtime,
 		.uname = fake_uname,
+		.mount_bind = fake_mount_bind,
+		.umount = fake_umount,
 	};
 	*ret = &f->ops;
 	return 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -332,6 +333,34 @@ static int real_uname(const struct gb_ops *ops, struct utsname *ret)
 	return uname(ret) < 0 ? negative_errno() : 0;
 }
 
+/* ---- mounts (image builds: /proc, /sys, /dev inside the chroot) ---- */
+
+static int real_mount_bind(const struct gb_ops *ops, const char *src, const char *dst)
+{
+	(void)ops;
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return negative_errno();
+	/* A shared bind would send the unmounts below it back to the host. */
+	if (mount(NULL, dst, NULL, MS_SLAVE | MS_REC, NULL) < 0) {
+		int r = negative_errno();
+		(void)umount2(dst, MNT_DETACH);
+		return r;
+	}
+	return 0;
+}
+
+static int real_umount(const struct gb_ops *ops, const char *dst)
+{
+	(void)ops;
+	if (umount2(dst, UMOUNT_NOFOLLOW) == 0)
+		return 0;
+	/* A recursive bind holds submounts (dev/pts, sys/fs/cgroup): detach
+	 * the whole tree lazily. */
+	if ((errno == EBUSY || errno == EINVAL) && umount2(dst, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+		return 0;
+	return negative_errno();
+}
+
 const struct gb_ops gb_ops_real = {
 	.name = "real",
 	.module_load = real_module_load,
@@ -344,6 +373,8 @@ const struct gb_ops gb_ops_real = {
 	.now_monotonic_ns = real_now_monotonic_ns,
 	.now_realtime_ns = real_now_realtime_ns,
 	.uname = real_uname,
+	.mount_bind = real_mount_bind,
+	.umount = real_umount,
 };
 
 uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound)

@@ -70,6 +70,15 @@ struct gb_ops {
 	uint64_t (*now_realtime_ns)(const struct gb_ops *ops);
 	/* uname(2) of the running kernel */
 	int (*uname)(const struct gb_ops *ops, struct utsname *ret);
+
+	/* Bind src onto the directory dst, recursively (MS_BIND|MS_REC), then
+	 * make the new mount a slave so nothing unmounted below it propagates
+	 * back to src (an image's chroot must never take /dev/pts away from
+	 * the host). Negative errno. */
+	int (*mount_bind)(const struct gb_ops *ops, const char *src, const char *dst);
+	/* Unmount dst (and what is mounted below it): umount2, and a lazy
+	 * detach (MNT_DETACH) when it is busy. Negative errno. */
+	int (*umount)(const struct gb_ops *ops, const char *dst);
 };
 
 extern const struct gb_ops gb_ops_real;
@@ -94,6 +103,10 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  *   clock:NS                both clocks start at NS and advance 1 ms per read
  *   random:BYTE             random() fills with BYTE (default: real getrandom)
  *   uname:RELEASE:MACHINE
+ *   mount:DST:ERRNO         mount_bind onto DST fails with -ERRNO
+ *   umount:DST:ERRNO        umount of DST fails with -ERRNO
+ * mount_bind and umount are recorded ("mount_bind SRC DST", "umount DST")
+ * and change nothing on disk.
  * Anything not scripted succeeds. Returns -EINVAL on a bad spec. The table
  * is freed with gb_ops_fake_free. */
 int gb_ops_fake_new(const char *spec, const struct gb_ops **ret);

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* The chroot of an image install: /proc, /sys and /dev bound into the
+ * root for the package manager's scripts (DKMS, update-initramfs), and
+ * policy-rc.d so the packages' daemons are enabled, not started, in an
+ * image. Whatever enter did, leave undoes, whatever happened in between. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+#include "context.h"
+#include "install-internal.h"
+#include "run/journal.h"
+#include "shared/macro.h"
+#include "shared/root-write.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+#define POLICY_RC_D "usr/sbin/policy-rc.d"
+#define POLICY_TEXT "#!/bin/sh\n# gpuboot: an image is being built; daemons are enabled, not started.\nexit 101\n"
+
+#define PROC_SUPER_MAGIC_ 0x9fa0
+#define SYSFS_MAGIC_ 0x62656572
+#define TMPFS_MAGIC_ 0x01021994 /* devtmpfs says tmpfs */
+
+static const struct {
+	const char *name;
+	const char *src;
+	long fs;
+} binds[3] = {
+	{ "proc", "/proc", PROC_SUPER_MAGIC_ },
+	{ "sys", "/sys", SYSFS_MAGIC_ },
+	{ "dev", "/dev", TMPFS_MAGIC_ },
+};
+
+/* Is path the root of a mount? statx knows; else a device change. */
+static int is_mountpoint(const char *path, const struct stat *parent)
+{
+	struct statx sx;
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) < 0)
+		return negative_errno();
+	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+		return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+	return makedev(sx.stx_dev_major, sx.stx_dev_minor) != parent->st_dev;
+}
+
+/* Make dir/name a directory inside the root and decide: 1 mount it, 0 it
+ * already holds that filesystem (use it, leave it), or -EBUSY. */
+static int mountpoint_prepare(struct gb_ctx *ctx, struct gb_chroot *c, size_t i, char *dst, size_t dstsz, char *err,
+                              size_t errsz)
+{
+	struct stat root_st, st;
+	struct statfs sf;
+	int r;
+
+	r = gb_root_mkdir_p(ctx->root, binds[i].name, 0755);
+	if (r < 0) {
+		snprintf(err, errsz, "Failed to create the mountpoint '%s' in %s: %s", binds[i].name, c->dir,
+		         strerror(-r));
+		return r;
+	}
+	snprintf(dst, dstsz, "%s/%s", c->dir, binds[i].name);
+	if (stat(c->dir, &root_st) < 0 || lstat(dst, &st) < 0)
+		return negative_errno();
+	if (!S_ISDIR(st.st_mode)) { /* a symlink in an image must not point a mount at the host */
+		snprintf(err, errsz, "'%s' is not a directory, refusing to mount over it", dst);
+		return -ENOTDIR;
+	}
+	r = is_mountpoint(dst, &root_st);
+	if (r <= 0)
+		return r < 0 ? r : 1;
+	if (statfs(dst, &sf) == 0 && (long)sf.f_type == binds[i].fs)
+		return 0;
+	snprintf(err, errsz, "'%s' is already a mountpoint of another filesystem; unmount it, then run again", dst);
+	return -EBUSY;
+}
+
+static int policy_write(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
+{
+	char hex[65];
+	int r = gb_root_read_file(ctx->root, POLICY_RC_D, 64 * 1024, &c->policy_old, &c->policy_old_len);
+
+	if (r == -ENOENT)
+		c->policy_old = NULL;
+	else if (r < 0 || gb_root_sha256(ctx->root, POLICY_RC_D, hex, &c->policy_old_mode) < 0) {
+		snprintf(err, errsz, "Failed to read '%s' in %s: %s", POLICY_RC_D, c->dir, strerror(r < 0 ? -r : EIO));
+		return r < 0 ? r : -EIO;
+	}
+	r = gb_journal_write_file(j, "install", POLICY_RC_D, POLICY_TEXT, strlen(POLICY_TEXT), 0755);
+	if (r == 1) /* done in the run this one resumes: make sure it is there now */
+		r = gb_root_write_file(ctx->root, POLICY_RC_D, POLICY_TEXT, strlen(POLICY_TEXT), 0755);
+	if (r < 0) {
+		snprintf(err, errsz, "Failed to write '%s' in %s: %s", POLICY_RC_D, c->dir, strerror(-r));
+		return r;
+	}
+	c->policy = true;
+	return 0;
+}
+
+int gb_chroot_enter(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
+{
+	char dst[PATH_MAX + 8];
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	if (!realpath(ctx->opt.root, c->dir)) {
+		r = negative_errno();
+		snprintf(err, errsz, "Failed to resolve the root '%s': %s", ctx->opt.root, strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
+		r = mountpoint_prepare(ctx, c, i, dst, sizeof(dst), err, errsz);
+		if (r > 0) {
+			r = ctx->ops->mount_bind(ctx->ops, binds[i].src, dst);
+			if (r < 0)
+				snprintf(err, errsz, "Failed to bind '%s' onto '%s': %s", binds[i].src, dst,
+				         strerror(-r));
+			else
+				c->mounted[i] = true;
+		}
+		if (r < 0) {
+			if (!err[0])
+				snprintf(err, errsz, "Failed to prepare '%s': %s", dst, strerror(-r));
+			(void)gb_chroot_leave(ctx, j, c, err, errsz);
+			return r;
+		}
+	}
+	r = policy_write(ctx, j, c, err, errsz);
+	if (r < 0)
+		(void)gb_chroot_leave(ctx, j, c, err, errsz);
+	return r;
+}
+
+/* Put policy-rc.d back as it was: removed, or the old text restored. */
+static int policy_restore(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c)
+{
+	const char *id = c->policy_old ? "restore:" POLICY_RC_D : "remove:" POLICY_RC_D;
+	int r, k;
+
+	/* A cleanup runs even where a resumed journal has it done. */
+	(void)gb_journal_begin(j, "install", id, "file", NULL);
+	if (c->policy_old)
+		r = gb_root_write_file(ctx->root, POLICY_RC_D, c->policy_old, c->policy_old_len, c->policy_old_mode);
+	else
+		r = gb_root_unlink(ctx->root, POLICY_RC_D);
+	if (r == 0)
+		j->n_effects++;
+	k = gb_journal_end(j, id, r, NULL);
+	return r < 0 ? r : k;
+}
+
+int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
+{
+	char dst[PATH_MAX + 8];
+	int first = 0, r;
+
+	if (c->policy) {
+		r = policy_restore(ctx, j, c);
+		if (r < 0 && !first) {
+			first = r;
+			if (!err[0])
+				snprintf(err, errsz, "Failed to remove '%s' from %s: %s", POLICY_RC_D, c->dir,
+				         strerror(-r));
+		}
+		c->policy = false;
+	}
+	free(c->policy_old);
+	c->policy_old = NULL;
+	for (size_t i = ARRAY_SIZE(binds); i-- > 0;) {
+		if (!c->mounted[i])
+			continue;
+		snprintf(dst, sizeof(dst), "%s/%s", c->dir, binds[i].name);
+		r = ctx->ops->umount(ctx->ops, dst);
+		c->mounted[i] = false;
+		if (r < 0 && !first) {
+			first = r;
+			if (!err[0])
+				snprintf(err, errsz, "Failed to unmount '%s': %s", dst, strerror(-r));
+		}
+	}
+	return first;
+}

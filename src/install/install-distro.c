@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/* The "distro" method on Debian: the archive's own NVIDIA packages
+ * (contrib, non-free, non-free-firmware), every one at the driver version
+ * the plan chose, the kernel headers of the root's kernels so DKMS builds
+ * for them, then held. What it does to a machine, file by file and command
+ * by command, and how to undo it: docs/install.md. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "context.h"
+#include "detect/detect.h"
+#include "install-internal.h"
+#include "run/journal.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/ops.h"
+#include "shared/root-write.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+#define STAGE "install"
+#define QUERY_TIMEOUT_MS (2 * 60 * 1000)
+#define UPDATE_TIMEOUT_MS (15 * 60 * 1000)
+#define MARK_TIMEOUT_MS (2 * 60 * 1000)
+#define DEFAULT_LOCK_MS (5 * 60 * 1000)
+#define DEFAULT_APT_MS (60 * 60 * 1000)
+
+#define BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
+#define BLACKLIST_TEXT                                                                    \
+	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
+	"blacklist nouveau\n"                                                             \
+	"options nouveau modeset=0\n"
+#define PIN_PATH "etc/apt/preferences.d/gpuboot-nvidia.pref"
+
+/* Debian's driver packages per flavour, the built module's name, and the
+ * source packages whose binaries must all stay at the driver's version. */
+static const struct {
+	const char *flavor, *kmod_pkg, *module;
+} debian_flavors[] = {
+	{ "open", "nvidia-open-kernel-dkms", "nvidia-current-open" },
+	{ "proprietary", "nvidia-kernel-dkms", "nvidia-current" },
+};
+static const char *const debian_userspace[] = { "firmware-nvidia-gsp", "nvidia-smi", "libcuda1", "libnvidia-ml1" };
+static const char *const debian_pin_sources = "src:nvidia-graphics-drivers src:nvidia-open-gpu-kernel-modules";
+
+struct inst {
+	struct gb_ctx *ctx;
+	struct gb_journal *j;
+	const struct gb_install_input *in;
+	struct gb_install_result *ret;
+	struct gb_cmd_result *res; /* one buffer for every command */
+	const char *chroot_dir; /* NULL on the live machine */
+	const char *module; /* the module file DKMS builds, without .ko */
+	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
+	size_t n_kernels;
+};
+
+#define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
+
+static int os_release(struct inst *s)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = gb_root_read_file(s->ctx->root, "etc/os-release", 64 * 1024, &text, &len);
+	if (r == -ENOENT)
+		r = gb_root_read_file(s->ctx->root, "usr/lib/os-release", 64 * 1024, &text, &len);
+	if (r < 0)
+		return FAIL(s, r, "Failed to read os-release in %s: %s", s->ctx->root->path, strerror(-r));
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *dst = NULL, *v;
+		size_t dsz = 0;
+		if ((v = (char *)gb_startswith(l, "ID=")))
+			dst = s->ret->distro, dsz = sizeof(s->ret->distro);
+		else if ((v = (char *)gb_startswith(l, "VERSION_CODENAME=")))
+			dst = s->ret->codename, dsz = sizeof(s->ret->codename);
+		if (!dst)
+			continue;
+		v += strspn(v, "\"'");
+		v[strcspn(v, "\"'")] = '\0';
+		if (gb_deb_name_valid(v) || (strlen(v) < dsz && v[0]))
+			gb_strscpy(dst, dsz, v);
+	}
+	if (!streq(s->ret->distro, "debian") || !gb_deb_name_valid(s->ret->codename))
+		return FAIL(s, -EOPNOTSUPP,
+		            "The distro method installs Debian's packages; %s is '%s' '%s' (use the packages or "
+		            "runfile method)",
+		            s->ctx->root->path, s->ret->distro, s->ret->codename);
+	return 0;
+}
+
+/* The kernels: as given, or every lib/modules/<kver> with its boot/vmlinuz. */
+static int find_kernels(struct inst *s)
+{
+	char **names = NULL, path[GB_INSTALL_KVER + 32];
+	size_t n = 0;
+	int r;
+
+	for (size_t i = 0; s->in->kernels && i < s->in->n_kernels && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++)
+		if (gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, s->in->kernels[i]) < 0)
+			return FAIL(s, -EINVAL, "The kernel release '%s' is too long", s->in->kernels[i]);
+	if (!s->in->kernels) {
+		r = gb_root_list_dir(s->ctx->root, "lib/modules", &names, &n);
+		if (r < 0)
+			return FAIL(s, r, "Failed to list lib/modules in %s: %s", s->ctx->root->path, strerror(-r));
+		for (size_t i = 0; i < n && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++) {
+			snprintf(path, sizeof(path), "boot/vmlinuz-%s", names[i]);
+			if (strlen(names[i]) < GB_INSTALL_KVER && gb_root_exists(s->ctx->root, path))
+				gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, names[i]);
+		}
+		gb_strv_free(names);
+	}
+	if (s->n_kernels == 0)
+		return FAIL(s, -ENOENT, "No kernel in %s (lib/modules/<release> with boot/vmlinuz-<release>)",
+		            s->ctx->root->path);
+	return 0;
+}
+
+static int add_pkg(struct inst *s, const char *name, const char *version, bool hold)
+{
+	struct gb_install_pkg_result *p;
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		if (streq(s->ret->pkgs[i].name, name))
+			return 0;
+	if (s->ret->n_pkgs >= GB_INSTALL_MAX_PKGS)
+		return FAIL(s, -E2BIG, "More than %d packages to install", GB_INSTALL_MAX_PKGS);
+	if (!gb_deb_name_valid(name) || (version[0] && !gb_deb_version_valid(version)))
+		return FAIL(s, -EINVAL, "'%s' '%s' is not a package name and version", name, version);
+	p = &s->ret->pkgs[s->ret->n_pkgs++];
+	gb_strscpy(p->name, sizeof(p->name), name);
+	gb_strscpy(p->wanted, sizeof(p->wanted), version);
+	p->hold = hold;
+	return 0;
+}
+
+/* Run a read-only query (chrooted in an image): not an effect, not
+ * journaled. Its output is in s->res. */
+static int query(struct inst *s, const char *const *argv)
+{
+	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = s->chroot_dir, .timeout_ms = QUERY_TIMEOUT_MS };
+	int r = s->ctx->ops->run_command(s->ctx->ops, &spec, s->res);
+	if (r < 0)
+		return FAIL(s, r, "Failed to run %s: %s", argv[0], strerror(-r));
+	if (s->res->output_len >= GB_CMD_CAPTURE_MAX - 1)
+		return FAIL(s, -E2BIG, "The output of %s %s is longer than gpuboot reads", argv[0], argv[1]);
+	return 0;
+}
+
+/* dpkg-query for every package (and extra names); before or after. */
+static int query_installed(struct inst *s, const char *const *extra, size_t n_extra, bool after)
+{
+	const char *argv[GB_INSTALL_MAX_PKGS + 8] = { "dpkg-query", "-W", "-f",
+		                                      "${Package}\\t${Version}\\t${Status}\\n" };
+	size_t n = 4;
+	int r;
+
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		argv[n++] = s->ret->pkgs[i].name;
+	for (size_t i = 0; i < n_extra && n < ARRAY_SIZE(argv) - 1; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	r = query(s, argv); /* exit status 1 when one is unknown: the lines say which */
+	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		r = after ? gb_dpkg_query_parse(s->res->output, p->name, p->after, &p->held_after)
+		          : gb_dpkg_query_parse(s->res->output, p->name, p->before, &p->held_before);
+		if (r < 0)
+			(void)FAIL(s, r, "dpkg-query printed an invalid version for %s", p->name);
+	}
+	return r;
+}
+
+/* The headers of each kernel at its image package's version, and the
+ * flavour's metapackage where the image has one (later kernels then bring
+ * their headers, and DKMS builds for them). */
+static int add_headers(struct inst *s)
+{
+	const char *extra[2 * GB_INSTALL_MAX_KERNELS];
+	char names[2 * GB_INSTALL_MAX_KERNELS][GB_INSTALL_NAME], name[GB_INSTALL_NAME + 16],
+	    flav[GB_INSTALL_MAX_KERNELS][48], v[GB_INSTALL_VERSION];
+	bool held;
+	int r;
+
+	for (size_t i = 0; i < s->n_kernels; i++) {
+		snprintf(names[2 * i], GB_INSTALL_NAME, "linux-image-%s", s->kernels[i]);
+		_cleanup_free_ char *f = gb_kernel_flavour(s->kernels[i]);
+		if (!f || gb_strscpy(flav[i], sizeof(flav[i]), f) < 0 || !gb_deb_name_valid(f))
+			flav[i][0] = '\0';
+		snprintf(names[2 * i + 1], GB_INSTALL_NAME, "linux-image-%s", flav[i][0] ? flav[i] : s->kernels[i]);
+		extra[2 * i] = names[2 * i];
+		extra[2 * i + 1] = names[2 * i + 1];
+	}
+	r = query_installed(s, extra, 2 * s->n_kernels, false);
+	for (size_t i = 0; r >= 0 && i < s->n_kernels; i++) {
+		if (gb_dpkg_query_parse(s->res->output, names[2 * i], v, &held) < 0 || !v[0])
+			return FAIL(s, -ENOPKG,
+			            "The kernel %s is not from a package (%s is not installed): no headers package "
+			            "can match it; install a Debian kernel or use the runfile method",
+			            s->kernels[i], names[2 * i]);
+		snprintf(name, sizeof(name), "linux-headers-%s", s->kernels[i]);
+		r = add_pkg(s, name, v, false);
+		if (r >= 0 && flav[i][0] && gb_dpkg_query_parse(s->res->output, names[2 * i + 1], v, &held) == 0 &&
+		    v[0]) {
+			snprintf(name, sizeof(name), "linux-headers-%s", flav[i]);
+			r = add_pkg(s, name, v, false);
+		}
+	}
+	return r < 0 ? r : query_installed(s, NULL, 0, false);
+}
+
+static int build_list(struct inst *s)
+{
+	const char *flavor = s->in->flavor ? s->in->flavor : "open";
+	const char *ver = s->in->driver_version ? s->in->driver_version : "";
+	int r = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(debian_flavors); i++)
+		if (streq(debian_flavors[i].flavor, flavor))
+			s->module = debian_flavors[i].module;
+	if (!s->module)
+		return FAIL(s, -EINVAL, "Unknown module flavour '%s' (open or proprietary)", flavor);
+	if (ver[0] && !gb_deb_version_valid(ver))
+		return FAIL(s, -EINVAL, "'%s' is not a driver version", ver);
+	if (s->in->packages) {
+		for (size_t i = 0; i < s->in->n_packages && r >= 0; i++)
+			r = add_pkg(s, s->in->packages[i].name, s->in->packages[i].version, s->in->packages[i].hold);
+	} else {
+		for (size_t i = 0; i < ARRAY_SIZE(debian_flavors) && r >= 0; i++)
+			if (streq(debian_flavors[i].flavor, flavor))
+				r = add_pkg(s, debian_flavors[i].kmod_pkg, ver, true);
+		for (size_t i = 0; i < ARRAY_SIZE(debian_userspace) && r >= 0; i++)
+			r = add_pkg(s, debian_userspace[i], ver, true);
+	}
+	return r < 0 ? r : add_headers(s);
+}
+
+/* The module DKMS built for kver, below the root; "" when none. */
+static void find_module(struct inst *s, const char *kver, char *out, size_t outsz)
+{
+	static const char *const ext[] = { ".ko", ".ko.xz", ".ko.zst" };
+	out[0] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(ext) && !out[0]; i++) {
+		snprintf(out, outsz, "lib/modules/%s/updates/dkms/%s%s", kver, s->module, ext[i]);
+		if (!gb_root_exists(s->ctx->root, out))
+			out[0] = '\0';
+	}
+}
+
+/* Everything in place (versions, holds, modules): nothing to run. */
+static bool satisfied(struct inst *s)
+{
+	char ko[256];
+	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		if (!gb_deb_version_matches(p->before, p->wanted) || (p->hold && !p->held_before))
+			return false;
+	}
+	for (size_t i = 0; i < s->n_kernels; i++) {
+		find_module(s, s->kernels[i], ko, sizeof(ko));
+		if (!ko[0])
+			return false;
+	}
+	return true;
+}
+
+/* Edit one sources file, journaled; *entries counts Debian entries. */
+static int sources_edit(struct inst *s, const char *path, bool deb822, unsigned *entries)
+{
+	_cleanup_free_ char *text = NULL, *out = NULL;
+	size_t len, out_len;
+	unsigned n = 0;
+	bool changed = false;
+	char hex[65];
+	mode_t mode = 0644;
+	int r = gb_root_read_file(s->ctx->root, path, GB_APT_SOURCES_MAX, &text, &len);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r >= 0)
+		r = deb822 ? gb_apt_sources_deb822(text, len, s->ret->codename, &out, &out_len, &n, &changed)
+		           : gb_apt_sources_oneline(text, len, s->ret->codename, &out, &out_len, &n, &changed);
+	if (r < 0)
+		return FAIL(s, r, "Failed to read the apt sources '%s' in %s: %s", path, s->ctx->root->path,
+		            strerror(-r));
+	*entries += n;
+	if (!changed)
+		return 0;
+	(void)gb_root_sha256(s->ctx->root, path, hex, &mode);
+	r = gb_journal_write_file(s->j, STAGE, path, out, out_len, mode & 07777);
+	if (r < 0)
+		return FAIL(s, r, "Failed to write '%s' in %s: %s", path, s->ctx->root->path, strerror(-r));
+	s->ret->sources_changed = true;
+	return 0;
+}
+
+static int sources_enable(struct inst *s)
+{
+	unsigned entries = 0;
+	int r = sources_edit(s, "etc/apt/sources.list.d/debian.sources", true, &entries);
+	if (r >= 0)
+		r = sources_edit(s, "etc/apt/sources.list", false, &entries);
+	if (r < 0)
+		return r;
+	if (entries == 0)
+		return FAIL(s, -ENOENT,
+		            "No Debian archive entry for %s with 'main' in etc/apt/sources.list.d/debian.sources or "
+		            "etc/apt/sources.list under %s",
+		            s->ret->codename, s->ctx->root->path);
+	return 0;
+}
+
+/* A journaled command; -EIO when it exits non-zero (its tail is in the
+ * journal and in the error). */
+static int effect(struct inst *s, const char *id, const char *const *argv, unsigned timeout_ms)
+{
+	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = s->chroot_dir, .timeout_ms = (int)timeout_ms };
+	int r = gb_pkg_lock_wait(s->ctx, s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
+	                         s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	r = gb_journal_run(s->j, STAGE, id, &spec, s->res);
+	if (r == 1) /* done in the run this one resumes */
+		return 0;
+	if (r < 0) {
+		const char *tail =
+		    s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output;
+		char esc[700];
+		gb_log_escape(esc, sizeof(esc), tail);
+		return FAIL(s, r, "%s %s failed%s: %s", argv[0], argv[1], s->res->timed_out ? " (timed out)" : "", esc);
+	}
+	return 0;
+}
+
+/* The archive's version of each package (apt-cache madison), before
+ * anything is installed: a package or version missing is a refusal. */
+static int resolve(struct inst *s)
+{
+	struct gb_apt_version v[16];
+	char missing[512] = "";
+	size_t o = 0;
+
+	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		const char *argv[] = { "apt-cache", "madison", p->name, NULL };
+		int n, r = query(s, argv);
+		if (r < 0)
+			return r;
+		n = gb_apt_madison_parse(s->res->output, p->name, v, ARRAY_SIZE(v));
+		for (int k = 0; k < n && !p->resolved[0]; k++)
+			if (gb_deb_version_matches(v[k].version, p->wanted)) {
+				memcpy(p->resolved, v[k].version, sizeof(p->resolved));
+				memcpy(p->suite, v[k].suite, sizeof(p->suite));
+			}
+		if (!p->resolved[0] && o < sizeof(missing))
+			o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%s%s%s%s", o ? ", " : "", p->name,
+			                      p->wanted[0] ? " " : "", p->wanted,
+			                      n > 0 ? " (not this version)" : " (no such package)");
+	}
+	if (missing[0])
+		return FAIL(s, -ENOPKG,
+		            "Not in the archive for %s (after apt-get update, with contrib non-free "
+		            "non-free-firmware): %s; nothing was installed",
+		            s->ret->codename, missing);
+	return 0;
+}
+
+/* Pin every binary of the driver's source packages to its version: a
+ * suite with a newer userspace (bookworm-security) must not split it from
+ * the kernel module, neither while apt resolves nor later. */
+static int write_pin(struct inst *s)
+{
+	char text[512];
+	int r;
+	if (!s->in->driver_version || !s->in->driver_version[0])
+		return 0;
+	snprintf(text, sizeof(text),
+	         "# Written by gpuboot: the NVIDIA driver stays at %s, kernel module and\n"
+	         "# userspace together (docs/install.md says how to undo it).\n"
+	         "Package: %s\nPin: version %s-*\nPin-Priority: 1001\n",
+	         s->in->driver_version, debian_pin_sources, s->in->driver_version);
+	r = gb_journal_write_file(s->j, STAGE, PIN_PATH, text, strlen(text), 0644);
+	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", PIN_PATH, strerror(-r)) : 0;
+}
+
+static int write_blacklist(struct inst *s)
+{
+	int r = gb_journal_write_file(s->j, STAGE, BLACKLIST_PATH, BLACKLIST_TEXT, strlen(BLACKLIST_TEXT), 0644);
+	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", BLACKLIST_PATH, strerror(-r)) : 0;
+}
+
+/* argv: the verb, then name=version (or names, for apt-mark) of the
+ * packages selected by hold_only/held_only. */
+static size_t pkg_argv(struct inst *s, const char **argv, size_t n, char (*buf)[GB_INSTALL_NAME + GB_INSTALL_VERSION],
+                       int which)
+{
+	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		if (which == 0)
+			snprintf(buf[i], sizeof(buf[i]), "%s=%s", p->name, p->resolved);
+		else if ((which == 1 && p->hold) || (which == 2 && p->held_before && !streq(p->before, p->resolved)))
+			snprintf(buf[i], sizeof(buf[i]), "%s", p->name);
+		else
+			continue;
+		argv[n++] = buf[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+static int apt_install(struct inst *s)
+{
+	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
+	const char *argv[GB_INSTALL_MAX_PKGS + 12] = { "apt-get", "update", "-q", NULL };
+	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
+	int r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS);
+
+	if (r >= 0)
+		r = resolve(s);
+	if (r >= 0)
+		r = write_blacklist(s);
+	if (r >= 0)
+		r = write_pin(s);
+	if (r < 0)
+		return r;
+	/* A package we must change that an earlier run held. */
+	argv[0] = "apt-mark", argv[1] = "unhold";
+	if (pkg_argv(s, argv, 2, buf, 2) > 2 && (r = effect(s, "apt-mark-unhold", argv, MARK_TIMEOUT_MS)) < 0)
+		return r;
+	argv[0] = "apt-get", argv[1] = "install", argv[2] = "-y", argv[3] = "-q", argv[4] = "--no-install-recommends";
+	argv[5] = "-o", argv[6] = "Dpkg::Options::=--force-confdef", argv[7] = "-o",
+	argv[8] = "Dpkg::Options::=--force-confold";
+	pkg_argv(s, argv, 9, buf, 0);
+	r = effect(s, "apt-get-install", argv, apt_ms);
+	s->ret->packages_changed = true;
+	if (r < 0)
+		return r;
+	argv[0] = "apt-mark", argv[1] = "hold";
+	if (pkg_argv(s, argv, 2, buf, 1) > 2)
+		r = effect(s, "apt-mark-hold", argv, MARK_TIMEOUT_MS);
+	return r;
+}
+
+/* After apt: every package at its version and held as asked, a module for
+ * every kernel. */
+static int check_after(struct inst *s)
+{
+	int r = query_installed(s, NULL, 0, true);
+	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		if (!gb_deb_version_matches(p->after, p->wanted) || (p->resolved[0] && !streq(p->after, p->resolved)))
+			return FAIL(s, -EIO, "After apt-get install, %s is at '%s', not %s", p->name, p->after,
+			            p->resolved[0] ? p->resolved : p->wanted);
+		if (p->hold && !p->held_after)
+			return FAIL(s, -EIO, "After apt-mark hold, %s is not held", p->name);
+	}
+	for (size_t i = 0; r >= 0 && i < s->n_kernels; i++) {
+		struct gb_install_kernel_result *k = &s->ret->kernels[s->ret->n_kernels++];
+		gb_strscpy(k->kver, sizeof(k->kver), s->kernels[i]);
+		find_module(s, s->kernels[i], k->module, sizeof(k->module));
+		if (!k->module[0])
+			return FAIL(s, -ENOENT,
+			            "DKMS built no %s module for the kernel %s (lib/modules/%s/updates/dkms/); its log "
+			            "is under var/lib/dkms/ in %s",
+			            s->module, s->kernels[i], s->kernels[i], s->ctx->root->path);
+	}
+	return r;
+}
+
+static int distro_apply(struct inst *s)
+{
+	struct gb_chroot c;
+	int r, k;
+
+	r = sources_enable(s);
+	if (r < 0)
+		return r;
+	if (satisfied(s)) {
+		/* Everything is there: the blacklist and the pin are made sure of
+		 * (unchanged on a rerun), no command runs. */
+		for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+			struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+			memcpy(p->resolved, p->before, sizeof(p->resolved));
+		}
+		r = write_blacklist(s);
+		if (r >= 0)
+			r = write_pin(s);
+		return r < 0 ? r : check_after(s);
+	}
+	if (!s->chroot_dir) {
+		r = apt_install(s);
+		return r < 0 ? r : check_after(s);
+	}
+	r = gb_chroot_enter(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	r = apt_install(s);
+	/* On every path: unmounted, policy-rc.d gone. A failure of the
+	 * install is the one reported; one of the cleanup only if it alone
+	 * failed. */
+	k = gb_chroot_leave(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	if (k < 0)
+		return k;
+	return check_after(s);
+}
+
+int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
+                      struct gb_install_result *ret)
+{
+	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	char dir[4096];
+	struct inst s = { .ctx = ctx, .j = j, .in = in, .ret = ret, .res = res };
+	int r;
+
+	if (!res)
+		return -ENOMEM;
+	ret->method = "distro";
+	ret->image = !ctx->root->is_host;
+	if (ret->image) {
+		if (!realpath(ctx->opt.root, dir))
+			return FAIL(&s, negative_errno(), "Failed to resolve the root '%s'", ctx->opt.root);
+		s.chroot_dir = dir;
+	}
+	r = os_release(&s);
+	if (r >= 0)
+		r = find_kernels(&s);
+	if (r >= 0)
+		r = build_list(&s);
+	if (r >= 0)
+		r = distro_apply(&s);
+	return r;
+}
