@@ -132,6 +132,7 @@ lint:
 vm-test:
 	scripts/install-deps.sh --vm
 	$(MAKE) build/gpuboot
+	vm-tests/image-install.sh
 	vm-tests/run.sh
 
 # The benchmark's driver, optimised (not the ASan build).

@@ -214,10 +214,14 @@ DISTROS = [
     ("debian", "12", "debian12", None, "6.1", None),
     ("debian", "13", "debian13", None, "6.12", None),
 ]
-# The NVIDIA driver a distribution packages itself (the `distro` method):
-# Debian's contrib/non-free nvidia-graphics-drivers in each release's main
-# suite (bookworm 535.261.03, trixie 550.163.01; data/SOURCES.md).
-DISTRO_DRIVERS = {("debian", "12"): "535.261.03", ("debian", "13"): "550.163.01"}
+# The NVIDIA driver a distribution packages itself (the `distro` method),
+# and whether its open kernel module is usable there (data/SOURCES.md):
+# bookworm's current driver is 535.309.01 from bookworm-security, proprietary
+# only; its open module exists only at 535.261.03 (bookworm contrib), which
+# no longer builds against bookworm's current kernel 6.1.0-57 (seen
+# 2026-12-01: nv-pci.c, too few arguments to pci_resize_resource). trixie:
+# 550.163.01 with nvidia-open-kernel-dkms.
+DISTRO_DRIVERS = {("debian", "12"): ("535.309.01", False), ("debian", "13"): ("550.163.01", True)}
 DISTROS += [
     ("rhel", "8", "rhel8", None, "4.18", None),
     ("rhel", "9", "rhel9", None, "5.14", None),
@@ -370,8 +374,9 @@ def gen_data(data):
 
     out.append("const struct gb_distro gb_distros[] = {")
     for did, ver, repo, hwe, ga, hwek in DISTROS:
-        dd = DISTRO_DRIVERS.get((did, ver))
-        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(dd)} }},")
+        dd, dopen = DISTRO_DRIVERS.get((did, ver), (None, False))
+        dopen = "true" if dopen else "false"
+        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(dd)}, {dopen} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
     out.append("const struct gb_distro_min gb_distro_mins[] = {")

@@ -7,7 +7,7 @@ libcurl4-openssl-dev libssl-dev libarchive-dev libkmod-dev libjson-c-dev
 musl-tools dpkg-dev autoconf automake libtool cmake ninja-build
 clang libclang-rt-14-dev clang-format cppcheck binutils prometheus openssl curl"
 # --vm: also what vm-tests need (QEMU, mmdebstrap, a NoCloud seed maker).
-[ "${1:-}" = "--vm" ] && PKGS="$PKGS qemu-system-x86 qemu-utils mmdebstrap cloud-image-utils genisoimage"
+[ "${1:-}" = "--vm" ] && PKGS="$PKGS qemu-system-x86 qemu-utils mmdebstrap cloud-image-utils genisoimage binutils"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -9,30 +9,27 @@
 # outside; then reruns the same install, which must change nothing.
 #
 # Needs root, network to deb.debian.org and security.debian.org, mmdebstrap,
-# binutils (readelf) and build/asan/tools/install-tool (make it first).
+# binutils (readelf) and the static build/gpuboot (make static).
 # The flavour: a T4 (Turing) runs either. The default is proprietary at
 # 535.309.01 because that is what Debian 12 can build today: the open
 # modules exist only at 535.261.03 (bookworm/contrib), and they fail to
 # build against bookworm's current kernel (6.1.0-57, 6.1.192-3 from
 # bookworm-security: pci_resize_resource() gained an argument), while
 # bookworm-security's 535.309.01 (a security update) is proprietary only.
-# GPUBOOT_INSTALL_FLAVOR=open GPUBOOT_INSTALL_VERSION=535.261.03 shows the
-# failure being reported (DKMS names its make.log).
+# The plan says so (docs/plan.md; the catalog's distro_driver).
 #
 # Not part of `make test`: minutes (the DKMS build alone is ~4 minutes on
 # 2 cores). Ends with "N passed, N failed"; exit 1 on a failure, 77 when it
 # cannot run here.
 #
 # env: GPUBOOT_VM_CACHE   the cache directory
-#      GPUBOOT_INSTALL_FLAVOR   proprietary (default) | open
-#      GPUBOOT_INSTALL_VERSION  the driver version (default 535.309.01)
 #      KEEP=1                   keep the work directory
 set -u
 cd "$(dirname "$0")/.."
 here=$(pwd)/vm-tests
-TOOL=${INSTALL_TOOL:-build/asan/tools/install-tool}
-FLAVOR=${GPUBOOT_INSTALL_FLAVOR:-proprietary}
-VERSION=${GPUBOOT_INSTALL_VERSION:-535.309.01}
+GB=${GB_STATIC:-build/gpuboot}
+FLAVOR=proprietary
+VERSION=535.309.01
 [ "$(id -u)" = 0 ] || { echo "image-install: needs root (chroot, bind mounts), skipped"; exit 77; }
 for t in mmdebstrap readelf; do
 	command -v "$t" >/dev/null || { echo "image-install: $t missing, skipped"; exit 77; }
@@ -75,11 +72,13 @@ if [ "${1:-}" = "--build-only" ]; then
 	build_root
 	exit $?
 fi
-[ -x "$TOOL" ] || { echo "image-install: $TOOL missing (make $TOOL)"; exit 1; }
+[ -x "$GB" ] || { echo "image-install: $GB missing (make static)"; exit 1; }
 
 img=$(build_root) || { echo "image-install: the image root could not be built"; exit 1; }
 work=$(mktemp -d /tmp/gpuboot-image-install.XXXXXX)
-root=$work/root state=$work/state
+root=$work/root
+# The state lives in the image: its first boot finishes the job from it.
+state=$root/var/lib/gpuboot
 cleanup() {
 	# Nothing of the install may stay mounted; if something did, say so and unmount it.
 	if grep -q " $root/" /proc/mounts; then
@@ -111,7 +110,7 @@ echo "image-install: root $root, kernel $kver, $FLAVOR flavour, driver $VERSION"
 
 # ---- the install ----
 t0=$(now)
-"$TOOL" --root "$root" --state "$state" --flavor "$FLAVOR" --version "$VERSION" >"$work/result1.json" 2>"$work/run1.err"
+"$GB" --root "$root" run --target-gpu T4 --profile minimal --method distro --state-dir "$state" >"$work/run1.out" 2>"$work/run1.err"
 rc=$?
 t1=$(now)
 cat "$work/run1.err"
@@ -161,21 +160,30 @@ import json
 d=json.load(open('$j'))
 for s in d['steps']:
     print('  journal: %-40s %-8s %s' % (s['id'][:40], s['state'], ' '.join(s.get('argv', []))[:110]))"
+cp "$state/status.json" "$work/status1.json"
+check "the status: installed, verification pending the first boot" python3 -c "
+import json,sys
+d=json.load(open('$work/status1.json'))
+st={s['name']: s['result'] for s in d['stages']}
+sys.exit(not (d['exit_code']==0 and st['install']=='ok' and st['verify']=='skipped' and st['load']=='skipped'))"
 python3 -c "
 import json
-r=json.load(open('$work/result1.json'))
+r=json.load(open('$work/status1.json'))['install']
 for p in r['packages']:
     print('  result: %-36s %-22s -> %-22s %s held=%s' % (p['name'], p['before'] or '-', p['after'] or '-', p['suite'] or '', p['held']))"
 
 # ---- the rerun changes nothing ----
 t2=$(now)
-"$TOOL" --root "$root" --state "$state" --flavor "$FLAVOR" --version "$VERSION" >"$work/result2.json" 2>"$work/run2.err"
+"$GB" --root "$root" run --target-gpu T4 --profile minimal --method distro --state-dir "$state" >"$work/run2.out" 2>"$work/run2.err"
 rc=$?
 t3=$(now)
 cat "$work/run2.err"
 echo "image-install: rerun: exit $rc, $(secs "$t2" "$t3") s"
 check "the rerun exits 0" test "$rc" = 0
-check "the rerun has zero effects" grep -q 'effects=0$' "$work/run2.err"
+check "the rerun keeps the installed driver" python3 -c "
+import json,sys
+d=json.load(open('$state/status.json'))
+sys.exit(d['plan']['driver']['action']!='keep')"
 check "the rerun's journal: zero effects, no command" python3 -c "
 import json,sys
 d=json.load(open('$j'))

@@ -38,15 +38,14 @@ static const struct {
 	{ "dev", "/dev", TMPFS_MAGIC_ },
 };
 
-/* Is path the root of a mount? statx knows; else a device change. */
+/* Is path the root of a mount? Its device differs from its parent's: what
+ * is bound here (proc, sysfs, devtmpfs) is never the root's filesystem. */
 static int is_mountpoint(const char *path, const struct stat *parent)
 {
-	struct statx sx;
-	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) < 0)
+	struct stat st;
+	if (lstat(path, &st) < 0)
 		return negative_errno();
-	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
-		return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
-	return makedev(sx.stx_dev_major, sx.stx_dev_minor) != parent->st_dev;
+	return st.st_dev != parent->st_dev;
 }
 
 /* Make dir/name a directory inside the root and decide: 1 mount it, 0 it

@@ -361,6 +361,27 @@ static const struct gb_branch *pinned_version_branch(struct gb_plan *p, const ch
 	return gb_catalog_branch(b);
 }
 
+/* The distribution's packages may lack the open module (Debian 12: its open
+ * module no longer builds against bookworm's kernel; data/SOURCES.md). */
+static void distro_flavor(struct gb_plan *p, const char *need_open_by)
+{
+	const struct gb_distro *dd = find_distro(&p->in);
+	if (!dd || dd->distro_open || !streq(p->driver.flavor, "open"))
+		return;
+	if (need_open_by) {
+		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+		       "%s needs the open kernel module, which %s %s's own packages do not provide at %s; use --method "
+		       "packages",
+		       need_open_by, p->in.os_id, p->in.os_version, p->driver.version);
+		return;
+	}
+	p->driver.flavor = "proprietary";
+	SAY(p->driver.flavor_reason,
+	    "%s %s packages %s with the proprietary module only (its open module, 535.261.03, no longer builds "
+	    "against the release's current kernel)",
+	    p->in.os_id, p->in.os_version, p->driver.version);
+}
+
 /* The version the distribution packages (--method distro), or NULL refused. */
 static const char *distro_driver(struct gb_plan *p)
 {
@@ -480,6 +501,8 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 	}
 
 	decide_flavor(p, prof, need_open_by, need_prop_by);
+	if (streq(p->in.method, "distro"))
+		distro_flavor(p, need_open_by);
 }
 
 /* ---- distribution, method, kernel, Secure Boot ---- */

@@ -15,6 +15,7 @@
 #include "context.h"
 #include "exit-codes.h"
 #include "run.h"
+#include "install/install.h"
 #include "load/load.h"
 #include "prepare/prepare.h"
 #include "run/journal.h"
@@ -179,21 +180,15 @@ static int stage_load(struct run *r, struct gb_stage *st)
 /* What this version can change: nouveau (prepare), the distribution's own
  * packages (install, --method distro), the modules (load). Anything else
  * the plan needs ends the run before the first change, and says so. */
-/* Set once the install stage is wired in. */
-static bool gb_install_available(void)
-{
-	return false;
-}
-
 static const char *not_implemented(const struct run *r)
 {
 	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
-	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none"))
+	/* The distro install adds the headers of every kernel it builds for. */
+	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none") &&
+	    !(streq(r->plan.kernel.action, "install-headers") && streq(r->plan.driver.method, "distro")))
 		return "installing kernel headers or an HWE kernel";
 	if (!streq(a, "keep") && !streq(r->plan.driver.method, "distro"))
 		return streq(r->plan.driver.method, "runfile") ? "the runfile method" : "the packages method";
-	if (!streq(a, "keep") && !gb_install_available())
-		return "the install stage";
 	if (r->plan.cuda.action && streq(r->plan.cuda.action, "install"))
 		return "installing CUDA";
 	if (r->plan.toolkit.action && !streq(r->plan.toolkit.action, "keep") && !streq(r->plan.toolkit.action, "none"))
@@ -272,6 +267,53 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	return code;
 }
 
+/* The distribution's packages come from its own archive through its
+ * package manager: nothing for gpuboot to fetch. */
+static int stage_fetch(struct run *r, struct gb_stage *st)
+{
+	if (nothing_to_change(r) || streq(r->plan.driver.action, "keep"))
+		return stage_skip_if_kept(r, st);
+	gb_stage_end(r->ctx, st, "skipped", 0,
+	             "the %s method installs from %s %s's archive through its package manager", r->plan.driver.method,
+	             r->plan.in.os_id, r->plan.in.os_version);
+	return 0;
+}
+
+/* The distribution's own NVIDIA packages (the distro method), into the
+ * machine or the image root: src/install/. */
+static int stage_install(struct run *r, struct gb_stage *st)
+{
+	struct gb_install_input in = { .method = GB_INSTALL_DISTRO };
+	struct gb_install_result *res;
+	int k, code = 0;
+
+	if (nothing_to_change(r) || streq(r->plan.driver.action, "keep"))
+		return stage_skip_if_kept(r, st);
+	in.flavor = r->plan.driver.flavor;
+	in.driver_version = r->plan.driver.version;
+	res = calloc(1, sizeof(*res));
+	if (!res) {
+		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
+		return GB_EXIT_FAILED;
+	}
+	k = gb_install(r->ctx, &in, r->journal, res);
+	json_object_put(r->st.install);
+	r->st.install = gb_install_result_to_json(res);
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "%s", res->error[0] ? res->error : strerror(-k));
+		gb_stage_hint(st, "%s",
+		              k == -ENOPKG  ? "nothing was installed: the archive lacks a package or version named"
+		              : k == -EBUSY ? "another package manager holds the lock; rerun when it is done"
+		                            : "the journal names the step that failed; a rerun continues from it");
+		gb_log_error("install: %s", st->error);
+		code = k == -EOPNOTSUPP ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
+	} else {
+		gb_stage_end(r->ctx, st, "ok", 0, NULL);
+	}
+	free(res);
+	return code;
+}
+
 static int stage_verify(struct run *r, struct gb_stage *st)
 {
 	int code;
@@ -290,10 +332,8 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 }
 
 static const struct stage_def stages[] = {
-	{ "detect", stage_detect },        { "plan", stage_plan },
-	{ "prepare", stage_prepare },      { "fetch", stage_skip_if_kept },
-	{ "install", stage_skip_if_kept }, { "load", stage_load },
-	{ "verify", stage_verify },
+	{ "detect", stage_detect },   { "plan", stage_plan }, { "prepare", stage_prepare }, { "fetch", stage_fetch },
+	{ "install", stage_install }, { "load", stage_load }, { "verify", stage_verify },
 };
 
 /* Once the plan is made, the journal opens; the stages so far are recorded. */
