@@ -2,9 +2,12 @@
 /* A fake libcuda.so.1: contexts, modules, memory and kernels that take
  * virtual time according to the scenario, so the probe's measurements come
  * out as a healthy (or sick) H100 would give them. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fake.h"
 
@@ -13,6 +16,7 @@
 struct ctx {
 	unsigned dev;
 	double vtime_ms;
+	double real_until; /* the FP32 kernel "runs" in real time, for NVML sampling */
 };
 struct ev {
 	struct ctx *ctx;
@@ -28,12 +32,12 @@ struct alloc {
 };
 
 static struct ctx ctxs[8];
-static struct ctx *cur;
+static __thread struct ctx *cur; /* the current context is per thread, as in CUDA */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct func funcs[] = { { "gb_fill" }, { "gb_check" }, { "gb_read" }, { "gb_fma32" }, { "gb_fma64" } };
 static struct alloc allocs[256];
 static size_t n_allocs;
 static CUdeviceptr next_addr = 0x700000000000ull;
-static double real_until; /* the FP32 kernel "runs" in real time, for NVML sampling */
 
 static double now_ms(void)
 {
@@ -143,10 +147,13 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name)
 
 static struct alloc *find(CUdeviceptr a)
 {
-	for (size_t i = 0; i < n_allocs; i++)
+	struct alloc *r = NULL;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n_allocs && !r; i++)
 		if (allocs[i].addr == a)
-			return &allocs[i];
-	return NULL;
+			r = &allocs[i];
+	pthread_mutex_unlock(&lock);
+	return r;
 }
 
 CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -175,20 +182,25 @@ CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigne
 		double flops = (double)gx * bx * *(unsigned *)params[1] * 256.0;
 		double peak = FAKE_SMS * (f->name[6] == '3' ? 128.0 : 64.0) * 2 * FAKE_SM_MHZ * 1e6;
 		spend(flops, 0.96 * speed * peak);
-		real_until = now_ms() + 60;
+		if (cur)
+			cur->real_until = now_ms() + 60;
 	}
 	return 0;
 }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
-	if (n_allocs == sizeof(allocs) / sizeof(allocs[0]))
+	pthread_mutex_lock(&lock);
+	if (n_allocs == sizeof(allocs) / sizeof(allocs[0])) {
+		pthread_mutex_unlock(&lock);
 		return 2;
+	}
 	allocs[n_allocs].addr = next_addr;
 	allocs[n_allocs].n = n;
 	allocs[n_allocs].p = n <= (1u << 20) ? calloc(1, n) : NULL;
 	*p = next_addr;
 	next_addr += (n + 0xfffff) & ~0xfffffull;
 	n_allocs++;
+	pthread_mutex_unlock(&lock);
 	return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p)
@@ -277,6 +289,22 @@ CUresult cuCtxEnablePeerAccess(void *c, unsigned f)
 	(void)f;
 	return 0;
 }
+CUresult cuStreamCreate(void **s, unsigned f)
+{
+	(void)f;
+	*s = calloc(1, 16);
+	return *s ? 0 : 2;
+}
+CUresult cuStreamDestroy_v2(void *s)
+{
+	free(s);
+	return 0;
+}
+CUresult cuStreamSynchronize(void *s)
+{
+	(void)s;
+	return 0;
+}
 CUresult cuEventCreate(void **e, unsigned f)
 {
 	(void)f;
@@ -303,8 +331,8 @@ CUresult cuEventSynchronize(void *e)
 }
 CUresult cuEventQuery(void *e)
 {
-	(void)e;
-	return now_ms() < real_until ? 600 : 0;
+	struct ev *x = e;
+	return x->ctx && now_ms() < x->ctx->real_until ? 600 : 0;
 }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b)
 {
