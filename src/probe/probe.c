@@ -6,7 +6,7 @@
  * verdict (thresholds, pass/fail) is gpuboot's.
  *
  * usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N]
- *                      [--bw-mib N] [--load-ms N] [--gpus LIST]
+ *                      [--bw-mib N] [--host-mib N] [--load-ms N] [--gpus LIST]
  * --gpus narrows the active tier to the NVML indices listed ("0,3"); the
  * passive facts cover every GPU.
  *
@@ -211,7 +211,7 @@ struct gpu {
 	CUmodule mod;
 	CUfunction f_fill, f_check, f_read, f_fma32, f_fma64;
 	CUdeviceptr buf, buf2, errs, sink;
-	size_t buf_bytes, bw_bytes;
+	size_t buf_bytes, bw_bytes, host_bytes;
 	int sm_count, cc_major, cc_minor, clock_khz, bus_width;
 	unsigned nvml_bus_width, mem_max_mhz, sm_max_mhz;
 	char error[256];
@@ -227,6 +227,8 @@ struct gpu {
 	int selected;
 	pthread_t thread;
 	double worker_start_ms, worker_end_ms;
+	/* where the worker's time went, ms */
+	double ph_setup, ph_pattern, ph_device_bw, ph_fma, ph_host_alloc, ph_host_copies;
 	/* NVLink as NVML reports it: state -1 no such link, 0 down, 1 up */
 	signed char nvl_state[GB_NVML_NVLINK_MAX_LINKS];
 	int nvl_type[GB_NVML_NVLINK_MAX_LINKS];
@@ -240,7 +242,7 @@ static double t_start;
 
 struct options {
 	int active, fp64;
-	size_t pattern_mib, bw_mib;
+	size_t pattern_mib, bw_mib, host_mib;
 	int load_ms;
 	int narrowed;
 	unsigned char want[MAX_GPUS]; /* --gpus: the NVML indices to exercise */
@@ -662,6 +664,7 @@ static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
 
 static int host_copies(struct gpu *g, void *host, size_t bytes)
 {
+	g->host_bytes = bytes;
 	struct host_copy h = { host, bytes, 1 };
 	double ms;
 	unsigned v;
@@ -720,6 +723,15 @@ static void active_gpu_json(const struct gpu *g)
 	jint("pcie_width_under_load", g->load_width);
 	jdbl("worker_start_ms", g->worker_start_ms);
 	jdbl("worker_end_ms", g->worker_end_ms);
+	jopen("phases_ms", '{');
+	jdbl("setup", g->ph_setup);
+	jdbl("pattern", g->ph_pattern);
+	jdbl("device_bandwidth", g->ph_device_bw);
+	jdbl("fma", g->ph_fma);
+	jdbl("host_alloc", g->ph_host_alloc);
+	jdbl("host_copies", g->ph_host_copies);
+	jclose('}');
+	jint("host_bytes", (long long)g->host_bytes);
 	jclose('}');
 }
 
@@ -808,6 +820,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (!strcmp(argv[i], "--pattern-mib") && i + 1 < argc) {
 			if (parse_size(argv[++i], &o->pattern_mib) < 0)
 				return -1;
+		} else if (!strcmp(argv[i], "--host-mib") && i + 1 < argc) {
+			if (parse_size(argv[++i], &o->host_mib) < 0)
+				return -1;
 		} else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) {
 			if (parse_size(argv[++i], &o->bw_mib) < 0)
 				return -1;
@@ -857,27 +872,40 @@ static void *gpu_worker(void *arg)
 	struct worker_arg *w = arg;
 	struct gpu *g = w->g;
 	const struct options *o = w->o;
-	size_t host_bytes = o->bw_mib << 20;
+	size_t host_bytes = (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20;
 	void *host = NULL;
-	double ms;
+	double ms, t = now_ms();
 
-	g->worker_start_ms = now_ms() - t_start;
-	if (setup(g, o) < 0 || pattern(g) < 0)
+	g->worker_start_ms = t - t_start;
+	if (setup(g, o) < 0)
 		goto out;
+	g->ph_setup = now_ms() - t;
+	if (pattern(g) < 0)
+		goto out;
+	t = now_ms();
+	g->ph_pattern = g->fill_check_ms;
 	if (timed(g, op_d2d, NULL, 3, &ms) == 0)
 		g->d2d_gbps = 2.0 * g->bw_bytes / (ms / 1e3) / 1e9;
 	if (!g->error[0] && timed(g, op_read, NULL, 3, &ms) == 0)
 		g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
+	g->ph_device_bw = now_ms() - t;
+	t = now_ms();
 	if (g->error[0] || fma_run(g, 0, o->load_ms, &g->fp32_tflops) < 0)
 		goto out;
 	if (o->fp64 && fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops) < 0)
 		goto out;
-	if (cu.host_alloc(&host, host_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
+	g->ph_fma = now_ms() - t;
+	t = now_ms();
+	/* Pinned for this worker's context: every other context maps it too under UVA. */
+	if (cu.host_alloc(&host, host_bytes, 0) != CUDA_SUCCESS) {
 		host = NULL;
 		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed", host_bytes >> 20);
 		goto out;
 	}
+	g->ph_host_alloc = now_ms() - t;
+	t = now_ms();
 	(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
+	g->ph_host_copies = now_ms() - t;
 	cu.host_free(host);
 out:
 	g->worker_end_ms = now_ms() - t_start;
@@ -1094,7 +1122,7 @@ static int nvml_failed(const char *err)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .load_ms = 600 };
+	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 256, .load_ms = 600 };
 	struct active_times at = { 0 };
 	char err[512] = "", drv[96] = "";
 	double t_nvml;
@@ -1104,7 +1132,7 @@ int main(int argc, char **argv)
 	t_start = now_ms();
 	if (parse_args(argc, argv, &o) < 0) {
 		fprintf(stderr, "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] "
-		                "[--load-ms N] [--gpus LIST]\n");
+		                "[--host-mib N] [--load-ms N] [--gpus LIST]\n");
 		return 2;
 	}
 	jopen(NULL, '{');

@@ -70,6 +70,12 @@ for f in sorted(os.listdir(out)):
     for c in d["checks"]:
         if c["name"] in ("verify.parallel", "nvlink.links") or (c["name"] == "peer.bandwidth"):
             print(label, c["name"], c["subject"], c["result"], c["value"], c["threshold"], c["text"])
+    p = d.get("probe") or {}
+    print(label, "timings", p.get("timings_ms"))
+    for a in p.get("active", []):
+        x = a["active"]
+        print(label, "gpu%d" % a["index"], "worker %.0f-%.0f ms" % (x.get("worker_start_ms", 0), x.get("worker_end_ms", 0)),
+              "phases", x.get("phases_ms"), "jit %.1f" % x.get("jit_ms", 0))
 print()
 print("walls (ms):")
 for k in sorted(walls):
@@ -93,3 +99,4 @@ for (label, name, subj), (v, th, res) in sorted(fig.items()):
 PY
 cat "$OUT/summary.txt"
 cat "$OUT/walls.txt"
+(cd "$OUT" && tar czf raw.tgz r*.json r*.err cvd.json cvd.err && rm -f r*.json r*.err cvd.json cvd.err)
