@@ -267,7 +267,7 @@ static int threads_load(void)
  * available (in the caller otherwise), and wait for all. */
 static void run_all(void *(*fn)(void *), void **args, unsigned n)
 {
-	pthread_t t[MAX_GPUS];
+	pthread_t t[MAX_GPUS] = { 0 };
 	int started[MAX_GPUS] = { 0 };
 
 	for (unsigned i = 0; i < n && i < MAX_GPUS; i++)

@@ -79,14 +79,38 @@ CUresult cuGetErrorString(CUresult r, const char **s)
 	*s = r == 802 ? "system not yet initialized" : r == 221 ? "PTX JIT compiler library not found" : "fake error";
 	return 0;
 }
+/* CUDA_VISIBLE_DEVICES as a list of indices: the devices CUDA shows, in that order. */
+static unsigned visible(int *map)
+{
+	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	unsigned n = 0;
+	if (!v) {
+		for (unsigned i = 0; i < fake_gpus(); i++)
+			map[n++] = (int)i;
+		return n;
+	}
+	while (*v && n < 8) {
+		char *end;
+		unsigned long i = strtoul(v, &end, 10);
+		if (end == v || i >= fake_gpus())
+			break; /* CUDA stops at the first invalid entry */
+		map[n++] = (int)i;
+		v = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
 CUresult cuDeviceGetCount(int *n)
 {
-	*n = (int)fake_gpus();
+	int map[8];
+	*n = (int)visible(map);
 	return 0;
 }
 CUresult cuDeviceGet(int *d, int i)
 {
-	*d = i;
+	int map[8];
+	if (i < 0 || (unsigned)i >= visible(map))
+		return 101; /* CUDA_ERROR_INVALID_DEVICE */
+	*d = map[i];
 	return 0;
 }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
@@ -156,6 +180,24 @@ static struct alloc *find(CUdeviceptr a)
 	return r;
 }
 
+/* FAKE_NV_LAUNCH_MS: the launch takes real time, recorded in FAKE_NV_TRACE. */
+static void trace_launch(unsigned dev)
+{
+	const char *ms = getenv("FAKE_NV_LAUNCH_MS"), *path = getenv("FAKE_NV_TRACE");
+	double t0 = now_ms();
+	char line[96];
+	int fd, n;
+	if (!ms)
+		return;
+	usleep((useconds_t)(strtoul(ms, NULL, 10) * 1000));
+	if (!path || (fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%u %.3f %.3f\n", dev, t0, now_ms());
+	if (write(fd, line, (size_t)n) < 0)
+		n = 0;
+	close(fd);
+}
+
 CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned sh, void *stream, void **params, void **extra)
 {
@@ -169,6 +211,7 @@ CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigne
 	(void)sh;
 	(void)stream;
 	(void)extra;
+	trace_launch(i);
 	if (!strcmp(f->name, "gb_read")) {
 		spend(*(unsigned long long *)params[1] * 16.0, 0.93 * speed * peak_mem());
 	} else if (!strcmp(f->name, "gb_fill")) {
@@ -266,14 +309,16 @@ CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr s, size_t n)
 		memset(h, 0, n);
 	return 0;
 }
+/* NVLink pairs: the links up x 25 GB/s x 0.87 (what the H200s reached);
+ * PCIe pairs: 0.8 x the narrower link's peak. */
 CUresult cuMemcpyPeerAsync(CUdeviceptr d, void *dc, CUdeviceptr s, void *sc, size_t n, void *st)
 {
+	unsigned a = ((struct ctx *)sc)->dev, b = ((struct ctx *)dc)->dev, links = fake_nvlinks_between(a, b);
+	double pcie = peak_pcie(a) < peak_pcie(b) ? peak_pcie(a) : peak_pcie(b);
 	(void)d;
-	(void)dc;
 	(void)s;
-	(void)sc;
 	(void)st;
-	spend((double)n, 350e9);
+	spend((double)n, links ? links * 25e9 * 0.87 : 0.8 * pcie);
 	return 0;
 }
 CUresult cuDeviceCanAccessPeer(int *c, int a, int b)
