@@ -123,7 +123,7 @@ enum {
 	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0)        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, void *), processes, "nvmlDeviceGetComputeRunningProcesses_v3", 0) \
 	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), temperature, "nvmlDeviceGetTemperature", 0)                 \
-	X(nvmlReturn_t (*)(nvmlDevice_t, void *), fabric_info, "nvmlDeviceGetGpuFabricInfo", 0)                       \
+	X(nvmlReturn_t (*)(nvmlDevice_t, void *), fabric_info, "nvmlDeviceGetGpuFabricInfo", 0)                        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, int *), nvlink_state, "nvmlDeviceGetNvLinkState", 0)                \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned *), nvlink_version, "nvmlDeviceGetNvLinkVersion", 0)       \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlPciInfo_t *), nvlink_remote_pci,                                \

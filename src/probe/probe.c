@@ -899,7 +899,8 @@ static void *gpu_worker(void *arg)
 	/* Pinned for this worker's context: every other context maps it too under UVA. */
 	if (cu.host_alloc(&host, host_bytes, 0) != CUDA_SUCCESS) {
 		host = NULL;
-		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed", host_bytes >> 20);
+		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed",
+		         host_bytes >> 20);
 		goto out;
 	}
 	g->ph_host_alloc = now_ms() - t;

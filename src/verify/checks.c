@@ -572,7 +572,8 @@ static void nvlink_summary(json_object *g, const char *peer_bus, struct nvl_summ
 		ns->present++;
 		if (!gb_json_get_bool(l, "up", false)) {
 			if (o < sizeof(ns->down))
-				o += (size_t)snprintf(ns->down + o, sizeof(ns->down) - o, "%s%.0f", o ? ", " : "", num_l);
+				o += (size_t)snprintf(ns->down + o, sizeof(ns->down) - o, "%s%.0f", o ? ", " : "",
+				                      num_l);
 			continue;
 		}
 		ns->up++;
@@ -684,8 +685,8 @@ static void peer_pcie(struct gb_verify_result *r, const char *subj, double gbps,
 		         GB_EFF_PEER_PCIE, peak, gen, width);
 	else
 		snprintf(src, sizeof(src), "half a PCIe Gen3 x16 link (the link's maximum is unknown)");
-	c = num(r, "peer.bandwidth", subj, gbps, ">=", peak > 0 ? GB_EFF_PEER_PCIE * peak : gb_peak_pcie_gbps(3, 16) / 2,
-	        "GB/s", src);
+	c = num(r, "peer.bandwidth", subj, gbps,
+	        ">=", peak > 0 ? GB_EFF_PEER_PCIE * peak : gb_peak_pcie_gbps(3, 16) / 2, "GB/s", src);
 	if (c)
 		set_text(c, "PCIe path (no NVLink between these GPUs)");
 	if (c && c->state == GB_CHECK_FAIL)
@@ -731,7 +732,8 @@ static void check_peers(struct gb_verify_result *r, json_object *peers, json_obj
 				set_hint(c, "peer access is reported but the copy failed: check dmesg for XIDs");
 		} else if (path && streq(path, "nvlink")) {
 			peer_nvlink(r, subj, gbps, json_object_array_get_idx(gpus, (size_t)a),
-			            json_object_array_get_idx(gpus, (size_t)b), active_entry(act, (unsigned)a), (unsigned)b);
+			            json_object_array_get_idx(gpus, (size_t)b), active_entry(act, (unsigned)a),
+			            (unsigned)b);
 		} else {
 			peer_pcie(r, subj, gbps, json_object_array_get_idx(gpus, (size_t)a),
 			          json_object_array_get_idx(gpus, (size_t)b));
@@ -837,7 +839,8 @@ static void probe_args(const struct gb_verify_opts *o, bool active, struct gb_ve
 	struct gb_check *c = gb_verify_add(r, "env.cleaned", "system");
 
 	if (c)
-		set_text(c, "%s%s", n_cleaned ? "removed for the probe: " : "nothing to remove (no CUDA_* or LD_PRELOAD)",
+		set_text(c, "%s%s",
+		         n_cleaned ? "removed for the probe: " : "nothing to remove (no CUDA_* or LD_PRELOAD)",
 		         cleaned);
 	pa->args[na++] = (char *)"--tier";
 	pa->args[na++] = (char *)(active ? "active" : "passive");
