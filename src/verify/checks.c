@@ -774,6 +774,33 @@ static void check_parallel(struct gb_verify_result *r, json_object *act)
 		         most, cuinit, workers, peers);
 }
 
+/* GPUBOOT_GPUS named a GPU NVML does not have: the narrowing missed. */
+static void check_requested(struct gb_verify_result *r, json_object *gpus)
+{
+	json_object *req = gb_json_get(r->probe, "gpus_requested");
+	size_t ng = gpus ? json_object_array_length(gpus) : 0;
+	struct gb_check *c;
+
+	for (size_t i = 0; req && i < json_object_array_length(req); i++) {
+		int idx = json_object_get_int(json_object_array_get_idx(req, i));
+		if (idx >= 0 && (size_t)idx < ng)
+			continue;
+		/* The narrowing's own entry turns into the failure. */
+		c = NULL;
+		for (size_t k = 0; k < r->n && !c; k++)
+			if (streq(r->checks[k].name, "verify.gpus"))
+				c = &r->checks[k];
+		if (!c)
+			c = gb_verify_add(r, "verify.gpus", "system");
+		if (c) {
+			c->state = GB_CHECK_FAIL;
+			set_text(c, "GPUBOOT_GPUS names GPU %d; NVML has %zu", idx, ng);
+			set_hint(c, "GPUBOOT_GPUS names a GPU that is not there: list NVML indices below %zu", ng);
+		}
+		return;
+	}
+}
+
 /* The active tier: cuInit, each GPU's measurements, peer copies. */
 static void active_checks(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *gpus)
 {
@@ -797,6 +824,7 @@ static void active_checks(const struct gb_verify_opts *o, struct gb_verify_resul
 			           (unsigned)idx);
 	}
 	check_parallel(r, act);
+	check_requested(r, gpus);
 	check_peers(r, gb_json_get(r->probe, "peers"), gpus, act);
 }
 

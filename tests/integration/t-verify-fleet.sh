@@ -107,4 +107,7 @@ assert {c['subject'] for c in d['checks'] if c['name'] == 'peer.bandwidth'} == {
 	fail "GPUBOOT_GPUS=1,6 did not narrow the active tier"
 verify 15 GPUBOOT_GPUS=1,,x
 [ "$(failed_checks)" = "verify.gpus@system" ] || fail "bad GPUBOOT_GPUS: $(failed_checks)"
+verify 15 GPUBOOT_GPUS=1,9
+[ "$(failed_checks)" = "verify.gpus@system" ] || fail "GPUBOOT_GPUS of an absent GPU: $(failed_checks)"
+check verify.gpus system fail "GPUBOOT_GPUS names GPU 9; NVML has 8"
 echo ok
