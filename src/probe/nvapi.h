@@ -10,7 +10,18 @@ typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_SUCCESS 0
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
+
+/* NVLink (nvml.h): links per GPU (18 since R525; 12 or 6 on older
+ * drivers, which answer INVALID_ARGUMENT past their maximum), the link state
+ * (nvmlEnableState_t: 0 disabled, 1 enabled), the NVLink version as
+ * nvmlNvlinkVersion_t (1 = 1.0, 2 = 2.0, 3 = 2.2, 4 = 3.0, 5 = 3.1, 6 = 4.0,
+ * 7 = 5.0; some drivers report 7 on Hopper) and the type of the device at
+ * the far end (nvmlIntNvLinkDeviceType_t: 0 GPU, 1 IBM NPU, 2 NVSwitch,
+ * 255 unknown). */
+#define GB_NVML_NVLINK_MAX_LINKS 18
+enum { GB_NVLINK_REMOTE_GPU = 0, GB_NVLINK_REMOTE_SWITCH = 2 };
 
 typedef struct {
 	char busIdLegacy[16];
@@ -60,6 +71,7 @@ typedef unsigned long long CUdeviceptr;
 #define CUDA_ERROR_SYSTEM_NOT_READY 802
 #define CUDA_ERROR_JIT_COMPILER_NOT_FOUND 221
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_STREAM_NON_BLOCKING 0x1
 
 enum {
 	CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
@@ -111,7 +123,12 @@ enum {
 	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0)        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, void *), processes, "nvmlDeviceGetComputeRunningProcesses_v3", 0) \
 	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), temperature, "nvmlDeviceGetTemperature", 0)                 \
-	X(nvmlReturn_t (*)(nvmlDevice_t, void *), fabric_info, "nvmlDeviceGetGpuFabricInfo", 0)
+	X(nvmlReturn_t (*)(nvmlDevice_t, void *), fabric_info, "nvmlDeviceGetGpuFabricInfo", 0)                        \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, int *), nvlink_state, "nvmlDeviceGetNvLinkState", 0)                \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned *), nvlink_version, "nvmlDeviceGetNvLinkVersion", 0)       \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, nvmlPciInfo_t *), nvlink_remote_pci,                                \
+	  "nvmlDeviceGetNvLinkRemotePciInfo_v2", 0)                                                                    \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, int *), nvlink_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType", 0)
 
 #define GB_CUDA_FUNCS(X)                                                                                           \
 	X(CUresult (*)(unsigned), init, "cuInit", 1)                                                               \
@@ -143,6 +160,9 @@ enum {
 	  "cuMemcpyPeerAsync", 0)                                                                                  \
 	X(CUresult (*)(int *, CUdevice, CUdevice), can_access_peer, "cuDeviceCanAccessPeer", 0)                    \
 	X(CUresult (*)(CUcontext, unsigned), enable_peer, "cuCtxEnablePeerAccess", 0)                              \
+	X(CUresult (*)(CUstream *, unsigned), stream_create, "cuStreamCreate", 1)                                  \
+	X(CUresult (*)(CUstream), stream_destroy, "cuStreamDestroy_v2", 1)                                         \
+	X(CUresult (*)(CUstream), stream_sync, "cuStreamSynchronize", 1)                                           \
 	X(CUresult (*)(CUevent *, unsigned), event_create, "cuEventCreate", 1)                                     \
 	X(CUresult (*)(CUevent), event_destroy, "cuEventDestroy_v2", 1)                                            \
 	X(CUresult (*)(CUevent, CUstream), event_record, "cuEventRecord", 1)                                       \

@@ -6,15 +6,24 @@
  * verdict (thresholds, pass/fail) is gpuboot's.
  *
  * usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N]
- *                      [--bw-mib N] [--load-ms N]
+ *                      [--bw-mib N] [--host-mib N] [--load-ms N] [--gpus LIST]
+ * --gpus narrows the active tier to the NVML indices listed ("0,3"); the
+ * passive facts cover every GPU.
+ *
+ * The active tier runs one worker thread per GPU (its own context, stream,
+ * events, device buffers and pinned host buffer), then the peer copies in
+ * rounds of disjoint pairs, the NVLink pairs of a round at once.
  * stdout: one JSON document. exit: 0 measured (even if a GPU is bad),
  * 2 bad usage, 3 the driver libraries could not be used (JSON says why).
  *
  * Portability: it must run on the oldest glibc gpuboot supports, so it
  * binds the old symbol versions explicitly (probe-start.S, the .symver lines
  * below) and a test reads its symbol versions. JSON is written by hand here:
- * json-c's static library pulls getrandom (GLIBC_2.25). */
+ * json-c's static library pulls getrandom (GLIBC_2.25). pthread_create is
+ * taken from libpthread.so.0 with dlopen at run time: linked, it would bind
+ * GLIBC_2.34 (where glibc moved it into libc) on a new build host. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +211,7 @@ struct gpu {
 	CUmodule mod;
 	CUfunction f_fill, f_check, f_read, f_fma32, f_fma64;
 	CUdeviceptr buf, buf2, errs, sink;
-	size_t buf_bytes, bw_bytes;
+	size_t buf_bytes, bw_bytes, host_bytes;
 	int sm_count, cc_major, cc_minor, clock_khz, bus_width;
 	unsigned nvml_bus_width, mem_max_mhz, sm_max_mhz;
 	char error[256];
@@ -212,17 +221,64 @@ struct gpu {
 	int util_max, util_samples, load_gen, load_width;
 	unsigned sm_clock_load_mhz;
 	unsigned long long events_under_load;
+	CUstream stream;
 	CUevent e0, e1;
+	/* the worker: its thread and when it ran (ms since the probe started) */
+	int selected;
+	pthread_t thread;
+	double worker_start_ms, worker_end_ms;
+	/* where the worker's time went, ms */
+	double ph_setup, ph_pattern, ph_device_bw, ph_fma, ph_host_alloc, ph_host_copies;
+	/* NVLink as NVML reports it: state -1 no such link, 0 down, 1 up */
+	signed char nvl_state[GB_NVML_NVLINK_MAX_LINKS];
+	int nvl_type[GB_NVML_NVLINK_MAX_LINKS];
+	unsigned nvl_version[GB_NVML_NVLINK_MAX_LINKS];
+	char nvl_remote[GB_NVML_NVLINK_MAX_LINKS][32];
 };
 
 static struct gpu gpus[MAX_GPUS];
 static unsigned n_gpus;
+static double t_start;
 
 struct options {
 	int active, fp64;
-	size_t pattern_mib, bw_mib;
+	size_t pattern_mib, bw_mib, host_mib;
 	int load_ms;
+	int narrowed;
+	unsigned char want[MAX_GPUS]; /* --gpus: the NVML indices to exercise */
 };
+
+/* pthread_create and pthread_join from libpthread.so.0 at run time (the
+ * header comment says why); on glibc >= 2.34 that stub forwards to libc. */
+static int (*thr_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static int (*thr_join)(pthread_t, void **);
+
+static int threads_load(void)
+{
+	void *h = dlopen("libpthread.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	*(void **)&thr_create = dlsym(h, "pthread_create");
+	*(void **)&thr_join = dlsym(h, "pthread_join");
+	return thr_create && thr_join ? 0 : -1;
+}
+
+/* Run fn(arg[i]) for every i, each in its own thread where threads are
+ * available (in the caller otherwise), and wait for all. */
+static void run_all(void *(*fn)(void *), void **args, unsigned n)
+{
+	pthread_t t[MAX_GPUS] = { 0 };
+	int started[MAX_GPUS] = { 0 };
+
+	for (unsigned i = 0; i < n && i < MAX_GPUS; i++)
+		started[i] = thr_create && thr_create(&t[i], NULL, fn, args[i]) == 0;
+	for (unsigned i = 0; i < n && i < MAX_GPUS; i++)
+		if (!started[i])
+			fn(args[i]);
+	for (unsigned i = 0; i < n && i < MAX_GPUS; i++)
+		if (started[i])
+			thr_join(t[i], NULL);
+}
 
 /* ECC, remapped rows and retired pages: the memory's health, as NVML sees it. */
 static void memory_health(struct gpu *g)
@@ -271,6 +327,45 @@ static void memory_health(struct gpu *g)
 		jbool("supported", 0);
 	}
 	jclose('}');
+}
+
+/* NVLink: every link NVML knows of, whether it is up, its version and what
+ * is at the far end (a GPU by its PCI address, or an NVSwitch). */
+static void nvlink_facts(struct gpu *g)
+{
+	int any = 0;
+
+	for (unsigned l = 0; l < GB_NVML_NVLINK_MAX_LINKS; l++) {
+		int st = 0;
+		nvmlPciInfo_t pci;
+		g->nvl_state[l] = -1;
+		g->nvl_type[l] = -1;
+		if (!nv.nvlink_state || nv.nvlink_state(g->dev, l, &st) != NVML_SUCCESS)
+			continue;
+		g->nvl_state[l] = st == 1;
+		if (nv.nvlink_version)
+			(void)nv.nvlink_version(g->dev, l, &g->nvl_version[l]);
+		memset(&pci, 0, sizeof(pci));
+		if (nv.nvlink_remote_pci && nv.nvlink_remote_pci(g->dev, l, &pci) == NVML_SUCCESS)
+			snprintf(g->nvl_remote[l], sizeof(g->nvl_remote[l]), "%s", pci.busId);
+		if (nv.nvlink_remote_type)
+			(void)nv.nvlink_remote_type(g->dev, l, &g->nvl_type[l]);
+		if (!any)
+			jopen("nvlink", '[');
+		any = 1;
+		jopen(NULL, '{');
+		jint("link", l);
+		jbool("up", st == 1);
+		jint("version", g->nvl_version[l]);
+		jstr("remote_bus_id", g->nvl_remote[l][0] ? g->nvl_remote[l] : NULL);
+		jstr("remote_type", g->nvl_type[l] == GB_NVLINK_REMOTE_GPU      ? "gpu"
+		                    : g->nvl_type[l] == GB_NVLINK_REMOTE_SWITCH ? "nvswitch"
+		                    : g->nvl_type[l] < 0                        ? NULL
+		                                                                : "other");
+		jclose('}');
+	}
+	if (any)
+		jclose(']');
 }
 
 static void passive_gpu(unsigned i)
@@ -358,6 +453,7 @@ static void passive_gpu(unsigned i)
 			jclose('}');
 		}
 	}
+	nvlink_facts(g);
 	if (nv.processes) {
 		unsigned count = 0;
 		nvmlReturn_t r = nv.processes(g->dev, &count, NULL);
@@ -380,7 +476,7 @@ static void passive_gpu(unsigned i)
 
 static int launch(struct gpu *g, CUfunction f, unsigned blocks, unsigned threads, void **params)
 {
-	CK(cu.launch(f, blocks, 1, 1, threads, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+	CK(cu.launch(f, blocks, 1, 1, threads, 1, 1, 0, g->stream, params, NULL), "cuLaunchKernel");
 	return 0;
 }
 
@@ -427,6 +523,7 @@ static int setup(struct gpu *g, const struct options *o)
 	CK(cu.mem_alloc(&g->errs, 64), "cuMemAlloc");
 	CK(cu.mem_alloc(&g->sink, 64), "cuMemAlloc");
 	CK(cu.memset32(g->errs, 0, 16), "cuMemsetD32");
+	CK(cu.stream_create(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	CK(cu.event_create(&g->e0, 0), "cuEventCreate");
 	CK(cu.event_create(&g->e1, 0), "cuEventCreate");
 	return 0;
@@ -445,10 +542,10 @@ static int timed(struct gpu *g, int (*op)(struct gpu *, void *), void *arg, int 
 	if (op(g, arg) < 0)
 		return -1;
 	for (int i = 0; i < reps; i++) {
-		CK(cu.event_record(g->e0, NULL), "cuEventRecord");
+		CK(cu.event_record(g->e0, g->stream), "cuEventRecord");
 		if (op(g, arg) < 0)
 			return -1;
-		CK(cu.event_record(g->e1, NULL), "cuEventRecord");
+		CK(cu.event_record(g->e1, g->stream), "cuEventRecord");
 		CK(cu.event_sync(g->e1), "cuEventSynchronize");
 		CK(cu.event_elapsed(&ms, g->e0, g->e1), "cuEventElapsedTime");
 		if (ms < *best_ms)
@@ -460,7 +557,7 @@ static int timed(struct gpu *g, int (*op)(struct gpu *, void *), void *arg, int 
 static int op_d2d(struct gpu *g, void *arg)
 {
 	(void)arg;
-	CK(cu.copy_dtod(g->buf2, g->buf, g->bw_bytes, NULL), "cuMemcpyDtoDAsync");
+	CK(cu.copy_dtod(g->buf2, g->buf, g->bw_bytes, g->stream), "cuMemcpyDtoDAsync");
 	return 0;
 }
 
@@ -472,6 +569,11 @@ static int op_read(struct gpu *g, void *arg)
 	return launch(g, g->f_read, blocks_for(g) * 2, 256, params);
 }
 
+struct worker_arg {
+	struct gpu *g;
+	const struct options *o;
+};
+
 struct host_copy {
 	void *host;
 	size_t bytes;
@@ -482,9 +584,9 @@ static int op_host(struct gpu *g, void *arg)
 {
 	struct host_copy *h = arg;
 	if (h->to_device)
-		CK(cu.copy_htod(g->buf2, h->host, h->bytes, NULL), "cuMemcpyHtoDAsync");
+		CK(cu.copy_htod(g->buf2, h->host, h->bytes, g->stream), "cuMemcpyHtoDAsync");
 	else
-		CK(cu.copy_dtoh(h->host, g->buf2, h->bytes, NULL), "cuMemcpyDtoHAsync");
+		CK(cu.copy_dtoh(h->host, g->buf2, h->bytes, g->stream), "cuMemcpyDtoHAsync");
 	return 0;
 }
 
@@ -503,6 +605,7 @@ static int pattern(struct gpu *g)
 	seed = ~seed;
 	if (launch(g, g->f_fill, blocks_for(g), 256, pf) < 0 || launch(g, g->f_check, blocks_for(g), 256, pc) < 0)
 		return -1;
+	CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
 	CK(cu.copy_dtoh_sync(errs, g->errs, sizeof(errs)), "cuMemcpyDtoH (pattern errors)");
 	g->pattern_errors = errs[0];
 	g->fill_check_ms = now_ms() - t;
@@ -526,11 +629,11 @@ static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
 		iters = 16;
 	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0) /* warm-up, short */
 		return -1;
-	CK(cu.ctx_sync(), "cuCtxSynchronize");
-	CK(cu.event_record(g->e0, NULL), "cuEventRecord");
+	CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
+	CK(cu.event_record(g->e0, g->stream), "cuEventRecord");
 	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0)
 		return -1;
-	CK(cu.event_record(g->e1, NULL), "cuEventRecord");
+	CK(cu.event_record(g->e1, g->stream), "cuEventRecord");
 	if (!fp64) {
 		double start = now_ms();
 		while ((q = cu.event_query(g->e1)) == CUDA_ERROR_NOT_READY) {
@@ -561,6 +664,7 @@ static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
 
 static int host_copies(struct gpu *g, void *host, size_t bytes)
 {
+	g->host_bytes = bytes;
 	struct host_copy h = { host, bytes, 1 };
 	double ms;
 	unsigned v;
@@ -575,7 +679,7 @@ static int host_copies(struct gpu *g, void *host, size_t bytes)
 		g->load_gen = (int)v;
 	if (nv.pcie_width && nv.pcie_width(g->dev, &v) == NVML_SUCCESS)
 		g->load_width = (int)v;
-	CK(cu.ctx_sync(), "cuCtxSynchronize");
+	CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
 	h.to_device = 0;
 	if (timed(g, op_host, &h, 5, &ms) < 0)
 		return -1;
@@ -617,6 +721,17 @@ static void active_gpu_json(const struct gpu *g)
 	jdbl("d2h_pinned_gbps", g->d2h_gbps);
 	jint("pcie_gen_under_load", g->load_gen);
 	jint("pcie_width_under_load", g->load_width);
+	jdbl("worker_start_ms", g->worker_start_ms);
+	jdbl("worker_end_ms", g->worker_end_ms);
+	jopen("phases_ms", '{');
+	jdbl("setup", g->ph_setup);
+	jdbl("pattern", g->ph_pattern);
+	jdbl("device_bandwidth", g->ph_device_bw);
+	jdbl("fma", g->ph_fma);
+	jdbl("host_alloc", g->ph_host_alloc);
+	jdbl("host_copies", g->ph_host_copies);
+	jclose('}');
+	jint("host_bytes", (long long)g->host_bytes);
 	jclose('}');
 }
 
@@ -664,6 +779,31 @@ static int cuda_start(char *err, size_t errsz, double *ret_ms)
 	return 0;
 }
 
+/* "0,2,5": NVML indices, each below MAX_GPUS. */
+static int parse_gpus(const char *s, struct options *o)
+{
+	unsigned v = 0;
+	int digits = 0;
+
+	o->narrowed = 1;
+	for (;; s++) {
+		if (*s >= '0' && *s <= '9') {
+			v = v * 10 + (unsigned)(*s - '0');
+			if (v >= MAX_GPUS)
+				return -1;
+			digits++;
+		} else if ((*s == ',' || *s == '\0') && digits) {
+			o->want[v] = 1;
+			v = 0;
+			digits = 0;
+			if (!*s)
+				return 0;
+		} else {
+			return -1;
+		}
+	}
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	for (int i = 1; i < argc; i++) {
@@ -680,8 +820,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (!strcmp(argv[i], "--pattern-mib") && i + 1 < argc) {
 			if (parse_size(argv[++i], &o->pattern_mib) < 0)
 				return -1;
+		} else if (!strcmp(argv[i], "--host-mib") && i + 1 < argc) {
+			if (parse_size(argv[++i], &o->host_mib) < 0)
+				return -1;
 		} else if (!strcmp(argv[i], "--bw-mib") && i + 1 < argc) {
 			if (parse_size(argv[++i], &o->bw_mib) < 0)
+				return -1;
+		} else if (!strcmp(argv[i], "--gpus") && i + 1 < argc) {
+			if (parse_gpus(argv[++i], o) < 0)
 				return -1;
 		} else if (!strcmp(argv[i], "--load-ms") && i + 1 < argc) {
 			size_t v;
@@ -716,127 +862,291 @@ static void match_cuda_devices(int cuda_count)
 	}
 }
 
-/* Each phase runs on every GPU at once: launch everywhere, then wait. */
-static void run_phases(const struct options *o)
+/* One GPU's whole active tier, in its own thread: its context made current
+ * here (the current context is per thread), its module, stream, buffers and
+ * a pinned host buffer allocated by this worker, then every measurement.
+ * Nothing is shared with the other workers; main reads the results after
+ * the join. */
+static void *gpu_worker(void *arg)
 {
+	struct worker_arg *w = arg;
+	struct gpu *g = w->g;
+	const struct options *o = w->o;
+	size_t host_bytes = (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20;
 	void *host = NULL;
-	size_t host_bytes = o->bw_mib << 20;
+	double ms, t = now_ms();
 
-	for (unsigned i = 0; i < n_gpus; i++)
-		if (!gpus[i].error[0]) {
-			cu.ctx_set(gpus[i].ctx);
-			(void)pattern(&gpus[i]);
-		}
-	for (unsigned i = 0; i < n_gpus; i++) {
-		struct gpu *g = &gpus[i];
-		double ms;
-		if (g->error[0])
-			continue;
-		cu.ctx_set(g->ctx);
-		if (timed(g, op_d2d, NULL, 3, &ms) == 0)
-			g->d2d_gbps = 2.0 * g->bw_bytes / (ms / 1e3) / 1e9;
-		if (!g->error[0] && timed(g, op_read, NULL, 3, &ms) == 0)
-			g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
+	g->worker_start_ms = t - t_start;
+	if (setup(g, o) < 0)
+		goto out;
+	g->ph_setup = now_ms() - t;
+	if (pattern(g) < 0)
+		goto out;
+	t = now_ms();
+	g->ph_pattern = g->fill_check_ms;
+	if (timed(g, op_d2d, NULL, 3, &ms) == 0)
+		g->d2d_gbps = 2.0 * g->bw_bytes / (ms / 1e3) / 1e9;
+	if (!g->error[0] && timed(g, op_read, NULL, 3, &ms) == 0)
+		g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
+	g->ph_device_bw = now_ms() - t;
+	t = now_ms();
+	if (g->error[0] || fma_run(g, 0, o->load_ms, &g->fp32_tflops) < 0)
+		goto out;
+	if (o->fp64 && fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops) < 0)
+		goto out;
+	g->ph_fma = now_ms() - t;
+	t = now_ms();
+	/* Pinned for this worker's context: every other context maps it too under UVA. */
+	if (cu.host_alloc(&host, host_bytes, 0) != CUDA_SUCCESS) {
+		host = NULL;
+		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed",
+		         host_bytes >> 20);
+		goto out;
 	}
-	for (unsigned i = 0; i < n_gpus; i++) {
-		struct gpu *g = &gpus[i];
-		if (g->error[0])
-			continue;
-		cu.ctx_set(g->ctx);
-		(void)fma_run(g, 0, o->load_ms, &g->fp32_tflops);
-		if (o->fp64 && !g->error[0])
-			(void)fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops);
-	}
-	for (unsigned i = 0; i < n_gpus && !host; i++)
-		if (!gpus[i].error[0]) {
-			cu.ctx_set(gpus[i].ctx);
-			if (cu.host_alloc(&host, host_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
-				host = NULL;
-			else
-				memset(host, 0x5a, host_bytes);
-		}
-	for (unsigned i = 0; i < n_gpus && host; i++) {
-		struct gpu *g = &gpus[i];
-		if (g->error[0])
-			continue;
-		cu.ctx_set(g->ctx);
-		(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
-	}
-	if (host)
-		cu.host_free(host);
+	g->ph_host_alloc = now_ms() - t;
+	t = now_ms();
+	(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
+	g->ph_host_copies = now_ms() - t;
+	cu.host_free(host);
+out:
+	g->worker_end_ms = now_ms() - t_start;
+	return NULL;
 }
 
-/* Peer bandwidth for every pair that can reach each other. */
-static void peers_json(void)
+/* Every selected GPU at once: one worker each. */
+static void run_workers(const struct options *o)
+{
+	struct worker_arg wa[MAX_GPUS];
+	void *args[MAX_GPUS];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < n_gpus; i++)
+		if (gpus[i].selected && !gpus[i].error[0]) {
+			wa[n].g = &gpus[i];
+			wa[n].o = o;
+			args[n] = &wa[n];
+			n++;
+		}
+	run_all(gpu_worker, args, n);
+}
+
+/* How a and b reach each other: NVLink when a's links go to b, or both
+ * GPUs have links up to NVSwitches; PCIe otherwise. */
+static int nvlink_between(const struct gpu *a, const struct gpu *b)
+{
+	int a_sw = 0, b_sw = 0;
+	for (unsigned l = 0; l < GB_NVML_NVLINK_MAX_LINKS; l++) {
+		if (a->nvl_state[l] == 1 && a->nvl_remote[l][0] && !strcasecmp(a->nvl_remote[l], b->bus_id))
+			return 1;
+		a_sw |= a->nvl_state[l] == 1 && a->nvl_type[l] == GB_NVLINK_REMOTE_SWITCH;
+		b_sw |= b->nvl_state[l] == 1 && b->nvl_type[l] == GB_NVLINK_REMOTE_SWITCH;
+	}
+	return a_sw && b_sw;
+}
+
+struct peer_result {
+	unsigned src, dst, round;
+	int can, nvlink;
+	double gbps;
+};
+
+struct peer_lane {
+	struct peer_result *r[MAX_GPUS * 2]; /* the directions this lane measures, in order */
+	unsigned n;
+};
+
+/* Copy from src's device memory into dst's, timed on src's stream. */
+static void peer_copy(struct peer_result *p)
+{
+	struct gpu *ga = &gpus[p->src], *gb = &gpus[p->dst];
+	size_t bytes = ga->bw_bytes / 4 < gb->bw_bytes ? ga->bw_bytes / 4 : gb->bw_bytes;
+	float ms = 0, best = 1e30f;
+
+	cu.can_access_peer(&p->can, ga->cudev, gb->cudev);
+	if (!p->can)
+		return;
+	cu.ctx_set(ga->ctx);
+	(void)cu.enable_peer(gb->ctx, 0); /* already enabled (the other direction) is fine */
+	for (int rep = 0; rep < 4; rep++) {
+		if (cu.event_record(ga->e0, ga->stream) != CUDA_SUCCESS ||
+		    cu.copy_peer(gb->buf2, gb->ctx, ga->buf, ga->ctx, bytes, ga->stream) != CUDA_SUCCESS ||
+		    cu.event_record(ga->e1, ga->stream) != CUDA_SUCCESS || cu.event_sync(ga->e1) != CUDA_SUCCESS ||
+		    cu.event_elapsed(&ms, ga->e0, ga->e1) != CUDA_SUCCESS)
+			return;
+		if (rep > 0 && ms < best)
+			best = ms;
+	}
+	p->gbps = bytes / (best / 1e3) / 1e9;
+}
+
+static void *peer_lane_run(void *arg)
+{
+	struct peer_lane *l = arg;
+	for (unsigned i = 0; i < l->n; i++)
+		peer_copy(l->r[i]);
+	return NULL;
+}
+
+/* The pairs in rounds (the circle method: in each round every GPU is in at
+ * most one pair). Within a round the NVLink pairs run at once, each on its
+ * own links; the PCIe pairs run one after another in one more lane, as
+ * they may share a switch or the root complex. */
+static unsigned peer_rounds(struct peer_result *res, unsigned cap)
+{
+	unsigned sel[MAX_GPUS + 1], m = 0, n = 0;
+
+	for (unsigned i = 0; i < n_gpus; i++)
+		if (gpus[i].selected && !gpus[i].error[0] && gpus[i].ctx)
+			sel[m++] = i;
+	if (m < 2 || !cu.can_access_peer || !cu.copy_peer || !cu.enable_peer)
+		return 0;
+	if (m % 2)
+		sel[m++] = MAX_GPUS; /* the bye */
+	for (unsigned r = 0; r + 1 < m; r++) {
+		static struct peer_lane lanes[MAX_GPUS / 2 + 1];
+		void *args[MAX_GPUS / 2 + 1];
+		unsigned nl = 0, pcie = MAX_GPUS / 2;
+		lanes[pcie].n = 0;
+		for (unsigned k = 0; k < m / 2; k++) {
+			/* position 0 stays, the others rotate by r */
+			unsigned pa = k == 0 ? 0 : 1 + (k - 1 + r) % (m - 1), pb = 1 + (m - 2 - k + r) % (m - 1);
+			unsigned a = sel[pa], b = sel[pb];
+			struct peer_lane *l;
+			if (a == MAX_GPUS || b == MAX_GPUS || n + 2 > cap)
+				continue;
+			l = nvlink_between(&gpus[a], &gpus[b]) ? &lanes[nl++] : &lanes[pcie];
+			if (l != &lanes[pcie])
+				l->n = 0;
+			for (int d = 0; d < 2; d++) {
+				struct peer_result *p = &res[n++];
+				memset(p, 0, sizeof(*p));
+				p->src = d ? b : a;
+				p->dst = d ? a : b;
+				p->round = r;
+				p->nvlink = l != &lanes[pcie];
+				l->r[l->n++] = p;
+			}
+		}
+		for (unsigned i = 0; i < nl; i++)
+			args[i] = &lanes[i];
+		if (lanes[pcie].n)
+			args[nl++] = &lanes[pcie];
+		run_all(peer_lane_run, args, nl);
+	}
+	return n;
+}
+
+static void peers_json(const struct peer_result *res, unsigned n)
 {
 	jopen("peers", '[');
-	for (unsigned a = 0; a < n_gpus; a++)
-		for (unsigned b = 0; b < n_gpus; b++) {
-			struct gpu *ga = &gpus[a], *gb = &gpus[b];
-			int can = 0;
-			float ms = 0, best = 1e30f;
-			if (a == b || ga->error[0] || gb->error[0] || !cu.can_access_peer || !cu.copy_peer)
-				continue;
-			jopen(NULL, '{');
-			jint("src", a);
-			jint("dst", b);
-			cu.can_access_peer(&can, ga->cudev, gb->cudev);
-			jbool("can_access", can);
-			if (can) {
-				size_t bytes = ga->bw_bytes / 4;
-				cu.ctx_set(ga->ctx);
-				cu.enable_peer(gb->ctx, 0);
-				cu.ctx_set(gb->ctx);
-				cu.enable_peer(ga->ctx, 0);
-				cu.ctx_set(ga->ctx);
-				for (int rep = 0; rep < 4; rep++) {
-					cu.event_record(ga->e0, NULL);
-					cu.copy_peer(gb->buf2, gb->ctx, ga->buf, ga->ctx, bytes, NULL);
-					cu.event_record(ga->e1, NULL);
-					cu.event_sync(ga->e1);
-					cu.event_elapsed(&ms, ga->e0, ga->e1);
-					if (rep > 0 && ms < best)
-						best = ms;
-				}
-				jdbl("gbps", bytes / (best / 1e3) / 1e9);
-			}
-			jclose('}');
-		}
+	for (unsigned i = 0; i < n; i++) {
+		jopen(NULL, '{');
+		jint("src", res[i].src);
+		jint("dst", res[i].dst);
+		jint("round", res[i].round);
+		jstr("path", res[i].nvlink ? "nvlink" : "pcie");
+		jbool("can_access", res[i].can);
+		if (res[i].can && res[i].gbps > 0)
+			jdbl("gbps", res[i].gbps);
+		jclose('}');
+	}
 	jclose(']');
+}
+
+struct active_times {
+	double cuinit, workers, peers;
+};
+
+/* The active tier: cuInit, the workers, the peers, and its JSON. -1 with
+ * the reason in err when CUDA cannot start. */
+static int active_tier(const struct options *o, struct active_times *t, char *err, size_t errsz)
+{
+	static struct peer_result peers[MAX_GPUS * (MAX_GPUS - 1)];
+	int cuda_count = 0, cuda_version = 0;
+	unsigned n_peers;
+	double t0;
+
+	if (cuda_start(err, errsz, &t->cuinit) < 0)
+		return -1;
+	(void)threads_load(); /* without threads, the workers run one after another */
+	cu.driver_version(&cuda_version);
+	cu.count(&cuda_count);
+	match_cuda_devices(cuda_count);
+	for (unsigned i = 0; i < n_gpus; i++) {
+		gpus[i].selected = !o->narrowed || o->want[i];
+		if (gpus[i].selected && gpus[i].cuda_index < 0)
+			snprintf(gpus[i].error, sizeof(gpus[i].error), "CUDA does not see this GPU");
+	}
+	t0 = now_ms();
+	run_workers(o);
+	t->workers = now_ms() - t0;
+	t0 = now_ms();
+	n_peers = peer_rounds(peers, sizeof(peers) / sizeof(peers[0]));
+	t->peers = now_ms() - t0;
+
+	jopen("cuda", '{');
+	jint("driver_api_version", cuda_version);
+	jint("device_count", cuda_count);
+	jbool("threads", thr_create != NULL);
+	jclose('}');
+	jopen("active", '[');
+	for (unsigned i = 0; i < n_gpus; i++) {
+		if (!gpus[i].selected)
+			continue;
+		jopen(NULL, '{');
+		jint("index", i);
+		active_gpu_json(&gpus[i]);
+		jclose('}');
+	}
+	jclose(']');
+	peers_json(peers, n_peers);
+	for (unsigned i = 0; i < n_gpus; i++)
+		if (gpus[i].ctx) {
+			cu.ctx_set(gpus[i].ctx);
+			cu.mem_free(gpus[i].buf);
+			cu.mem_free(gpus[i].buf2);
+			if (gpus[i].stream)
+				cu.stream_destroy(gpus[i].stream);
+			cu.ctx_release(gpus[i].cudev);
+		}
+	return 0;
+}
+
+static int nvml_failed(const char *err)
+{
+	jstr("error", err);
+	jstr("stage", "nvml");
+	jclose('}');
+	fputc('\n', stdout);
+	return 3;
 }
 
 int main(int argc, char **argv)
 {
-	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .load_ms = 600 };
+	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 256, .load_ms = 600 };
+	struct active_times at = { 0 };
 	char err[512] = "", drv[96] = "";
-	double t0 = now_ms(), t_nvml, t_cuinit = 0, t_ctx = 0;
-	int cuda_count = 0, cuda_version = 0;
+	double t_nvml;
 	unsigned count = 0;
 	nvmlReturn_t nr;
 
-	if (parse_args(argc, argv, &o) < 0)
-		goto usage;
-
+	t_start = now_ms();
+	if (parse_args(argc, argv, &o) < 0) {
+		fprintf(stderr, "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] "
+		                "[--host-mib N] [--load-ms N] [--gpus LIST]\n");
+		return 2;
+	}
 	jopen(NULL, '{');
 	jint("probe_version", PROBE_VERSION);
 	jstr("tier", o.active ? "active" : "passive");
-	if (load_nvml(err, sizeof(err)) < 0) {
-		jstr("error", err);
-		jstr("stage", "nvml");
-		jclose('}');
-		fputc('\n', stdout);
-		return 3;
-	}
+	if (load_nvml(err, sizeof(err)) < 0)
+		return nvml_failed(err);
 	nr = nv.init();
-	t_nvml = now_ms() - t0;
+	t_nvml = now_ms() - t_start;
 	if (nr != NVML_SUCCESS) {
 		snprintf(err, sizeof(err), "nvmlInit failed: %s (NVML error %d); is the nvidia module loaded?",
 		         nv.error_string(nr), nr);
-		jstr("error", err);
-		jstr("stage", "nvml");
-		jclose('}');
-		fputc('\n', stdout);
-		return 3;
+		return nvml_failed(err);
 	}
 	nv.driver_version(drv, sizeof(drv));
 	jstr("driver_version", drv);
@@ -849,71 +1159,29 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < count; i++)
 		passive_gpu(i);
 	jclose(']');
-
-	if (o.active) {
-		double t;
-
-		if (cuda_start(err, sizeof(err), &t_cuinit) < 0)
-			goto cuda_error;
-		cu.driver_version(&cuda_version);
-		cu.count(&cuda_count);
-		match_cuda_devices(cuda_count);
-		t = now_ms();
-		for (unsigned i = 0; i < n_gpus; i++)
-			if (gpus[i].cuda_index < 0)
-				snprintf(gpus[i].error, sizeof(gpus[i].error), "CUDA does not see this GPU");
-			else
-				(void)setup(&gpus[i], &o);
-		t_ctx = now_ms() - t;
-		run_phases(&o);
-	}
-
-	if (o.active) {
-		jopen("cuda", '{');
-		jint("driver_api_version", cuda_version);
-		jint("device_count", cuda_count);
-		jclose('}');
-		jopen("active", '[');
-		for (unsigned i = 0; i < n_gpus; i++) {
-			jopen(NULL, '{');
-			jint("index", i);
-			active_gpu_json(&gpus[i]);
-			jclose('}');
-		}
+	/* What the probe saw of CUDA's environment: gpuboot cleans it. */
+	jstr("env_cuda_visible_devices", getenv("CUDA_VISIBLE_DEVICES"));
+	if (o.narrowed) {
+		jopen("gpus_requested", '[');
+		for (unsigned i = 0; i < MAX_GPUS; i++)
+			if (o.want[i])
+				jint(NULL, i);
 		jclose(']');
-		peers_json();
-		for (unsigned i = 0; i < n_gpus; i++)
-			if (gpus[i].ctx) {
-				cu.ctx_set(gpus[i].ctx);
-				cu.mem_free(gpus[i].buf);
-				cu.mem_free(gpus[i].buf2);
-				cu.ctx_release(gpus[i].cudev);
-			}
+	}
+	if (o.active && active_tier(&o, &at, err, sizeof(err)) < 0) {
+		jopen("cuda", '{');
+		jstr("error", err);
+		jclose('}');
 	}
 	jopen("timings_ms", '{');
 	jdbl("nvml_init", t_nvml);
-	jdbl("cu_init", t_cuinit);
-	jdbl("contexts_and_jit", t_ctx);
-	jdbl("total", now_ms() - t0);
+	jdbl("cu_init", at.cuinit);
+	jdbl("workers", at.workers);
+	jdbl("peers", at.peers);
+	jdbl("total", now_ms() - t_start);
 	jclose('}');
 	jclose('}');
 	fputc('\n', stdout);
 	nv.shutdown();
 	return 0;
-
-cuda_error:
-	jopen("cuda", '{');
-	jstr("error", err);
-	jclose('}');
-	jopen("timings_ms", '{');
-	jdbl("total", now_ms() - t0);
-	jclose('}');
-	jclose('}');
-	fputc('\n', stdout);
-	nv.shutdown();
-	return 0;
-usage:
-	fprintf(stderr,
-	        "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] [--load-ms N]\n");
-	return 2;
 }

@@ -100,10 +100,55 @@ static int probe_fd(struct gb_ctx *ctx)
 	return probe_file_fd(ctx);
 }
 
+/* What the caller's environment may set that would make the verdict the
+ * caller's and not the machine's: CUDA_VISIBLE_DEVICES and
+ * CUDA_DEVICE_ORDER hide or reorder GPUs, CUDA_MPS_* route the probe through
+ * an MPS server, CUDA_LAUNCH_BLOCKING and the rest change how CUDA runs; an
+ * LD_PRELOAD library can intercept the driver API (GPU-sharing shims do).
+ * Every CUDA_* variable and LD_PRELOAD are removed. */
+static bool env_cleaned_var(const char *kv)
+{
+	return strncmp(kv, "CUDA_", 5) == 0 || strncmp(kv, "LD_PRELOAD=", 11) == 0;
+}
+
+size_t gb_probe_env_cleaned(char *buf, size_t n)
+{
+	size_t count = 0, o = 0;
+
+	if (n)
+		buf[0] = '\0';
+	for (char **e = environ; e && *e; e++) {
+		if (!env_cleaned_var(*e))
+			continue;
+		count++;
+		if (o < n)
+			o += (size_t)snprintf(buf + o, n - o, "%s%.60s", o ? ", " : "", *e);
+	}
+	return count;
+}
+
+/* environ without the variables above: pointers into environ, freed by the caller. */
+static char **probe_env(void)
+{
+	size_t n = 0, k = 0;
+	char **envp;
+
+	for (char **e = environ; e && *e; e++)
+		n++;
+	envp = calloc(n + 1, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (char **e = environ; e && *e; e++)
+		if (!env_cleaned_var(*e))
+			envp[k++] = *e;
+	envp[k] = NULL;
+	return envp;
+}
+
 /* In the child: its own process group, stdin from /dev/null, stdout and
  * stderr to the pipes, then exec the fd. On failure the errno goes back
  * through exec_err (closed on a successful exec). Never returns. */
-_Noreturn static void probe_child(int fd, char *const argv[], int out, int errp, int exec_err)
+_Noreturn static void probe_child(int fd, char *const argv[], char *const envp[], int out, int errp, int exec_err)
 {
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC), e;
 
@@ -112,9 +157,9 @@ _Noreturn static void probe_child(int fd, char *const argv[], int out, int errp,
 		dup2(devnull, STDIN_FILENO);
 	dup2(out, STDOUT_FILENO);
 	dup2(errp, STDERR_FILENO);
-	syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
+	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
 	if (errno == ENOSYS)
-		fexecve(fd, argv, environ);
+		fexecve(fd, argv, envp);
 	e = errno;
 	if (write(exec_err, &e, sizeof(e)) < 0)
 		_exit(127);
@@ -122,8 +167,8 @@ _Noreturn static void probe_child(int fd, char *const argv[], int out, int errp,
 }
 
 /* Start the probe; *ret_exec_errno is 0 when the kernel ran it, else why not. */
-static int probe_spawn(int fd, char *const argv[], int out[2], int errp[2], pid_t *ret_pid, int *ret_exec_errno,
-                       char *err, size_t errsz)
+static int probe_spawn(int fd, char *const argv[], char *const envp[], int out[2], int errp[2], pid_t *ret_pid,
+                       int *ret_exec_errno, char *err, size_t errsz)
 {
 	int ex[2], e = 0, r = 0;
 	pid_t pid;
@@ -143,7 +188,7 @@ static int probe_spawn(int fd, char *const argv[], int out[2], int errp[2], pid_
 		return r;
 	}
 	if (pid == 0)
-		probe_child(fd, argv, out[1], errp[1], ex[1]);
+		probe_child(fd, argv, envp, out[1], errp[1], ex[1]);
 	setpgid(pid, pid);
 	close(out[1]);
 	close(errp[1]);
@@ -280,7 +325,7 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
                  size_t errsz)
 {
 	struct probe_io io = { 0 };
-	char *argv[16];
+	char *argv[16], **envp;
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, fd, status = 0, exec_errno = 0, r;
 	uint64_t deadline;
 	pid_t pid = -1;
@@ -297,13 +342,17 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 		return fd;
 	}
 	io.buf = malloc(PROBE_OUTPUT_MAX + 1);
-	if (!io.buf) {
+	envp = probe_env();
+	if (!io.buf || !envp) {
+		free(io.buf);
+		free(envp);
 		close(fd);
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
-	r = probe_spawn(fd, argv, out, errp, &pid, &exec_errno, err, errsz);
+	r = probe_spawn(fd, argv, envp, out, errp, &pid, &exec_errno, err, errsz);
 	close(fd);
+	free(envp);
 	deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)timeout_ms * 1000000ull;
 	if (r >= 0)
 		r = probe_collect(ctx, pid, out, errp, deadline, timeout_ms, &io, &status, err, errsz);

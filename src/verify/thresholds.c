@@ -53,3 +53,34 @@ double gb_peak_pcie_gbps(int gen, int width)
 	enc = gen <= 2 ? 0.8 : gen == 6 ? 242.0 / 256.0 : 128.0 / 130.0;
 	return gt[gen] * width * enc / 8.0;
 }
+
+/* One NVLink link's bandwidth, one direction, GB/s, by the GPU's NVLink
+ * generation: NVLink1 (Pascal, cc 6.0) 20 GB/s; NVLink2 (Volta), NVLink3
+ * (A100) and NVLink4 (Hopper) 25 GB/s (H100/H200: 18 links, 900 GB/s both
+ * directions together); NVLink5 (Blackwell) 50 GB/s. The compute capability
+ * decides, as NVML's version is not reliable on Hopper (some drivers report
+ * NVLink 5.0 there); NVML's nvmlNvlinkVersion_t value (6 = 4.0, 7 = 5.0)
+ * only where the architecture is unknown. 0 when neither says. */
+double gb_nvlink_link_gbps(int cc_major, int cc_minor, unsigned nvml_version, const char **ret_gen)
+{
+	static const char *const gen[] = { "NVLink1", "NVLink2", "NVLink3", "NVLink4", "NVLink5" };
+	int g = -1;
+
+	if (cc_major == 6 && cc_minor == 0)
+		g = 0;
+	else if (cc_major == 7)
+		g = 1;
+	else if (cc_major == 8 && cc_minor == 0)
+		g = 2;
+	else if (cc_major == 9)
+		g = 3;
+	else if (cc_major >= 10)
+		g = 4;
+	else if (nvml_version >= 1 && nvml_version <= 7)
+		g = nvml_version == 1 ? 0 : nvml_version <= 3 ? 1 : nvml_version <= 5 ? 2 : nvml_version == 6 ? 3 : 4;
+	if (g < 0)
+		return 0;
+	if (ret_gen)
+		*ret_gen = gen[g];
+	return g == 0 ? 20.0 : g == 4 ? 50.0 : 25.0;
+}

@@ -73,6 +73,7 @@ unsigned gb_fp64_lanes_per_sm(int cc_major, int cc_minor);
 double gb_peak_memory_gbps(unsigned mem_max_mhz, unsigned bus_width_bits);
 double gb_peak_flops_tflops(unsigned sms, unsigned lanes, unsigned sm_max_mhz);
 double gb_peak_pcie_gbps(int gen, int width);
+double gb_nvlink_link_gbps(int cc_major, int cc_minor, unsigned nvml_version, const char **ret_gen);
 
 /* Efficiency factors: the share of the derived peak a healthy GPU reaches,
  * with margin (docs/verification.md gives the measurements behind them). */
@@ -83,6 +84,11 @@ double gb_peak_pcie_gbps(int gen, int width);
 #define GB_EFF_PCIE 0.70
 #define GB_MIN_UTILIZATION 70.0
 #define GB_FP64_GATE_RATIO 0.25
+/* Peer copies: the share of the NVLink bandwidth to a peer (active links x
+ * per-link rate of the generation, one direction) a healthy pair reaches,
+ * and the floor for a PCIe path (a share of the narrower link's peak). */
+#define GB_EFF_NVLINK 0.70
+#define GB_EFF_PEER_PCIE 0.25
 
 /* Run the embedded probe (probe-run.c): from a memfd (or a 0700 temporary
  * directory where memfd is missing or noexec), in a child, under a timeout.
@@ -91,3 +97,9 @@ double gb_peak_pcie_gbps(int gen, int width);
  * signal), no glibc loader (-ENOENT), unparsable output (-EBADMSG). */
 int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit, char *err,
                  size_t errsz);
+/* The probe runs with a cleaned environment: every CUDA_* variable
+ * (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, CUDA_MPS_*, ...) and LD_PRELOAD
+ * are removed, so the verdict is the machine's and not the caller's. This
+ * lists those set here ("NAME=value, ...", each cut at 60 bytes) into buf
+ * and returns how many there are. */
+size_t gb_probe_env_cleaned(char *buf, size_t n);

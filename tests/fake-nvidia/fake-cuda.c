@@ -2,9 +2,12 @@
 /* A fake libcuda.so.1: contexts, modules, memory and kernels that take
  * virtual time according to the scenario, so the probe's measurements come
  * out as a healthy (or sick) H100 would give them. */
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fake.h"
 
@@ -13,6 +16,7 @@
 struct ctx {
 	unsigned dev;
 	double vtime_ms;
+	double real_until; /* the FP32 kernel "runs" in real time, for NVML sampling */
 };
 struct ev {
 	struct ctx *ctx;
@@ -28,12 +32,12 @@ struct alloc {
 };
 
 static struct ctx ctxs[8];
-static struct ctx *cur;
+static __thread struct ctx *cur; /* the current context is per thread, as in CUDA */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct func funcs[] = { { "gb_fill" }, { "gb_check" }, { "gb_read" }, { "gb_fma32" }, { "gb_fma64" } };
 static struct alloc allocs[256];
 static size_t n_allocs;
 static CUdeviceptr next_addr = 0x700000000000ull;
-static double real_until; /* the FP32 kernel "runs" in real time, for NVML sampling */
 
 static double now_ms(void)
 {
@@ -75,14 +79,38 @@ CUresult cuGetErrorString(CUresult r, const char **s)
 	*s = r == 802 ? "system not yet initialized" : r == 221 ? "PTX JIT compiler library not found" : "fake error";
 	return 0;
 }
+/* CUDA_VISIBLE_DEVICES as a list of indices: the devices CUDA shows, in that order. */
+static unsigned visible(int *map)
+{
+	const char *v = getenv("CUDA_VISIBLE_DEVICES");
+	unsigned n = 0;
+	if (!v) {
+		for (unsigned i = 0; i < fake_gpus(); i++)
+			map[n++] = (int)i;
+		return n;
+	}
+	while (*v && n < 8) {
+		char *end;
+		unsigned long i = strtoul(v, &end, 10);
+		if (end == v || i >= fake_gpus())
+			break; /* CUDA stops at the first invalid entry */
+		map[n++] = (int)i;
+		v = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
 CUresult cuDeviceGetCount(int *n)
 {
-	*n = (int)fake_gpus();
+	int map[8];
+	*n = (int)visible(map);
 	return 0;
 }
 CUresult cuDeviceGet(int *d, int i)
 {
-	*d = i;
+	int map[8];
+	if (i < 0 || (unsigned)i >= visible(map))
+		return 101; /* CUDA_ERROR_INVALID_DEVICE */
+	*d = map[i];
 	return 0;
 }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
@@ -143,10 +171,31 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name)
 
 static struct alloc *find(CUdeviceptr a)
 {
-	for (size_t i = 0; i < n_allocs; i++)
+	struct alloc *r = NULL;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n_allocs && !r; i++)
 		if (allocs[i].addr == a)
-			return &allocs[i];
-	return NULL;
+			r = &allocs[i];
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* FAKE_NV_LAUNCH_MS: the launch takes real time, recorded in FAKE_NV_TRACE. */
+static void trace_launch(unsigned dev)
+{
+	const char *ms = getenv("FAKE_NV_LAUNCH_MS"), *path = getenv("FAKE_NV_TRACE");
+	double t0 = now_ms();
+	char line[96];
+	int fd, n;
+	if (!ms)
+		return;
+	usleep((useconds_t)(strtoul(ms, NULL, 10) * 1000));
+	if (!path || (fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%u %.3f %.3f\n", dev, t0, now_ms());
+	if (write(fd, line, (size_t)n) < 0)
+		n = 0;
+	close(fd);
 }
 
 CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -162,6 +211,7 @@ CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigne
 	(void)sh;
 	(void)stream;
 	(void)extra;
+	trace_launch(i);
 	if (!strcmp(f->name, "gb_read")) {
 		spend(*(unsigned long long *)params[1] * 16.0, 0.93 * speed * peak_mem());
 	} else if (!strcmp(f->name, "gb_fill")) {
@@ -175,20 +225,25 @@ CUresult cuLaunchKernel(void *fp, unsigned gx, unsigned gy, unsigned gz, unsigne
 		double flops = (double)gx * bx * *(unsigned *)params[1] * 256.0;
 		double peak = FAKE_SMS * (f->name[6] == '3' ? 128.0 : 64.0) * 2 * FAKE_SM_MHZ * 1e6;
 		spend(flops, 0.96 * speed * peak);
-		real_until = now_ms() + 60;
+		if (cur)
+			cur->real_until = now_ms() + 60;
 	}
 	return 0;
 }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
-	if (n_allocs == sizeof(allocs) / sizeof(allocs[0]))
+	pthread_mutex_lock(&lock);
+	if (n_allocs == sizeof(allocs) / sizeof(allocs[0])) {
+		pthread_mutex_unlock(&lock);
 		return 2;
+	}
 	allocs[n_allocs].addr = next_addr;
 	allocs[n_allocs].n = n;
 	allocs[n_allocs].p = n <= (1u << 20) ? calloc(1, n) : NULL;
 	*p = next_addr;
 	next_addr += (n + 0xfffff) & ~0xfffffull;
 	n_allocs++;
+	pthread_mutex_unlock(&lock);
 	return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p)
@@ -254,14 +309,16 @@ CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr s, size_t n)
 		memset(h, 0, n);
 	return 0;
 }
+/* NVLink pairs: the links up x 25 GB/s x 0.87 (what the H200s reached);
+ * PCIe pairs: 0.8 x the narrower link's peak. */
 CUresult cuMemcpyPeerAsync(CUdeviceptr d, void *dc, CUdeviceptr s, void *sc, size_t n, void *st)
 {
+	unsigned a = ((struct ctx *)sc)->dev, b = ((struct ctx *)dc)->dev, links = fake_nvlinks_between(a, b);
+	double pcie = peak_pcie(a) < peak_pcie(b) ? peak_pcie(a) : peak_pcie(b);
 	(void)d;
-	(void)dc;
 	(void)s;
-	(void)sc;
 	(void)st;
-	spend((double)n, 350e9);
+	spend((double)n, links ? links * 25e9 * 0.87 : 0.8 * pcie);
 	return 0;
 }
 CUresult cuDeviceCanAccessPeer(int *c, int a, int b)
@@ -275,6 +332,22 @@ CUresult cuCtxEnablePeerAccess(void *c, unsigned f)
 {
 	(void)c;
 	(void)f;
+	return 0;
+}
+CUresult cuStreamCreate(void **s, unsigned f)
+{
+	(void)f;
+	*s = calloc(1, 16);
+	return *s ? 0 : 2;
+}
+CUresult cuStreamDestroy_v2(void *s)
+{
+	free(s);
+	return 0;
+}
+CUresult cuStreamSynchronize(void *s)
+{
+	(void)s;
 	return 0;
 }
 CUresult cuEventCreate(void **e, unsigned f)
@@ -303,8 +376,8 @@ CUresult cuEventSynchronize(void *e)
 }
 CUresult cuEventQuery(void *e)
 {
-	(void)e;
-	return now_ms() < real_until ? 600 : 0;
+	struct ev *x = e;
+	return x->ctx && now_ms() < x->ctx->real_until ? 600 : 0;
 }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b)
 {

@@ -195,3 +195,38 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void *d, gb_nvml_fabric_info *fi)
 	fi->state = fake_is("fabric-incomplete") && idx(d) == 4 ? 2 : 3;
 	return OK;
 }
+nvmlReturn_t nvmlDeviceGetNvLinkState(void *d, unsigned link, int *active)
+{
+	if (link >= 18)
+		return INVALID;
+	*active = fake_link_up(idx(d), link);
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkVersion(void *d, unsigned link, unsigned *v)
+{
+	(void)d;
+	if (link >= 18)
+		return INVALID;
+	/* bridged: 7 (NVLink 5.0), as some drivers report on Hopper; the compute capability decides */
+	*v = fake_bridged() ? 7 : 6;
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void *d, unsigned link, nvmlPciInfo_t *p)
+{
+	unsigned i = idx(d);
+	if (link >= 18 || !fake_link_up(i, link))
+		return INVALID;
+	memset(p, 0, sizeof(*p));
+	if (fake_bridged())
+		snprintf(p->busId, sizeof(p->busId), "00000000:%02x:00.0", fake_bus[i ^ 1u]);
+	else
+		snprintf(p->busId, sizeof(p->busId), "FFFFFFFF:FF:FF.0"); /* an NVSwitch, as a VM sees it */
+	return OK;
+}
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(void *d, unsigned link, int *type)
+{
+	if (link >= 18 || !fake_link_up(idx(d), link))
+		return INVALID;
+	*type = fake_bridged() ? 0 : 2;
+	return OK;
+}

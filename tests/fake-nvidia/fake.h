@@ -3,7 +3,14 @@
  * gpuboot-probe at (LD_LIBRARY_PATH): a scripted machine of H100 SXM GPUs.
  *
  * FAKE_NV_SCENARIO: healthy | slow-gpu | ecc | remap-pending | gen3x8 |
- *   mismatch | hang | crash | bad-memory | busy | fabric | no-jit
+ *   mismatch | hang | crash | bad-memory | busy | fabric | no-jit |
+ *   bridged (GPUs joined in pairs 0-1, 2-3, 4-5, 6-7 by 18 NVLink4 links each,
+ *   PCIe between the pairs) | bridged-degraded (links 12-17 of the 2-3 pair down)
+ * By default the GPUs have 18 NVLink4 links each to NVSwitches.
+ * CUDA_VISIBLE_DEVICES: honoured by the fake libcuda, as by the real one.
+ * FAKE_NV_LAUNCH_MS, FAKE_NV_TRACE: every kernel launch sleeps that long in
+ *   real time and appends "gpu start_ms end_ms" to the trace file, so a test
+ *   can see which GPUs ran at once.
  * FAKE_NV_GPUS: how many GPUs (default 8)
  * FAKE_NV_DRIVER: the userspace version NVML reports (default 535.183.01) */
 #pragma once
@@ -56,4 +63,27 @@ static inline int fake_link_gen(unsigned i)
 static inline int fake_link_width(unsigned i)
 {
 	return fake_is("gen3x8") && i == 0 ? 8 : 16;
+}
+
+/* NVLink: how many links GPU i has to its partner that are up (bridged
+ * scenarios), or to the NVSwitches (the default). */
+static inline int fake_bridged(void)
+{
+	return fake_is("bridged") || fake_is("bridged-degraded");
+}
+
+static inline int fake_link_up(unsigned i, unsigned link)
+{
+	return !(fake_is("bridged-degraded") && (i == 2 || i == 3) && link >= 12);
+}
+
+/* Links up between GPUs a and b: 0 where only PCIe joins them. */
+static inline unsigned fake_nvlinks_between(unsigned a, unsigned b)
+{
+	unsigned n = 0;
+	if (fake_bridged() && (a ^ 1u) != b)
+		return 0;
+	for (unsigned l = 0; l < 18; l++)
+		n += fake_link_up(a, l) && fake_link_up(b, l);
+	return n;
 }
