@@ -26,6 +26,7 @@ struct gb_options {
 	const char *tier; /* verify --tier */
 	const char *run_dir; /* --run-dir: the ready flags */
 	const char *upstream, *sign_key;
+	const char *gpus; /* --gpus LIST: verify those NVML indices only */
 	const char *method; /* --method packages|distro|runfile, or NULL: the plan's choice */
 	const char *trust_keys[GB_MAX_TRUST_KEYS];
 	size_t n_trust_keys;

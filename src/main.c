@@ -55,6 +55,7 @@ enum {
 	OPT_METHOD,
 	OPT_REBOOT,
 	OPT_RESUME,
+	OPT_GPUS,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -88,6 +89,8 @@ static const struct option_doc options[] = {
 	  "detect: copy every path read into DIR, as a fixture tree" },
 	{ "tier", required_argument, OPT_TIER, RUNS | GB_CMD_VERIFY, "TIER",
 	  "verify: passive, active or full (default: the profile's)" },
+	{ "gpus", required_argument, OPT_GPUS, RUNS | GB_CMD_VERIFY, "LIST",
+	  "verify: the active tier on these GPUs only (NVML indices, 0,2), a narrowing on purpose" },
 	{ "run-dir", required_argument, OPT_RUN_DIR, RUNS | GB_CMD_VERIFY, "DIR",
 	  "where the ready flags go (default /run/gpuboot)" },
 	{ "upstream", required_argument, OPT_UPSTREAM, FETCHES, "URL",
@@ -199,6 +202,7 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_DRY_RUN: o->dry_run = true; break;
 	case OPT_FORCE: o->force = true; break;
 	case OPT_REBOOT: o->reboot = true; break;
+	case OPT_GPUS: o->gpus = arg; break;
 	case OPT_RESUME: o->resume = true; break;
 	case OPT_METHOD:
 		if (!streq(arg, "packages") && !streq(arg, "distro") && !streq(arg, "runfile")) {

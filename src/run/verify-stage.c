@@ -41,6 +41,7 @@ static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const ch
 	o->fp64_gate = in->profile.fp64_gate;
 	o->ecc_required = in->profile.ecc_required;
 	o->skip = in->site.skip_checks;
+	o->gpus = ctx->opt.gpus;
 	o->probe_timeout_ms = streq(tier, "passive") ? 20000 : 120000;
 #ifdef GB_TEST_HOOKS
 	{

@@ -833,12 +833,12 @@ struct probe_args {
 	char *args[16];
 };
 
-/* GPUBOOT_GPUS="0,2": the active tier on those GPUs only (NVML indices), a
- * narrowing on purpose (docs/verification.md), named in the results. Until
- * gpuboot verify has a --gpus flag, this variable is how to ask. */
-static bool gpus_narrowed(struct gb_verify_result *r, char *buf, size_t n)
+/* --gpus 0,2 (or GPUBOOT_GPUS="0,2"): the active tier on those GPUs only
+ * (NVML indices), a narrowing on purpose (docs/verification.md), named in
+ * the results. */
+static bool gpus_narrowed(const struct gb_verify_opts *o, struct gb_verify_result *r, char *buf, size_t n)
 {
-	const char *e = getenv("GPUBOOT_GPUS");
+	const char *e = o->gpus ? o->gpus : getenv("GPUBOOT_GPUS");
 	struct gb_check *c;
 	bool ok;
 
@@ -894,7 +894,7 @@ static void probe_args(const struct gb_verify_opts *o, bool active, struct gb_ve
 		pa->args[na++] = pa->bw;
 		pa->args[na++] = (char *)"--load-ms";
 		pa->args[na++] = pa->load;
-		if (gpus_narrowed(r, pa->gpus, sizeof(pa->gpus))) {
+		if (gpus_narrowed(o, r, pa->gpus, sizeof(pa->gpus))) {
 			pa->args[na++] = (char *)"--gpus";
 			pa->args[na++] = pa->gpus;
 		}
