@@ -4,12 +4,27 @@
 # mmdebstrap from Debian's packages, as a raw ext4 disk plus its kernel and
 # initrd. Cached in ${GPUBOOT_VM_CACHE:-~/.cache/gpuboot-vm}/SUITE-<hash of the
 # recipe>; prints that directory.
+#
+# SUITE bookworm-nvidia: the bookworm guest into which gpuboot itself (the
+# static build/gpuboot, part of the hash) installs Debian's NVIDIA driver at
+# build time, as a Packer build would:
+#   gpuboot --root ROOT run --target-gpu T4 --profile minimal --method distro
+# (with the archive's sources only while it runs: the guest has no network).
 set -eu
 suite=$1
 here=$(cd "$(dirname "$0")" && pwd)
-hash=$(cat "$here/build-image.sh" "$here"/guest/* | sha256sum | cut -c1-16)
+GB=${GB_STATIC:-$here/../build/gpuboot}
+extra=""
+nvidia_hooks=""
+if [ "$suite" = bookworm-nvidia ]; then
+	suite=bookworm
+	extra=$GB
+	GB=$(cd "$(dirname "$GB")" && pwd)/$(basename "$GB")
+fi
+hash=$(cat "$here/build-image.sh" "$here"/guest/* $extra | sha256sum | cut -c1-16)
+[ -n "$extra" ] && suite_name=bookworm-nvidia || suite_name=$suite
 cache=${GPUBOOT_VM_CACHE:-${HOME:-/root}/.cache/gpuboot-vm}
-img=$cache/$suite-$hash
+img=$cache/$suite_name-$hash
 if [ -f "$img/.complete" ]; then
 	echo "$img"
 	exit 0
@@ -17,7 +32,12 @@ fi
 mkdir -p "$cache"
 work=$(mktemp -d "$cache/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-echo "vm-tests: building the $suite guest (mmdebstrap, a few minutes)" >&2
+echo "vm-tests: building the $suite_name guest (mmdebstrap, a few minutes)" >&2
+if [ -n "$extra" ]; then
+	# Debian cloud images' sources (deb822, main only; gpuboot adds the rest),
+	# gpuboot's install, then no sources: the guest has no network.
+	nvidia_hooks="printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >\"\$1/etc/apt/sources.list.d/debian.sources\" && '$GB' --root \"\$1\" run --target-gpu T4 --profile minimal --method distro --state-dir \"\$1/var/lib/gpuboot\" >&2 && rm -f \"\$1/etc/apt/sources.list.d/debian.sources\""
+fi
 mmdebstrap --quiet --variant=minbase \
 	--include=systemd-sysv,udev,kmod,initramfs-tools,zstd,linux-image-amd64,cloud-init,curl,ca-certificates,e2fsprogs,procps \
 	--customize-hook="cp '$here/guest/90-vmtest.cfg' \"\$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg\"" \
@@ -26,6 +46,7 @@ mmdebstrap --quiet --variant=minbase \
 	--customize-hook='chroot "$1" systemctl enable vmtest-report.service' \
 	--customize-hook='for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do ln -sf /dev/null "$1/etc/systemd/system/$t"; done' \
 	--customize-hook='rm -f "$1/etc/apt/sources.list" "$1"/etc/apt/sources.list.d/*' \
+	${nvidia_hooks:+--customize-hook="$nvidia_hooks"} \
 	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\nLABEL=GPUBOOT /media/gpuboot iso9660 ro,nofail,x-systemd.device-timeout=20s 0 0\n" >"$1/etc/fstab"; mkdir -p "$1/media/gpuboot"' \
 	--customize-hook='echo vmtest >"$1/etc/hostname"' \
 	--customize-hook='sed -i "s/^MODULES=.*/MODULES=dep/" "$1/etc/initramfs-tools/initramfs.conf"' \
@@ -34,7 +55,7 @@ mmdebstrap --quiet --variant=minbase \
 mkdir -p "$work/out"
 cp "$(ls "$work"/root/boot/vmlinuz-* | sort -V | tail -n1)" "$work/out/vmlinuz"
 cp "$(ls "$work"/root/boot/initrd.img-* | sort -V | tail -n1)" "$work/out/initrd.img"
-truncate -s 3G "$work/out/disk.raw"
+truncate -s "$([ -n "$extra" ] && echo 6G || echo 3G)" "$work/out/disk.raw"
 mkfs.ext4 -q -L rootfs -d "$work/root" "$work/out/disk.raw"
 touch "$work/out/.complete"
 rm -rf "$img"

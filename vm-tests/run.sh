@@ -47,8 +47,11 @@ scenario() {
 	cp "$GB" "$dir/media/gpuboot"
 	(cd "$dir/media" && sha256sum gpuboot >gpuboot.sha256)
 	genisoimage -quiet -V GPUBOOT -r -o "$dir/media.iso" "$dir/media"
-	# The example as users paste it, with the download location pointing at the second disk.
-	sed 's|^\([[:space:]]*\)GPUBOOT_URL=.*|\1GPUBOOT_URL=file:///media/gpuboot/gpuboot|' "cloud-init/$example" >"$dir/user-data"
+	# The example as users paste it, with the download location pointing at the second disk
+	# (or a scenario's own user-data, vm-tests/userdata/*.yaml).
+	src=cloud-init/$example
+	[ -f "vm-tests/userdata/$example" ] && src=vm-tests/userdata/$example
+	sed 's|^\([[:space:]]*\)GPUBOOT_URL=.*|\1GPUBOOT_URL=file:///media/gpuboot/gpuboot|' "$src" >"$dir/user-data"
 	printf 'instance-id: vmtest-%s-%s\nlocal-hostname: vmtest\n' "$name" "$$" >"$dir/meta-data"
 	cloud-localds "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
 	qemu-img create -q -f qcow2 -b "$img/disk.raw" -F raw "$dir/overlay.qcow2"
@@ -74,6 +77,11 @@ scenario() {
 	section STATUSJSON "$dir/boot1.log" | sed '$d' >"$dir/status.json"
 	check "cloud-init finished without errors" grep -q "status: done" "$dir/boot1.log"
 	check "the status document is valid (docs/status.md)" sh -c "python3 tests/status_schema.py '$dir/status.json' docs/status.md >/dev/null"
+	"${checks:-checks_example}"
+}
+
+# The cloud-init examples on a guest without a GPU: detect, plan (exit 11), status.
+checks_example() {
 	check "gpuboot run: exit 11, no GPU, stages detect ok and plan refused" python3 - "$dir/status.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -97,6 +105,42 @@ PY
 	fi
 }
 
+# The Debian 12 image with Debian's NVIDIA driver installed by gpuboot at
+# build time (vm-tests/build-image.sh bookworm-nvidia): at first boot
+# `gpuboot run --target-gpu T4` keeps the driver and loads the real module
+# through libkmod; QEMU has no NVIDIA GPU, so the kernel refuses it, and the
+# status names the cause from the kernel's own line.
+checks_firstboot_load() {
+	check "gpuboot run: exit 11, load failed: no NVIDIA GPU the driver can drive" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 11, (d["command"], d["exit_code"], d["result"])
+st = {s["name"]: s for s in d["stages"]}
+assert st["plan"]["result"] == "ok" and d["plan"]["driver"]["action"] == "keep", d["plan"]["driver"]
+assert st["load"]["result"] == "failed", st["load"]
+assert "no NVIDIA GPU the driver can drive" in st["load"]["error"], st["load"]
+assert st["load"]["errno"] == "ENODEV", st["load"]["errno"]
+PY
+	check "the kernel's own NVRM line is in the status" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "NVRM" in json.dumps(d["load"]) and "No NVIDIA GPU found" in json.dumps(d["load"]), d["load"]
+PY
+	check "the installed module is the image's: Debian's 535.309.01, not loaded" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+i = d["plan"]["driver"]["installed"]
+assert i["version"] == "535.309.01" and not i["loaded"] and i["module_for_kernel"], i
+PY
+	check "nothing but the load was tried: prepare, fetch, install skipped" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s["result"] for s in d["stages"]}
+assert st["prepare"] == st["fetch"] == st["install"] == "skipped", st
+PY
+	check "the guest logged run's exit code" grep -q "gpuboot run exited 11" "$dir/boot1.log"
+}
+
 run_one() {
 	scenario "$@"
 	if [ -s "$LOGS/$1/failures" ]; then
@@ -112,12 +156,13 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config"}
+want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot"}
 for s in $want; do
 	case $s in
-	bookworm-cloud-config) run_one "$s" bookworm gpuboot.yaml 2 ;;
-	bookworm-shell) run_one "$s" bookworm gpuboot.sh 1 ;;
-	trixie-cloud-config) run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-cloud-config) checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
+	bookworm-shell) checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
+	trixie-cloud-config) checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-nvidia-firstboot) checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done

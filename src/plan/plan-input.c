@@ -79,10 +79,17 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 	cp(in->arch, sizeof(in->arch), f->cpu.arch);
 	cp(in->platform, sizeof(in->platform), f->cpu.nvidia_platform);
 	cp(in->kernel_flavour, sizeof(in->kernel_flavour), f->kernel.flavour);
-	/* A disk image runs no kernel: the modules are for the target one. */
-	cp(in->kernel_release, sizeof(in->kernel_release), f->kernel.release ? f->kernel.release : f->kernel.target);
+	/* The modules are for the target kernel: the running one where its
+	 * modules are in the root, else the newest installed (a disk image runs
+	 * no kernel, and an image root being built shows the builder's). */
+	cp(in->kernel_release, sizeof(in->kernel_release), f->kernel.target ? f->kernel.target : f->kernel.release);
 	in->kernel_known = in->kernel_release[0] != '\0';
-	in->custom_kernel = in->kernel_known && !f->kernel.flavour && !sles_kernel(in->kernel_release);
+	{
+		_cleanup_free_ char *fl = in->kernel_known ? gb_kernel_flavour(in->kernel_release) : NULL;
+		in->custom_kernel = in->kernel_known && !fl && !sles_kernel(in->kernel_release);
+		if (fl)
+			cp(in->kernel_flavour, sizeof(in->kernel_flavour), fl);
+	}
 	in->headers = f->kernel.headers;
 	/* What the kernel will enforce decides, where it is known; else the firmware's variable. */
 	in->secure_boot = f->secure_boot_state.enforcing >= 0 ? f->secure_boot_state.enforcing : f->secure_boot;
@@ -106,6 +113,14 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 			in->n_devices++;
 		}
 		in->devices[j].count++;
+	}
+	if (f->kernel.release && f->kernel.target && !streq(f->kernel.release, f->kernel.target)) {
+		/* The kernel running is not the root's (an image being built): what
+		 * it has loaded is the builder's, not the image's. */
+		in->installed.loaded = false;
+		if (streq(in->installed.source, "loaded"))
+			in->installed.version[0] = in->installed.flavor[0] = '\0';
+		in->nouveau_loaded = in->nouveau_bound = false;
 	}
 	return 0;
 }

@@ -67,6 +67,7 @@ static const char *const known_checks[] = {
 	"driver.xid",
 	"driver.xid_critical",
 	"ecc.enabled",
+	"env.cleaned",
 	"ecc.uncorrected_errors",
 	"fabric.state",
 	"gpu.compute_mode",
@@ -83,11 +84,14 @@ static const char *const known_checks[] = {
 	"memory.remapped_rows",
 	"memory.retired_pages",
 	"network.link_rate",
+	"nvlink.links",
 	"pcie.device_to_host",
 	"pcie.host_to_device",
 	"pcie.link_idle",
 	"pcie.link_under_load",
 	"peer.bandwidth",
+	"verify.gpus",
+	"verify.parallel",
 };
 
 /* Does name begin with group and a '.'? ("gpu" of "gpu.count") */
