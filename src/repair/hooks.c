@@ -26,46 +26,46 @@
 #define STR(x) STR_(x)
 
 /* The part both kinds of hook share: $kver is set. */
-#define HOOK_BODY                                                                                           \
-	"case \"$kver\" in\n"                                                                               \
-	"'' | */* | .* | -*) exit 0 ;;\n"                                                                   \
-	"esac\n"                                                                                            \
-	"gpuboot=" GB_REPAIR_GPUBOOT "\n"                                                                   \
-	"marker=/" GB_REPAIR_MARKER_DIR "/" GB_REPAIR_MARKER_PREFIX "$kver\n"                               \
-	"[ -x \"$gpuboot\" ] || exit 0\n"                                                                   \
-	"if command -v timeout >/dev/null 2>&1; then\n"                                                     \
-	"\ttimeout " STR(GB_REPAIR_HOOK_TIMEOUT_S) " \"$gpuboot\" --repair --kernel \"$kver\" --from-hook\n" \
-	"else\n"                                                                                            \
-	"\t\"$gpuboot\" --repair --kernel \"$kver\" --from-hook\n"                                          \
-	"fi\n"                                                                                              \
-	"rc=$?\n"                                                                                           \
-	"if [ \"$rc\" -eq 0 ]; then\n"                                                                      \
-	"\trm -f \"$marker\" 2>/dev/null\n"                                                                 \
-	"else\n"                                                                                            \
-	"\tmkdir -p \"${marker%/*}\" 2>/dev/null\n"                                                         \
-	"\tprintf 'kernel=%s\\nexit=%s\\n' \"$kver\" \"$rc\" >\"$marker\" 2>/dev/null\n"                    \
-	"\techo \"gpuboot: the NVIDIA module for $kver is not ready (exit $rc); gpuboot-repair.service "    \
-	"retries at boot, 'gpuboot --repair --kernel $kver' says why\" >&2\n"                               \
-	"fi\n"                                                                                              \
-	"exit 0\n"
+#define HOOK_BODY                                                                                                      \
+	"case \"$kver\" in\n"                                                                                          \
+	"'' | */* | .* | -*) exit 0 ;;\n"                                                                              \
+	"esac\n"                                                                                                       \
+	"gpuboot=" GB_REPAIR_GPUBOOT "\n"                                                                              \
+	"marker=/" GB_REPAIR_MARKER_DIR "/" GB_REPAIR_MARKER_PREFIX "$kver\n"                                          \
+	"[ -x \"$gpuboot\" ] || exit 0\n"                                                                              \
+	"if command -v timeout >/dev/null 2>&1; then\n"                                                                \
+	"\ttimeout " STR(                                                                                              \
+	    GB_REPAIR_HOOK_TIMEOUT_S) " \"$gpuboot\" --repair --kernel \"$kver\" --from-hook\n"                        \
+	                              "else\n"                                                                         \
+	                              "\t\"$gpuboot\" --repair --kernel \"$kver\" --from-hook\n"                       \
+	                              "fi\n"                                                                           \
+	                              "rc=$?\n"                                                                        \
+	                              "if [ \"$rc\" -eq 0 ]; then\n"                                                   \
+	                              "\trm -f \"$marker\" 2>/dev/null\n"                                              \
+	                              "else\n"                                                                         \
+	                              "\tmkdir -p \"${marker%/*}\" 2>/dev/null\n"                                      \
+	                              "\tprintf 'kernel=%s\\nexit=%s\\n' \"$kver\" \"$rc\" >\"$marker\" 2>/dev/null\n" \
+	                              "\techo \"gpuboot: the NVIDIA module for $kver is not ready (exit $rc); "        \
+	                              "gpuboot-repair.service "                                                        \
+	                              "retries at boot, 'gpuboot --repair --kernel $kver' says why\" >&2\n"            \
+	                              "fi\n"                                                                           \
+	                              "exit 0\n"
 
-static const char runparts_text[] =
-    "#!/bin/sh\n"
-    "# Written by gpuboot. Run by run-parts after a kernel (postinst.d) or its\n"
-    "# headers (header_postinst.d) are installed, with the release as $1:\n"
-    "# builds the NVIDIA module for it. Always exits 0 (a failing hook leaves\n"
-    "# the kernel package half-configured); never calls the package manager.\n"
-    "kver=\"${1:-}\"\n" HOOK_BODY;
+static const char runparts_text[] = "#!/bin/sh\n"
+                                    "# Written by gpuboot. Run by run-parts after a kernel (postinst.d) or its\n"
+                                    "# headers (header_postinst.d) are installed, with the release as $1:\n"
+                                    "# builds the NVIDIA module for it. Always exits 0 (a failing hook leaves\n"
+                                    "# the kernel package half-configured); never calls the package manager.\n"
+                                    "kver=\"${1:-}\"\n" HOOK_BODY;
 
-static const char kernel_install_text[] =
-    "#!/bin/sh\n"
-    "# Written by gpuboot. A kernel-install plugin, called as\n"
-    "# COMMAND KERNEL_VERSION ENTRY_DIR KERNEL_IMAGE [INITRD...]: on add,\n"
-    "# builds the NVIDIA module for the kernel (after DKMS's 40-dkms.install,\n"
-    "# before 50-dracut.install builds the initramfs). Always exits 0 (77 would\n"
-    "# stop kernel-install); never calls the package manager.\n"
-    "[ \"${1:-}\" = add ] || exit 0\n"
-    "kver=\"${2:-}\"\n" HOOK_BODY;
+static const char kernel_install_text[] = "#!/bin/sh\n"
+                                          "# Written by gpuboot. A kernel-install plugin, called as\n"
+                                          "# COMMAND KERNEL_VERSION ENTRY_DIR KERNEL_IMAGE [INITRD...]: on add,\n"
+                                          "# builds the NVIDIA module for the kernel (after DKMS's 40-dkms.install,\n"
+                                          "# before 50-dracut.install builds the initramfs). Always exits 0 (77 would\n"
+                                          "# stop kernel-install); never calls the package manager.\n"
+                                          "[ \"${1:-}\" = add ] || exit 0\n"
+                                          "kver=\"${2:-}\"\n" HOOK_BODY;
 
 /* Before everything that opens the GPU at boot; after the filesystems and
  * udev (multi-user.target, and so cloud-final, are ordered after the units

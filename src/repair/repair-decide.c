@@ -22,9 +22,9 @@ static const struct {
 	const char *id;
 	enum gb_repair_family family;
 } families[] = {
-	{ "debian", GB_REPAIR_FAMILY_DEB }, { "ubuntu", GB_REPAIR_FAMILY_DEB },    { "rhel", GB_REPAIR_FAMILY_RPM },
-	{ "fedora", GB_REPAIR_FAMILY_RPM }, { "centos", GB_REPAIR_FAMILY_RPM },    { "rocky", GB_REPAIR_FAMILY_RPM },
-	{ "almalinux", GB_REPAIR_FAMILY_RPM }, { "amzn", GB_REPAIR_FAMILY_RPM }, { "al2023", GB_REPAIR_FAMILY_RPM },
+	{ "debian", GB_REPAIR_FAMILY_DEB },    { "ubuntu", GB_REPAIR_FAMILY_DEB }, { "rhel", GB_REPAIR_FAMILY_RPM },
+	{ "fedora", GB_REPAIR_FAMILY_RPM },    { "centos", GB_REPAIR_FAMILY_RPM }, { "rocky", GB_REPAIR_FAMILY_RPM },
+	{ "almalinux", GB_REPAIR_FAMILY_RPM }, { "amzn", GB_REPAIR_FAMILY_RPM },   { "al2023", GB_REPAIR_FAMILY_RPM },
 };
 
 static enum gb_repair_family family_of(const char *id)
@@ -113,7 +113,8 @@ static void find_dkms(struct gb_ctx *ctx, struct gb_repair_state *s)
 				char full[GB_REPAIR_NAME_MAX + GB_REPAIR_VERSION_MAX + 2];
 				snprintf(full, sizeof(full), "%s-%s", *n, *v);
 				snprintf(p, sizeof(p), "var/lib/dkms/%s/%s/source/dkms.conf", *n, *v);
-				if (split_source(full, name, sizeof(name), ver, sizeof(ver)) && gb_root_exists(ctx->root, p))
+				if (split_source(full, name, sizeof(name), ver, sizeof(ver)) &&
+				    gb_root_exists(ctx->root, p))
 					consider(s, name, ver, true);
 			}
 			gb_strv_free(vers);
@@ -169,12 +170,13 @@ static void cannot(struct gb_ctx *ctx, struct gb_repair_state *s, bool version_o
 	if (!s->dkms_source || !version_ok) {
 		if (s->dkms_source)
 			snprintf(s->reason, sizeof(s->reason),
-			         "no NVIDIA module for %s, and DKMS has the source of %s, not of the installed %s", s->kver,
-			         s->dkms_version, s->installed_version);
+			         "no NVIDIA module for %s, and DKMS has the source of %s, not of the installed %s",
+			         s->kver, s->dkms_version, s->installed_version);
 		else
-			snprintf(s->reason, sizeof(s->reason),
-			         "no NVIDIA module for %s, and no DKMS source to build one (usr/src/nvidia-*/dkms.conf)",
-			         s->kver);
+			snprintf(
+			    s->reason, sizeof(s->reason),
+			    "no NVIDIA module for %s, and no DKMS source to build one (usr/src/nvidia-*/dkms.conf)",
+			    s->kver);
 		snprintf(s->hint, sizeof(s->hint),
 		         "the driver was not installed with DKMS (precompiled modules or a runfile): run 'gpuboot run' "
 		         "on %s to install the module for it",
@@ -187,10 +189,11 @@ static void cannot(struct gb_ctx *ctx, struct gb_repair_state *s, bool version_o
 		         "no NVIDIA module for %s and no headers (lib/modules/%s/build/Makefile); no package owns this "
 		         "kernel: a custom kernel",
 		         s->kver, s->kver);
-		snprintf(s->hint, sizeof(s->hint),
-		         "supply the headers of this custom kernel (make lib/modules/%s/build point at its build tree), "
-		         "then run 'gpuboot --repair --kernel %s'",
-		         s->kver, s->kver);
+		snprintf(
+		    s->hint, sizeof(s->hint),
+		    "supply the headers of this custom kernel (make lib/modules/%s/build point at its build tree), "
+		    "then run 'gpuboot --repair --kernel %s'",
+		    s->kver, s->kver);
 		return;
 	}
 	snprintf(s->reason, sizeof(s->reason), "no NVIDIA module for %s and no headers to build it (%s is missing)",

@@ -72,18 +72,17 @@ static int build(struct gb_ctx *ctx, struct gb_journal *j, const char *chroot_di
 
 static int build_in_root(struct gb_ctx *ctx, struct gb_journal *j, struct gb_repair_result *ret)
 {
-	char dir[4096];
 	struct gb_chroot c;
 	int r, k;
 
 	if (ctx->root->is_host)
 		return build(ctx, j, NULL, ret);
-	if (!realpath(ctx->opt.root ? ctx->opt.root : ctx->root->path, dir))
-		return FAIL(ret, negative_errno(), "Failed to resolve the root '%s'", ctx->root->path);
+	/* An image root: dkms runs inside it, with /proc, /sys and /dev bound
+	 * in as for the install (src/install/chroot.c). */
 	r = gb_chroot_enter(ctx, j, &c, ret->error, sizeof(ret->error));
 	if (r < 0)
 		return r;
-	r = build(ctx, j, dir, ret);
+	r = build(ctx, j, c.dir, ret);
 	k = gb_chroot_leave(ctx, j, &c, ret->error, sizeof(ret->error));
 	return r < 0 ? r : k;
 }
