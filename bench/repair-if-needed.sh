@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 	return s.verdict == GB_REPAIR_OK ? 0 : 1;
 }
 C
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2046
 cc -std=gnu11 -D_GNU_SOURCE -O2 -Isrc $(pkg-config --cflags libkmod json-c) -o "$tmp/driver" "$tmp/driver.c" \
 	$objs $(pkg-config --libs libcurl openssl libarchive libkmod json-c)
 BIN=build/dev/gpuboot
