@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* The repair module's parts, shared by its files and its unit tests. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "repair.h"
+
+struct gb_ctx;
+
+enum gb_repair_family {
+	GB_REPAIR_FAMILY_UNKNOWN = 0,
+	GB_REPAIR_FAMILY_DEB, /* Debian, Ubuntu: run-parts hooks, linux-headers-KVER */
+	GB_REPAIR_FAMILY_RPM, /* RHEL family, Fedora, Amazon Linux 2023: kernel-install, kernel-devel-KVER */
+};
+
+/* A plain kernel release: letters, digits, "._+-~", no "..", bounded. */
+bool gb_repair_kver_valid(const char *k);
+
+/* The family of a name ("debian", "rhel", "al2023", ...); NULL: from the
+ * root's etc/os-release (ID, then ID_LIKE). */
+enum gb_repair_family gb_repair_family(struct gb_ctx *ctx, const char *family);
+
+/* The rest of the decision once the module file was looked for: DKMS's
+ * source, the headers, the verdict, reason and hint. 0 or -ENOMEM. */
+int gb_repair_decide(struct gb_ctx *ctx, struct gb_repair_state *s);

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* The repair action: a kernel that lacks the NVIDIA module at the
+ * installed version gets it built by DKMS (journaled, chrooted into an
+ * image root), and the check runs again to prove it appeared. Nothing is
+ * installed from a package manager here: a hook runs inside the package
+ * manager's transaction, whose lock is held (dnf would wait for ever). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "exit-codes.h"
+#include "install/install-internal.h"
+#include "repair-internal.h"
+#include "run/journal.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/ops.h"
+#include "shared/root-write.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+#define STAGE "repair"
+#define FAIL(ret, r, ...) (snprintf((ret)->error, sizeof((ret)->error), __VA_ARGS__), (r))
+
+/* One journaled dkms command; -EIO (its output's tail kept) when it fails. */
+static int dkms(struct gb_journal *j, const char *id, const char *const *argv, const char *chroot_dir,
+                struct gb_repair_result *ret)
+{
+	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = chroot_dir, .timeout_ms = GB_REPAIR_DKMS_TIMEOUT_MS };
+	const char *tail;
+	int r;
+
+	if (!res)
+		return -ENOMEM;
+	r = gb_journal_run(j, STAGE, id, &spec, res);
+	if (r >= 0)
+		return 0; /* 1: done in the run this one resumes */
+	tail = res->output_len > 400 ? res->output + res->output_len - 400 : res->output;
+	gb_log_escape(ret->dkms_output, sizeof(ret->dkms_output), tail);
+	return FAIL(ret, r, "'%s %s %s' failed%s%s%s", argv[0], argv[1], argv[2], res->timed_out ? " (timed out)" : "",
+	            r == -EIO ? "" : ": ", r == -EIO ? "" : strerror(-r));
+}
+
+/* dkms add (when the source is not registered yet), then dkms install for
+ * the one kernel. */
+static int build(struct gb_ctx *ctx, struct gb_journal *j, const char *chroot_dir, struct gb_repair_result *ret)
+{
+	const struct gb_repair_state *s = &ret->before;
+	char mv[GB_REPAIR_NAME_MAX + GB_REPAIR_VERSION_MAX + 2], id[GB_KVER_MAX + 160];
+	int r = 0;
+
+	(void)ctx;
+	snprintf(mv, sizeof(mv), "%s/%s", s->dkms_name, s->dkms_version);
+	if (!s->dkms_added) {
+		const char *argv[] = { "dkms", "add", mv, NULL };
+		snprintf(id, sizeof(id), "dkms:add:%s", mv);
+		r = dkms(j, id, argv, chroot_dir, ret);
+	}
+	if (r >= 0) {
+		const char *argv[] = { "dkms", "install", mv, "-k", s->kver, NULL };
+		snprintf(id, sizeof(id), "dkms:install:%s:%s", mv, s->kver);
+		r = dkms(j, id, argv, chroot_dir, ret);
+	}
+	if (r < 0)
+		snprintf(ret->hint, sizeof(ret->hint), "DKMS's build log: var/lib/dkms/%s/%s/build/make.log under %s",
+		         s->dkms_name, s->dkms_version, ctx->root->path);
+	return r;
+}
+
+static int build_in_root(struct gb_ctx *ctx, struct gb_journal *j, struct gb_repair_result *ret)
+{
+	struct gb_chroot c;
+	int r, k;
+
+	if (ctx->root->is_host)
+		return build(ctx, j, NULL, ret);
+	/* An image root: dkms runs inside it, with /proc, /sys and /dev bound
+	 * in as for the install (src/install/chroot.c). */
+	r = gb_chroot_enter(ctx, j, &c, ret->error, sizeof(ret->error));
+	if (r < 0)
+		return r;
+	r = build(ctx, j, c.dir, ret);
+	k = gb_chroot_leave(ctx, j, &c, ret->error, sizeof(ret->error));
+	return r < 0 ? r : k;
+}
+
+static int unlink_marker(struct gb_ctx *ctx, struct gb_journal *j, struct gb_repair_result *ret)
+{
+	char p[GB_KVER_MAX + 64], id[GB_KVER_MAX + 80];
+	int r;
+
+	snprintf(p, sizeof(p), "%s/%s%s", GB_REPAIR_MARKER_DIR, GB_REPAIR_MARKER_PREFIX, ret->before.kver);
+	snprintf(id, sizeof(id), "unlink:%s", p);
+	r = gb_journal_begin(j, STAGE, id, "file", NULL);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = gb_root_unlink(ctx->root, p);
+	if (r == 0) {
+		j->n_effects++;
+		ret->marker_removed = true;
+	}
+	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
+}
+
+static int finish_ok(struct gb_ctx *ctx, struct gb_journal *j, struct gb_repair_result *ret)
+{
+	const struct gb_repair_state *a = ret->built ? &ret->after : &ret->before;
+	ret->exit_code = GB_EXIT_OK;
+	if (a->verdict == GB_REPAIR_LOAD)
+		snprintf(ret->hint, sizeof(ret->hint), "%s", a->hint);
+	if (ret->before.marker) {
+		int r = unlink_marker(ctx, j, ret);
+		if (r < 0)
+			return FAIL(ret, r, "Failed to remove the repair marker for %s: %s", a->kver, strerror(-r));
+	}
+	return 0;
+}
+
+int gb_repair(struct gb_ctx *ctx, const char *kver, struct gb_journal *j, struct gb_repair_result *ret)
+{
+	int r;
+
+	*ret = (struct gb_repair_result){ .exit_code = GB_EXIT_FAILED };
+	r = gb_repair_check(ctx, kver, &ret->before);
+	if (r < 0)
+		return FAIL(ret, r, "Failed to check the NVIDIA module for %s: %s", kver ? kver : "the running kernel",
+		            strerror(-r));
+	ret->after = ret->before;
+	switch (ret->before.verdict) {
+	case GB_REPAIR_OK:
+	case GB_REPAIR_LOAD: return finish_ok(ctx, j, ret);
+	case GB_REPAIR_CANNOT:
+		snprintf(ret->error, sizeof(ret->error), "%s", ret->before.reason);
+		snprintf(ret->hint, sizeof(ret->hint), "%s", ret->before.hint);
+		ret->exit_code = GB_EXIT_MODULE;
+		return -ENOPKG;
+	case GB_REPAIR_BUILD: break;
+	}
+	r = build_in_root(ctx, j, ret);
+	if (r < 0)
+		return r;
+	r = gb_repair_check(ctx, ret->before.kver, &ret->after);
+	if (r < 0)
+		return FAIL(ret, r, "Failed to check the NVIDIA module for %s after the build: %s", ret->before.kver,
+		            strerror(-r));
+	if (!ret->after.module_present || ret->after.verdict == GB_REPAIR_BUILD ||
+	    ret->after.verdict == GB_REPAIR_CANNOT) {
+		snprintf(ret->hint, sizeof(ret->hint), "DKMS's build log: var/lib/dkms/%s/%s/build/make.log under %s",
+		         ret->before.dkms_name, ret->before.dkms_version, ctx->root->path);
+		return FAIL(ret, -EIO,
+		            "dkms install %s/%s -k %s exited 0, but no NVIDIA module%s%s appeared under lib/modules/%s",
+		            ret->before.dkms_name, ret->before.dkms_version, ret->before.kver,
+		            ret->after.module_present ? " at " : "",
+		            ret->after.module_present ? ret->before.installed_version : "", ret->before.kver);
+	}
+	ret->built = true;
+	return finish_ok(ctx, j, ret);
+}
+
+static json_object *jstr(const char *s)
+{
+	return s && s[0] ? json_object_new_string(s) : NULL;
+}
+
+json_object *gb_repair_state_to_json(const struct gb_repair_state *s)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "kernel", jstr(s->kver));
+	json_object_object_add(o, "verdict", json_object_new_string(gb_repair_verdict_name(s->verdict)));
+	json_object_object_add(o, "running", json_object_new_boolean(s->running));
+	json_object_object_add(o, "no_driver", json_object_new_boolean(s->no_driver));
+	json_object_object_add(o, "loaded_version", jstr(s->loaded_version));
+	json_object_object_add(o, "installed_version", jstr(s->installed_version));
+	json_object_object_add(o, "installed_from", jstr(s->installed_from));
+	json_object_object_add(o, "module", jstr(s->module_path));
+	json_object_object_add(o, "module_version", jstr(s->module_version));
+	json_object_object_add(o, "headers", json_object_new_boolean(s->headers));
+	if (s->dkms_source) {
+		json_object_object_add(o, "dkms_name", jstr(s->dkms_name));
+		json_object_object_add(o, "dkms_version", jstr(s->dkms_version));
+		json_object_object_add(o, "dkms_added", json_object_new_boolean(s->dkms_added));
+	}
+	json_object_object_add(o, "headers_package", jstr(s->headers_package));
+	json_object_object_add(o, "custom_kernel", json_object_new_boolean(s->custom_kernel));
+	json_object_object_add(o, "marker", json_object_new_boolean(s->marker));
+	json_object_object_add(o, "reason", jstr(s->reason));
+	json_object_object_add(o, "hint", jstr(s->hint));
+	return o;
+}
+
+json_object *gb_repair_result_to_json(const struct gb_repair_result *r)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "before", gb_repair_state_to_json(&r->before));
+	json_object_object_add(o, "after", gb_repair_state_to_json(&r->after));
+	json_object_object_add(o, "built", json_object_new_boolean(r->built));
+	json_object_object_add(o, "marker_removed", json_object_new_boolean(r->marker_removed));
+	json_object_object_add(o, "error", jstr(r->error));
+	json_object_object_add(o, "hint", jstr(r->hint));
+	json_object_object_add(o, "dkms_output", jstr(r->dkms_output));
+	json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+	return o;
+}

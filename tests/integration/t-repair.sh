@@ -1,0 +1,27 @@
+# gpuboot --repair through the real binary, once main.c has the options
+# (--kernel KVER, --if-needed, --from-hook; docs/repair.md): on a copy of
+# the Debian 12 disk fixture, --if-needed with the module loaded at the
+# installed version exits 0 and writes nothing (no state directory, no
+# status, no journal); --kernel names a kernel without headers: exit 14 and
+# the headers package in the message, nothing run. Skipped (77) while the
+# options are not wired.
+. tests/integration/lib.sh
+"$GB" --help 2>&1 | grep -q -- '--if-needed' || skip "gpuboot --repair --if-needed is not wired into main.c yet"
+M=$TMP/machine
+cp -a "$FIX/debian12-nvidia535-disk" "$M"
+mkdir -p "$M/proc/sys/kernel" "$M/sys/module/nvidia"
+echo 6.1.0-50-cloud-amd64 >"$M/proc/sys/kernel/osrelease"
+echo 535.261.03 >"$M/sys/module/nvidia/version"
+S=$TMP/state
+expect_exit 0 "$GB" --root "$M" --state-dir "$S" --repair --if-needed
+[ ! -e "$S" ] || fail "--repair --if-needed with nothing to do wrote '$S'"
+
+K=6.1.0-57-cloud-amd64
+touch "$M/boot/vmlinuz-$K"
+mkdir -p "$M/lib/modules/$K" "$M/usr/src/nvidia-current-open-535.261.03"
+touch "$M/usr/src/nvidia-current-open-535.261.03/dkms.conf"
+printf '\nPackage: linux-image-%s\nStatus: install ok installed\nVersion: 6.1.183-1\n' "$K" >>"$M/var/lib/dpkg/status"
+R=$TMP/record
+GPUBOOT_FAKE_OPS="record=$R,root=$M" expect_exit 14 "$GB" --root "$M" --state-dir "$S" --repair --kernel "$K"
+grep -q "linux-headers-$K" "$TMP/out" "$TMP/err" || fail "--repair --kernel $K does not name linux-headers-$K"
+! grep -q '^run ' "$R" 2>/dev/null || fail "--repair --kernel $K ran a command though it cannot build"
