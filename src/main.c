@@ -56,6 +56,9 @@ enum {
 	OPT_REBOOT,
 	OPT_RESUME,
 	OPT_GPUS,
+	OPT_KERNEL,
+	OPT_IF_NEEDED,
+	OPT_FROM_HOOK,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -104,6 +107,12 @@ static const struct option_doc options[] = {
 	{ "parallel", required_argument, OPT_PARALLEL, FETCHES, "N", "fetch: transfers at once (default 4)" },
 	{ "repair", no_argument, OPT_REPAIR, RUNS, NULL,
 	  "after a kernel upgrade: rebuild, reload and verify the modules" },
+	{ "kernel", required_argument, OPT_KERNEL, GB_CMD_REPAIR, "KVER",
+	  "repair: the kernel to make ready (default the running one); answers whether KVER comes up with the GPU" },
+	{ "if-needed", no_argument, OPT_IF_NEEDED, GB_CMD_REPAIR, NULL,
+	  "repair: do nothing, quickly, when the modules for the kernel are there and loaded (the boot unit)" },
+	{ "from-hook", no_argument, OPT_FROM_HOOK, GB_CMD_REPAIR, NULL,
+	  "repair: run from a kernel-install hook: no package manager, no load, never wait for the lock" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, RUNS | GB_CMD_FETCH, NULL,
 	  "decide and print what would happen; write nothing, anywhere" },
 	{ "force", no_argument, OPT_FORCE, RUNS, NULL, "abandon an unfinished run of another plan (see the journal)" },
@@ -203,6 +212,9 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_FORCE: o->force = true; break;
 	case OPT_REBOOT: o->reboot = true; break;
 	case OPT_GPUS: o->gpus = arg; break;
+	case OPT_KERNEL: o->kernel = arg; break;
+	case OPT_IF_NEEDED: o->if_needed = true; break;
+	case OPT_FROM_HOOK: o->from_hook = true; break;
 	case OPT_RESUME: o->resume = true; break;
 	case OPT_METHOD:
 		if (!streq(arg, "packages") && !streq(arg, "distro") && !streq(arg, "runfile")) {

@@ -17,6 +17,7 @@
 #include "run.h"
 #include "install/install.h"
 #include "load/load.h"
+#include "repair/repair.h"
 #include "prepare/prepare.h"
 #include "run/journal.h"
 #include "run/stage.h"
@@ -33,6 +34,7 @@ struct run {
 	struct gb_status st;
 	struct gb_journal *journal;
 	struct gb_verify_result vres;
+	bool repair_running; /* --repair: the kernel repaired is the one running */
 };
 
 struct stage_def {
@@ -86,6 +88,11 @@ static int stage_plan(struct run *r, struct gb_stage *st)
 	}
 	r->have_plan = true;
 	r->st.plan = gb_plan_to_json(&r->plan);
+	if (r->plan.refusal_code == GB_EXIT_NO_GPU && r->ctx->opt.repair) {
+		/* The modules for a kernel are repaired whether a GPU is seen or not. */
+		gb_stage_end(r->ctx, st, "skipped", 0, "%s; --repair goes on with the modules", r->plan.refusal);
+		return open_journal(r, st);
+	}
 	if (r->plan.refusal_code) {
 		gb_stage_end(r->ctx, st, "refused", r->plan.refusal_code == GB_EXIT_NO_GPU ? -ENODEV : -EOPNOTSUPP,
 		             "%s", r->plan.refusal);
@@ -99,6 +106,12 @@ static int stage_plan(struct run *r, struct gb_stage *st)
 		return code;
 	gb_stage_end(r->ctx, st, "ok", 0, NULL);
 	return 0;
+}
+
+/* --repair for a kernel that is not running, or from a hook: nothing to load or verify now. */
+static bool repair_stops_before_load(const struct run *r)
+{
+	return r->ctx->opt.repair && (r->ctx->opt.from_hook || !r->repair_running);
 }
 
 /* Every decision keeps what is there: prepare, fetch and install have
@@ -139,6 +152,12 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	struct gb_load_result *res;
 	int k, code;
 
+	if (repair_stops_before_load(r)) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "%s",
+		             r->ctx->opt.from_hook ? "from a kernel hook: the module loads at boot"
+		                                   : "the kernel is not running: it loads at its boot");
+		return 0;
+	}
 	if (r->plan.in.installed.loaded && nothing_to_change(r)) {
 		gb_stage_end(r->ctx, st, "skipped", 0, "the kept driver %s is loaded", r->plan.driver.version);
 		return 0;
@@ -231,6 +250,10 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	const char *ni;
 	int k, code = 0;
 
+	if (r->ctx->opt.repair) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "--repair: the kernel's modules only");
+		return 0;
+	}
 	if (nothing_to_change(r))
 		return stage_skip_if_kept(r, st);
 	ni = not_implemented(r);
@@ -271,6 +294,10 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
  * package manager: nothing for gpuboot to fetch. */
 static int stage_fetch(struct run *r, struct gb_stage *st)
 {
+	if (r->ctx->opt.repair) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "--repair builds from what is on disk");
+		return 0;
+	}
 	if (nothing_to_change(r) || streq(r->plan.driver.action, "keep"))
 		return stage_skip_if_kept(r, st);
 	gb_stage_end(r->ctx, st, "skipped", 0,
@@ -281,12 +308,50 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 
 /* The distribution's own NVIDIA packages (the distro method), into the
  * machine or the image root: src/install/. */
+/* --repair: the module for the kernel, built by DKMS from what is on disk. */
+static int stage_repair(struct run *r, struct gb_stage *st)
+{
+	struct gb_repair_result *res = calloc(1, sizeof(*res));
+	int k, code = 0;
+
+	if (!res) {
+		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
+		return GB_EXIT_FAILED;
+	}
+	k = gb_repair(r->ctx, r->ctx->opt.kernel, r->journal, res);
+	if (k >= 0 && res->before.no_driver) {
+		gb_stage_end(r->ctx, st, "refused", -ENOENT, "no NVIDIA driver is installed: nothing to repair");
+		gb_stage_hint(st, "gpuboot run installs one; --repair makes an installed driver's modules match a kernel");
+		gb_log_error("repair: %s", st->error);
+		json_object_put(r->st.install);
+		r->st.install = gb_repair_result_to_json(res);
+		free(res);
+		return GB_EXIT_USAGE;
+	}
+	json_object_put(r->st.install);
+	r->st.install = gb_repair_result_to_json(res);
+	r->repair_running = res->after.running || (!res->after.kver[0] && res->before.running);
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "%s", res->error[0] ? res->error : strerror(-k));
+		gb_stage_hint(st, "%s", res->hint[0] ? res->hint : "see the repair entry of the status document");
+		gb_log_error("repair: %s", st->error);
+		code = res->exit_code ? res->exit_code : GB_EXIT_FAILED;
+	} else {
+		gb_stage_end(r->ctx, st, "ok", 0, "kernel %s: %s", res->after.kver,
+		             gb_repair_verdict_name(res->after.verdict));
+	}
+	free(res);
+	return code;
+}
+
 static int stage_install(struct run *r, struct gb_stage *st)
 {
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO };
 	struct gb_install_result *res;
 	int k, code = 0;
 
+	if (r->ctx->opt.repair)
+		return stage_repair(r, st);
 	if (nothing_to_change(r) || streq(r->plan.driver.action, "keep"))
 		return stage_skip_if_kept(r, st);
 	in.flavor = r->plan.driver.flavor;
@@ -307,6 +372,10 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		                            : "the journal names the step that failed; a rerun continues from it");
 		gb_log_error("install: %s", st->error);
 		code = k == -EOPNOTSUPP ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
+	} else if ((k = gb_repair_install_hooks(r->ctx, r->journal, r->plan.in.os_id)) < 0 && k != -EOPNOTSUPP) {
+		gb_stage_end(r->ctx, st, "failed", k,
+		             "the kernel hooks and gpuboot-repair.service could not be written: %s", strerror(-k));
+		code = GB_EXIT_FAILED;
 	} else {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
 	}
@@ -323,6 +392,10 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 	}
 	if (image_mode(r)) {
 		gb_stage_end(r->ctx, st, "skipped", 0, "image root: verification pending the image's first boot");
+		return 0;
+	}
+	if (repair_stops_before_load(r)) {
+		gb_stage_end(r->ctx, st, "skipped", 0, "--repair of a kernel that is not running, or from a hook");
 		return 0;
 	}
 	code = gb_verify_stage(r->ctx, &r->in, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier,
@@ -421,6 +494,16 @@ static int dry_run(struct run *r)
 	return GB_EXIT_OK;
 }
 
+/* --repair --if-needed: the module for the running kernel is there and
+ * loaded at the installed version, and no hook left a marker. */
+static bool repair_not_needed(struct gb_ctx *ctx)
+{
+	struct gb_repair_state s;
+	if (gb_repair_check(ctx, ctx->opt.kernel, &s) < 0)
+		return false;
+	return s.verdict == GB_REPAIR_OK && !s.marker;
+}
+
 int gb_run(struct gb_ctx *ctx)
 {
 	struct run r = { .ctx = ctx };
@@ -428,6 +511,8 @@ int gb_run(struct gb_ctx *ctx)
 
 	r.st.command = ctx->opt.repair ? "repair" : "run";
 	r.st.write_flags = true;
+	if (ctx->opt.repair && ctx->opt.if_needed && repair_not_needed(ctx))
+		return GB_EXIT_OK; /* on every boot's path: nothing read beyond the check, nothing written */
 	if (ctx->opt.dry_run) {
 		code = dry_run(&r);
 		goto out;
