@@ -321,7 +321,8 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	k = gb_repair(r->ctx, r->ctx->opt.kernel, r->journal, res);
 	if (k >= 0 && res->before.no_driver) {
 		gb_stage_end(r->ctx, st, "refused", -ENOENT, "no NVIDIA driver is installed: nothing to repair");
-		gb_stage_hint(st, "gpuboot run installs one; --repair makes an installed driver's modules match a kernel");
+		gb_stage_hint(st,
+		              "gpuboot run installs one; --repair makes an installed driver's modules match a kernel");
 		gb_log_error("repair: %s", st->error);
 		json_object_put(r->st.install);
 		r->st.install = gb_repair_result_to_json(res);
