@@ -168,10 +168,13 @@ step curl
 	make install-pkgconfigDATA >/dev/null)
 
 step kmod
+# --sysconfdir=/etc: libkmod compiles its configuration directories in; with
+# the build prefix it would read <prefix>/etc/modprobe.d and miss the
+# machine's aliases and install rules (Debian's nvidia -> nvidia-current).
 (cd "$src/kmod" && mkdir -p libkmod/docs && : >libkmod/docs/gtk-doc.make &&
 	sed -i 's/AC_MSG_ERROR(\[--enable-static is not supported by kmod\])/true/' configure.ac &&
 	autoreconf -fi >/dev/null 2>&1 &&
-	./configure --prefix="$stage" --enable-static --disable-shared --disable-manpages --disable-gtk-doc \
+	./configure --prefix="$stage" --sysconfdir=/etc --enable-static --disable-shared --disable-manpages --disable-gtk-doc \
 		--disable-test-modules --disable-tools --with-xz --with-zstd --with-zlib >/dev/null &&
 	make -j"$jobs" libkmod/libkmod.la >/dev/null)
 # libkmod's static archive exports generic names (hash_new, array_*): keep

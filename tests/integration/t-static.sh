@@ -8,6 +8,13 @@ size=$(stat -c %s "$S")
 [ "$size" -le $((6 * 1024 * 1024)) ] || fail "static binary is $size bytes, over 6 MiB"
 expect_exit 0 "$S" --root "$FIX/h200-ubuntu2404" detect --json
 diff -u "$EXP/detect/h200-ubuntu2404.json" "$TMP/out" || fail "static detect differs"
+# The libraries' compiled-in paths are the machine's, never the build's:
+# libkmod must read /etc/modprobe.d (a build prefix there once hid Debian's
+# "install nvidia modprobe -i nvidia-current" rule from the real guest).
+strings "$S" | grep -qx "/etc/modprobe.d" || fail "libkmod does not read /etc/modprobe.d: $(strings "$S" | grep modprobe.d)"
+if strings "$S" | grep -E "gpuboot-deps|/prefix/(etc|lib|share)" | grep -v "^$" >"$TMP/paths"; then
+	fail "build-prefix paths compiled into the static binary: $(head -5 "$TMP/paths")"
+fi
 expect_exit 0 "$S" --version -v
 grep -q "OpenSSL" "$TMP/out" || fail "static binary has no OpenSSL"
 mkdir -p "$TMP/chroot"
