@@ -92,13 +92,14 @@ static int check_input(struct cuda *s)
 			sha = strrchr(c->archive, '/') ? strrchr(c->archive, '/') + 1 : c->archive;
 		if (!chars_ok(c->name, LOWER DIGITS "_-", 64) || !chars_ok(c->version, DIGITS ".", 31) || !c->archive ||
 		    !chars_ok(sha, DIGITS "abcdef", 64) || strlen(sha) != 64)
-			return FAIL(s, -EINVAL, "CUDA component %zu ('%s' '%s', %s) is not a name, a version and a "
-			                        "verified archive named by its sha256",
+			return FAIL(s, -EINVAL,
+			            "CUDA component %zu ('%s' '%s', %s) is not a name, a version and a "
+			            "verified archive named by its sha256",
 			            i, c->name ? c->name : "", c->version ? c->version : "",
 			            c->archive ? c->archive : "no archive");
 		s->parts[i] = (struct gb_cuda_part){ .name = c->name, .version = c->version, .archive = c->archive };
-		o += (size_t)snprintf(s->marker + o, sizeof(s->marker) - o, "component %s %s %s\n", c->name,
-		                      c->version, sha);
+		o += (size_t)snprintf(s->marker + o, sizeof(s->marker) - o, "component %s %s %s\n", c->name, c->version,
+		                      sha);
 	}
 	s->marker_len = o;
 	return 0;
@@ -412,7 +413,8 @@ static int run_ldconfig(struct cuda *s, const char *chroot_dir)
 	r = gb_journal_run(s->j, STAGE, "ldconfig:cuda", &spec, res);
 	if (r < 0) {
 		char esc[600];
-		gb_log_escape(esc, sizeof(esc), res->output_len > 256 ? res->output + res->output_len - 256 : res->output);
+		gb_log_escape(esc, sizeof(esc),
+		              res->output_len > 256 ? res->output + res->output_len - 256 : res->output);
 		return FAIL(s, r, "ldconfig%s%s failed: %s", chroot_dir ? " in " : "", chroot_dir ? chroot_dir : "",
 		            esc[0] ? esc : strerror(-r));
 	}
@@ -441,8 +443,8 @@ int gb_install_cuda(struct gb_ctx *ctx, const struct gb_cuda_input *in, struct g
 	if (ret->image && !realpath(ctx->opt.root ? ctx->opt.root : ctx->root->path, dir))
 		return FAIL(s, negative_errno(), "Failed to resolve the root '%s'", ctx->root->path);
 	r = gb_root_mkdir_p(ctx->root, "usr/local", 0755);
-	if (r >= 0 && (s->local_fd = gb_root_openat_strict(ctx->root, "usr/local",
-	                                                   O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+	if (r >= 0 &&
+	    (s->local_fd = gb_root_openat_strict(ctx->root, "usr/local", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = s->local_fd;
 	if (r < 0)
 		return FAIL(s, r, "Failed to open %s: %s", s->local, strerror(-r));

@@ -152,14 +152,18 @@ struct gb_runfile_result {
 int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, struct gb_journal *j,
                        struct gb_runfile_result *ret);
 
-/* The argv for one nvidia-installer run (exposed for tests): the flags
- * for version's installer. first: the full install, else --kernel-module-only.
- * kver NULL: no --kernel-name (the running kernel). argv gets at most 24
- * entries and is NULL-terminated; the strings live in buf. -EINVAL on an
- * unknown flavour, the open flavour before 515, or an unparsable version. */
+/* The argv for one nvidia-installer run (exposed for tests). The
+ * installer reads its .manifest from the working directory, so it runs as
+ * sh -c 'cd -- "$1" && shift && exec ./nvidia-installer "$@"' with dir
+ * (the unpacked tree as the installer sees it) and then the flags for
+ * version's installer: first: the full install, else
+ * --kernel-module-only; kver NULL: no --kernel-name (the running kernel).
+ * At most GB_RUNFILE_ARGV_MAX entries, NULL-terminated; the strings live
+ * in buf. -EINVAL on an unknown flavour, the open flavour before 515, or
+ * an unparsable version. */
 #define GB_RUNFILE_ARGV_MAX 24
-int gb_runfile_argv(const char *installer, const char *version, const char *flavor, bool dkms, const char *kver,
-                    bool first, const char *log, const char **argv, char (*buf)[256]);
+int gb_runfile_argv(const char *dir, const char *version, const char *flavor, bool dkms, const char *kver, bool first,
+                    const char *log, const char **argv, char (*buf)[4400]);
 
 json_object *gb_runfile_result_to_json(const struct gb_runfile_result *r);
 

@@ -158,8 +158,8 @@ static int map_name(struct job *jb, const char *name, bool is_dir, char *out, si
 
 	if (!jb->top[0]) {
 		if (!top_ok(jb->p, name, n) || n >= sizeof(jb->top))
-			return JFAIL(jb, -EBADMSG, "%s: '%.*s' is not %s-linux-<arch>-%s-archive/: refused", jb->p->archive,
-			             (int)n, name, jb->p->name, jb->p->version);
+			return JFAIL(jb, -EBADMSG, "%s: '%.*s' is not %s-linux-<arch>-%s-archive/: refused",
+			             jb->p->archive, (int)n, name, jb->p->name, jb->p->version);
 		memcpy(jb->top, name, n);
 		jb->top[n] = '\0';
 	} else if (n != strlen(jb->top) || !strneq(name, jb->top, n)) {
@@ -221,8 +221,8 @@ static int parent_of(struct job *jb, char *path, const char **leaf)
 	if (slash)
 		*slash = '/';
 	if (fd < 0)
-		JFAIL(jb, fd, "Failed to create the directory of %s/%s (%s %s): %s", jb->pool->label, path,
-		      jb->p->name, jb->p->version, strerror(-fd));
+		JFAIL(jb, fd, "Failed to create the directory of %s/%s (%s %s): %s", jb->pool->label, path, jb->p->name,
+		      jb->p->version, strerror(-fd));
 	return fd;
 }
 
@@ -237,7 +237,8 @@ static int write_data(struct job *jb, struct archive_entry *e, int fd, const cha
 
 	while ((rr = archive_read_data_block(jb->a, &buf, &len, &off)) == ARCHIVE_OK) {
 		seen += len;
-		if (off < 0 || seen > (unsigned long long)size || (unsigned long long)off + len > (unsigned long long)size)
+		if (off < 0 || seen > (unsigned long long)size ||
+		    (unsigned long long)off + len > (unsigned long long)size)
 			return JFAIL(jb, -EBADMSG, "%s: '%s' holds more data than its header says", jb->p->archive,
 			             path);
 		for (size_t done = 0; done < len;) {
@@ -328,7 +329,8 @@ static int put_hardlink(struct job *jb, const char *link, char *path)
 	int r = map_name(jb, link, false, to, sizeof(to)), dir, to_dir;
 
 	if (r != 0)
-		return r < 0 ? r : JFAIL(jb, -EPERM, "%s: hard link '%s' to a directory: refused", jb->p->archive, path);
+		return r < 0 ? r
+		             : JFAIL(jb, -EPERM, "%s: hard link '%s' to a directory: refused", jb->p->archive, path);
 	{
 		char *slash = strrchr(to, '/');
 		if (slash)
