@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/install-cuda.sh [MIB_EACH] [COUNT] [ROUNDS]
+# bench/install-cuda.sh [MIB_EACH] [COUNT] [ROUNDS]   (BENCH_DIR: where to work, /var/tmp)
 # gb_install_cuda's unpack of COUNT generated CUDA components (.tar.xz in
 # NVIDIA's <name>-linux-x86_64-<ver>-archive/ layout, compressible like
 # real libraries) into a fresh image root: in parallel (threads: one per
@@ -23,7 +23,7 @@ if [ "${BENCH_NO_BUILD:-}" != 1 ]; then
 	cc -std=gnu11 -D_GNU_SOURCE -O2 -Isrc $(pkg-config --cflags libcurl openssl libarchive libkmod json-c) \
 		-o "$B" tests/tools/install-tool.c $OBJS $(pkg-config --libs libcurl openssl libarchive libkmod json-c) -lpthread
 fi
-T=$(mktemp -d /var/tmp/gpuboot-bench-cuda.XXXXXX)
+T=$(mktemp -d "${BENCH_DIR:-/var/tmp}/gpuboot-bench-cuda.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 echo "making $COUNT components of about $MIB MiB each (xz)..."
 ARGS=""
@@ -35,7 +35,7 @@ while [ "$i" -lt "$COUNT" ]; do
 	head -c $((MIB * 1024 * 1024 / 2)) /dev/zero >>"$T/src/$top/lib/libcomp$i.so.13"
 	j=0
 	while [ "$j" -lt 200 ]; do
-		echo "/* header $j */" >"$T/src/$top/include/h$j.h"
+		echo "/* header $j */" >"$T/src/$top/include/comp${i}_h$j.h"
 		j=$((j + 1))
 	done
 	tar -C "$T/src" -cf - "$top" | xz -1 -T2 >"$T/a$i"
@@ -53,7 +53,7 @@ one() { # threads -> unpack seconds
 	# shellcheck disable=SC2086
 	GPUBOOT_FAKE_OPS="record=$T/record" "$B" --method cuda --root "$T/root" --state "$T/state" \
 		--cuda-version 13.0.0 --threads "$1" $ARGS 2>/dev/null |
-		python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["unpack_seconds"], d["threads"])'
+		python3 -c 'import json,sys; d=json.load(sys.stdin); assert not d["error"], d["error"]; print(d["unpack_seconds"], d["threads"])'
 }
 r=0
 seq_t=0 par_t=0 threads=?
