@@ -425,15 +425,16 @@ static int run_ldconfig(struct cuda *s, const char *chroot_dir)
 int gb_install_cuda(struct gb_ctx *ctx, const struct gb_cuda_input *in, struct gb_journal *j,
                     struct gb_cuda_result *ret)
 {
-	_cleanup_free_ struct cuda *s = calloc(1, sizeof(*s));
+	_cleanup_free_ struct cuda *s = NULL;
 	char dir[4096];
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!s)
-		return -ENOMEM;
 	if (!ctx || !ctx->root || !ctx->ops || !in || !j)
 		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
 	*s = (struct cuda){ .ctx = ctx, .j = j, .in = in, .ret = ret, .local_fd = -1 };
 	ret->image = !ctx->root->is_host;
 	if ((r = check_input(s)) < 0)

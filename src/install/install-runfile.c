@@ -387,15 +387,17 @@ static int check_input(struct rf *s)
 int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, struct gb_journal *j,
                        struct gb_runfile_result *ret)
 {
-	_cleanup_free_ struct rf *s = calloc(1, sizeof(*s));
-	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	_cleanup_free_ struct rf *s = NULL;
+	_cleanup_free_ struct gb_cmd_result *res = NULL;
 	int r, work_fd = -1;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!s || !res)
-		return -ENOMEM;
 	if (!ctx || !ctx->root || !ctx->ops || !in || !j)
 		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	res = calloc(1, sizeof(*res));
+	if (!s || !res)
+		return -ENOMEM;
 	*s = (struct rf){ .ctx = ctx, .j = j, .in = in, .ret = ret, .res = res };
 	ret->image = !ctx->root->is_host;
 	if ((r = check_input(s)) < 0)
