@@ -21,14 +21,15 @@ for b in sh mkdir uname; do
 		cp -L "$l" "$R$l"
 	done
 done
-MAKE_RUNFILE_RECORDING=1 MAKE_RUNFILE_ROOT= tests/make-runfile "$TMP/d.run" "$V"
+MAKE_RUNFILE_RECORDING=1 MAKE_RUNFILE_ROOT='' tests/make-runfile "$TMP/d.run" "$V"
 run() { "$T" --method runfile --root "$R" --state "$TMP/s" --runfile "$TMP/d.run" --version "$V" --flavor proprietary \
 	--kernel "$K1" --kernel "$K2" --dkms no; }
 expect_exit 0 run
 A=$R/var/log/fake-installer.args
 grep -qx -- "--kernel-module-type=proprietary" "$A" || fail "no module type: $(cat "$A")"
 grep -qx -- "--no-dkms" "$A" || fail "no --no-dkms"
-grep -qx -- "--kernel-name=$K1" "$A" && grep -qx -- "--kernel-name=$K2" "$A" || fail "kernel names"
+grep -qx -- "--kernel-name=$K1" "$A" || fail "no --kernel-name=$K1"
+grep -qx -- "--kernel-name=$K2" "$A" || fail "no --kernel-name=$K2"
 [ "$(grep -cx -- "--kernel-module-only" "$A")" = 1 ] || fail "--kernel-module-only once"
 grep -qx -- "--log-file-name=/var/lib/gpuboot/nvidia-installer.log" "$A" || fail "log file"
 for k in $K1 $K2; do [ -f "$R/lib/modules/$k/kernel/drivers/video/nvidia.ko" ] || fail "no module for $k"; done
