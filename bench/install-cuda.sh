@@ -19,7 +19,7 @@ if [ "${BENCH_NO_BUILD:-}" != 1 ]; then
 	make -s -j2 build/dev/gpuboot >/dev/null
 	OBJS=$(find build/dev/src -name '*.o' ! -path '*/cmd/*' ! -name main.o | sort)
 	mkdir -p build/bench
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086,SC2046
 	cc -std=gnu11 -D_GNU_SOURCE -O2 -Isrc $(pkg-config --cflags libcurl openssl libarchive libkmod json-c) \
 		-o "$B" tests/tools/install-tool.c $OBJS $(pkg-config --libs libcurl openssl libarchive libkmod json-c) -lpthread
 fi
@@ -50,13 +50,13 @@ one() { # threads -> unpack seconds
 	rm -rf "$T/root" "$T/state"
 	mkdir -p "$T/root"
 	sync
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086,SC2046
 	GPUBOOT_FAKE_OPS="record=$T/record" "$B" --method cuda --root "$T/root" --state "$T/state" \
 		--cuda-version 13.0.0 --threads "$1" $ARGS 2>/dev/null |
 		python3 -c 'import json,sys; d=json.load(sys.stdin); assert not d["error"], d["error"]; print(d["unpack_seconds"], d["threads"])'
 }
 r=0
-seq_t=0 par_t=0 threads=?
+seq_t=0 par_t=0 threads=""
 while [ "$r" -lt "$ROUNDS" ]; do
 	s=$(one 1 | cut -d' ' -f1)
 	p=$(one 0)
