@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "install-internal.h"
 #include "install.h"
 #include "run/journal.h"
 #include "shared/fileio.h"
@@ -352,6 +353,23 @@ static int run_installers(struct rf *s)
 	return r;
 }
 
+/* An image: the installer needs /proc, /sys and /dev inside the chroot
+ * (the distro method's binds, undone on every path) and no daemon
+ * started (policy-rc.d). */
+static int run_in_root(struct rf *s)
+{
+	struct gb_chroot c;
+	int r, k;
+	if (!s->chroot_dir)
+		return run_installers(s);
+	r = gb_chroot_enter(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	r = run_installers(s);
+	k = gb_chroot_leave(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
+	return r < 0 ? r : k;
+}
+
 static int check_after(struct rf *s)
 {
 	int r;
@@ -417,7 +435,7 @@ int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, st
 	if (r >= 0)
 		r = unpack_runfile(s, work_fd);
 	if (r >= 0)
-		r = run_installers(s);
+		r = run_in_root(s);
 	if (r >= 0)
 		r = check_after(s);
 	if (r >= 0) { /* the unpacked tree has served; on a failure it stays for a look */

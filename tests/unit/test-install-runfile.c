@@ -231,6 +231,11 @@ static void test_image(bool dkms, const char *flavor)
 	else
 		snprintf(want, sizeof(want), "--no-dkms --kernel-name=" K2 " --kernel-module-only --log-file-name=");
 	CHECK(has(x.record, want));
+	/* /proc, /sys, /dev bound for the installer, unbound after */
+	snprintf(want, sizeof(want), "mount_bind /proc %s/proc\n", rootdir);
+	CHECK(has(x.record, want));
+	snprintf(want, sizeof(want), "umount %s/proc\n", rootdir);
+	CHECK(has(x.record, want));
 	run_done(&x);
 }
 
