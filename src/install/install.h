@@ -7,7 +7,10 @@
  * finds everything in place runs no command and writes no file.
  *
  * Methods in this version: "distro" on Debian (Debian's own contrib and
- * non-free packages, pinned to one driver version, held). */
+ * non-free packages, pinned to one driver version, held), "runfile"
+ * (gb_install_runfile: NVIDIA's .run unpacked by gpuboot, nvidia-installer
+ * run non-interactively), and CUDA from the redistributable components
+ * (gb_install_cuda). docs/install.md has what each does to a machine. */
 #pragma once
 
 #include <json-c/json.h>
@@ -95,3 +98,124 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
  * sources_changed, packages_changed, packages[{name, wanted, version,
  * suite, before, after, held}], modules[{kernel, path}], error}. */
 json_object *gb_install_result_to_json(const struct gb_install_result *r);
+
+/* ---- the runfile method ---- */
+
+/* The installer's DKMS choice: present in the root (usr/sbin/dkms or
+ * usr/bin/dkms) or not, or forced. */
+enum gb_runfile_dkms {
+	GB_RUNFILE_DKMS_AUTO = 0,
+	GB_RUNFILE_DKMS_NO,
+	GB_RUNFILE_DKMS_YES,
+};
+
+struct gb_runfile_input {
+	const char *runfile; /* the verified .run: gb_artifact.cache_path (sha256 already checked) */
+	const char *version; /* "580.95.05": the plan's driver.version (the runfile's version) */
+	const char *flavor; /* "open" | "proprietary": the plan's driver.flavor */
+	/* The kernels to build for; NULL: the running kernel on the live
+	 * machine, every kernel in an image (lib/modules/<kver> with
+	 * boot/vmlinuz-<kver>). The first gets the full install, each other
+	 * one its modules only. */
+	const char *const *kernels;
+	size_t n_kernels;
+	enum gb_runfile_dkms dkms;
+	unsigned timeout_ms; /* one nvidia-installer run (it compiles); 0: 30 minutes */
+};
+
+struct gb_runfile_result {
+	bool image; /* chrooted into an image root */
+	bool dkms; /* --dkms was passed */
+	bool changed; /* nvidia-installer ran */
+	char version[32], flavor[16];
+	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
+	char modules[GB_INSTALL_MAX_KERNELS][256]; /* nvidia.ko below the root per kernel, "" when none */
+	size_t n_kernels;
+	char log[4200]; /* the installer's log on the machine that ran gpuboot */
+	char error[768];
+};
+
+/* Unpack the .run's makeself payload with gpuboot's own unpacker (its
+ * shell header is read, never run) into a staging directory (the state
+ * directory; <root>/var/lib/gpuboot for an image, where the chroot sees
+ * it), then run its nvidia-installer non-interactively through
+ * gb_journal_run (chrooted for an image) with the flags for the plan's
+ * version, flavour, DKMS and kernels (docs/install.md). A rerun that finds
+ * the same driver installed (gpuboot's record in
+ * var/lib/gpuboot/runfile-driver and nvidia.ko for every kernel) runs
+ * nothing. Returns 0, or a negative errno with ret->error: -EINVAL (a bad
+ * version, flavour or kernel name; the open flavour before 515),
+ * -EBADMSG (not a makeself runfile, a corrupt payload, no
+ * nvidia-installer in it), -EIO (the installer failed: its exit status
+ * and output tail are in the journal, the log is named), -ENOENT (no
+ * kernel, or no nvidia.ko afterwards). */
+int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, struct gb_journal *j,
+                       struct gb_runfile_result *ret);
+
+/* The argv for one nvidia-installer run (exposed for tests). The
+ * installer reads its .manifest from the working directory, so it runs as
+ * sh -c 'cd -- "$1" && shift && exec ./nvidia-installer "$@"' with dir
+ * (the unpacked tree as the installer sees it) and then the flags for
+ * version's installer: first: the full install, else
+ * --kernel-module-only; kver NULL: no --kernel-name (the running kernel).
+ * At most GB_RUNFILE_ARGV_MAX entries, NULL-terminated; the strings live
+ * in buf. -EINVAL on an unknown flavour, the open flavour before 515, or
+ * an unparsable version. */
+#define GB_RUNFILE_ARGV_MAX 24
+int gb_runfile_argv(const char *dir, const char *version, const char *flavor, bool dkms, const char *kver, bool first,
+                    const char *log, const char **argv, char (*buf)[4400]);
+
+json_object *gb_runfile_result_to_json(const struct gb_runfile_result *r);
+
+/* ---- CUDA from the redistributable components ---- */
+
+#define GB_CUDA_MAX_COMPONENTS 48
+
+struct gb_cuda_component_in {
+	const char *name; /* "cuda_cudart" */
+	const char *version; /* "13.0.48" */
+	const char *archive; /* the verified .tar.xz: gb_artifact.cache_path */
+	const char *sha256; /* its sha256 (gb_artifact.sha256); NULL: the cache path's name */
+};
+
+struct gb_cuda_input {
+	const char *version; /* the plan's cuda.version, "13.0.0": installs usr/local/cuda-13.0 */
+	const struct gb_cuda_component_in *components;
+	size_t n_components;
+	unsigned threads; /* unpacking threads; 0: one per component, at most the online CPUs and 8 */
+	const char *arch; /* "x86_64" (default) | "sbsa": targets/<arch>-linux */
+};
+
+struct gb_cuda_result {
+	char dir[64]; /* "usr/local/cuda-13.0" */
+	bool image;
+	bool tree_changed; /* the tree was unpacked and renamed into place */
+	bool replaced; /* an earlier tree of other content was replaced */
+	bool link_changed, config_changed, ldconfig_ran;
+	unsigned threads;
+	unsigned long long bytes, files;
+	double unpack_s; /* the parallel unpack, wall clock */
+	unsigned long long needed, free_bytes; /* set on ENOSPC: what the components need, what was free */
+	char error[1024];
+};
+
+/* Unpack the components in parallel into usr/local/.cuda-X.Y.staging-<random>
+ * under the root (each archive's <name>-linux-<arch>-<ver>-archive/ merged:
+ * lib/ and include/ into targets/<arch>-linux/, lib64 and include links to
+ * them as NVIDIA's toolkit has them, top-level files under
+ * share/doc/<name>/), rename it into place as usr/local/cuda-X.Y in one
+ * step (an existing tree of other content is exchanged atomically and
+ * removed), point usr/local/cuda at it, write
+ * etc/ld.so.conf.d/gpuboot-cuda.conf and etc/profile.d/gpuboot-cuda.sh,
+ * run ldconfig (chrooted for an image). Every effect is journaled; a rerun
+ * with everything in place has no effect. On any failure the old tree
+ * stays and the staging directory is removed. Returns 0 or a negative
+ * errno with ret->error: -EINVAL (a bad version or component), -EBADMSG
+ * (a corrupt archive or an entry outside <name>-...-archive/), -EPERM (a
+ * refused entry), -EEXIST (two components carry the same file with other
+ * content; usr/local/cuda is not a link), -ENOSPC/-EFBIG/-EDQUOT (the path
+ * written and the space needed; ret->needed, ret->free_bytes). */
+int gb_install_cuda(struct gb_ctx *ctx, const struct gb_cuda_input *in, struct gb_journal *j,
+                    struct gb_cuda_result *ret);
+
+json_object *gb_cuda_result_to_json(const struct gb_cuda_result *r);

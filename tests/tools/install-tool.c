@@ -4,10 +4,15 @@
  *   install-tool --root DIR --state DIR [--flavor open|proprietary]
  *                [--version 535.261.03] [--kernel KVER]...
  *                [--package NAME[=VERSION][:hold]]... [--lock-timeout-ms N]
+ *   install-tool --method runfile --root DIR --state DIR --runfile FILE
+ *                --version V [--flavor F] [--kernel KVER]... [--dkms yes|no]
+ *   install-tool --method cuda --root DIR --state DIR --cuda-version 13.0.0
+ *                --component NAME:VERSION:ARCHIVE... [--threads N]
  *
  * Builds a context for DIR (the real operations, or the fake ones of
  * GPUBOOT_FAKE_OPS), opens the journal in the state directory, runs
- * gb_install with the distro method and prints the result as JSON on
+ * gb_install with the distro method (or gb_install_runfile,
+ * gb_install_cuda) and prints the result as JSON on
  * stdout; on stderr "install-tool: effects=N" (what this run changed) and
  * the error. Exit 0, or 1 on a failure. */
 #include <errno.h>
@@ -24,6 +29,11 @@
 #define MAX_ARGS 16
 
 struct tool {
+	const char *method;
+	struct gb_runfile_input rf;
+	struct gb_cuda_input cuda;
+	struct gb_cuda_component_in comps[GB_CUDA_MAX_COMPONENTS];
+	char comp_buf[GB_CUDA_MAX_COMPONENTS][1200];
 	struct gb_install_input in;
 	const char *kernels[MAX_ARGS];
 	struct gb_install_pkg pkgs[MAX_ARGS];
@@ -51,6 +61,44 @@ static int parse_package(struct tool *t, const char *arg)
 	return gb_strscpy(p->name, sizeof(p->name), buf) < 0 ? -EINVAL : 0;
 }
 
+/* NAME:VERSION:ARCHIVE */
+static int parse_component(struct tool *t, const char *arg)
+{
+	size_t i = t->cuda.n_components;
+	char *a, *b;
+	if (i >= GB_CUDA_MAX_COMPONENTS || gb_strscpy(t->comp_buf[i], sizeof(t->comp_buf[i]), arg) < 0)
+		return -EINVAL;
+	a = strchr(t->comp_buf[i], ':');
+	b = a ? strchr(a + 1, ':') : NULL;
+	if (!b)
+		return -EINVAL;
+	*a = *b = '\0';
+	t->comps[i] = (struct gb_cuda_component_in){ t->comp_buf[i], a + 1, b + 1, NULL };
+	t->cuda.components = t->comps;
+	t->cuda.n_components = i + 1;
+	return 0;
+}
+
+static int parse_more(struct tool *t, const char *a, const char *v)
+{
+	uint32_t n;
+	if (!strcmp(a, "--method"))
+		t->method = v;
+	else if (!strcmp(a, "--runfile"))
+		t->rf.runfile = v;
+	else if (!strcmp(a, "--dkms") && (!strcmp(v, "yes") || !strcmp(v, "no")))
+		t->rf.dkms = !strcmp(v, "yes") ? GB_RUNFILE_DKMS_YES : GB_RUNFILE_DKMS_NO;
+	else if (!strcmp(a, "--cuda-version"))
+		t->cuda.version = v;
+	else if (!strcmp(a, "--component"))
+		return parse_component(t, v);
+	else if (!strcmp(a, "--threads") && gb_safe_atou32(v, 10, &n) == 0)
+		t->cuda.threads = n;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct gb_ctx *ctx, struct tool *t)
 {
 	uint32_t ms;
@@ -76,8 +124,14 @@ static int parse(int argc, char **argv, struct gb_ctx *ctx, struct tool *t)
 				return -EINVAL;
 		} else if (!strcmp(a, "--lock-timeout-ms") && gb_safe_atou32(v, 10, &ms) == 0)
 			t->in.lock_timeout_ms = ms;
-		else
+		else if (parse_more(t, a, v) < 0)
 			return -EINVAL;
+	}
+	t->rf.flavor = t->in.flavor;
+	t->rf.version = t->in.driver_version;
+	if (t->in.n_kernels) {
+		t->rf.kernels = t->kernels;
+		t->rf.n_kernels = t->in.n_kernels;
 	}
 	if (t->in.n_kernels)
 		t->in.kernels = t->kernels;
@@ -92,16 +146,38 @@ static json_object *tool_plan(const struct tool *t)
 {
 	json_object *p = json_object_new_object();
 	json_object_object_add(p, "tool", json_object_new_string("install-tool"));
-	json_object_object_add(p, "method", json_object_new_string("distro"));
+	json_object_object_add(p, "method", json_object_new_string(t->method ? t->method : "distro"));
 	json_object_object_add(p, "flavor", json_object_new_string(t->in.flavor));
 	json_object_object_add(p, "version",
 	                       t->in.driver_version ? json_object_new_string(t->in.driver_version) : NULL);
 	return p;
 }
 
-int main(int argc, char **argv)
+static int run_method(struct gb_ctx *ctx, struct tool *t, struct gb_journal *j, json_object **out, char *err,
+                      size_t errsz)
 {
 	static struct gb_install_result res;
+	static struct gb_runfile_result rres;
+	static struct gb_cuda_result cres;
+	int r;
+	if (t->method && !strcmp(t->method, "runfile")) {
+		r = gb_install_runfile(ctx, &t->rf, j, &rres);
+		*out = gb_runfile_result_to_json(&rres);
+		snprintf(err, errsz, "%s", rres.error);
+	} else if (t->method && !strcmp(t->method, "cuda")) {
+		r = gb_install_cuda(ctx, &t->cuda, j, &cres);
+		*out = gb_cuda_result_to_json(&cres);
+		snprintf(err, errsz, "%s", cres.error);
+	} else {
+		r = gb_install(ctx, &t->in, j, &res);
+		*out = gb_install_result_to_json(&res);
+		snprintf(err, errsz, "%s", res.error);
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
 	struct gb_ctx ctx = { .ops = &gb_ops_real };
 	struct gb_journal *j = NULL;
 	struct tool t = { 0 };
@@ -112,8 +188,12 @@ int main(int argc, char **argv)
 
 	gb_log_set_level(getenv("V") ? GB_LOG_DEBUG : GB_LOG_WARNING);
 	if (parse(argc, argv, &ctx, &t) < 0) {
-		fprintf(stderr, "usage: install-tool --root DIR --state DIR [--flavor F] [--version V] [--kernel K]... "
-		                "[--package NAME[=VERSION][:hold]]... [--lock-timeout-ms N]\n");
+		fprintf(
+		    stderr,
+		    "usage: install-tool --root DIR --state DIR [--flavor F] [--version V] [--kernel K]... "
+		    "[--package NAME[=VERSION][:hold]]... [--lock-timeout-ms N] | --method runfile --runfile F "
+		    "--version V "
+		    "[--dkms yes|no] | --method cuda --cuda-version V --component NAME:VER:FILE... [--threads N]\n");
 		return 2;
 	}
 	if (fake && gb_ops_fake_new(fake, &ctx.ops) < 0) {
@@ -133,14 +213,13 @@ int main(int argc, char **argv)
 		gb_root_free(ctx.root);
 		return 1;
 	}
-	r = gb_install(&ctx, &t.in, j, &res);
+	r = run_method(&ctx, &t, j, &out, err, sizeof(err));
 	(void)gb_journal_finish(j, r < 0 ? "failed" : "done", r < 0 ? 1 : 0);
-	out = gb_install_result_to_json(&res);
 	printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY));
 	json_object_put(out);
 	fprintf(stderr, "install-tool: effects=%u\n", j->n_effects);
 	if (r < 0)
-		fprintf(stderr, "install-tool: failed (%s): %s\n", strerror(-r), res.error);
+		fprintf(stderr, "install-tool: failed (%s): %s\n", strerror(-r), err);
 	gb_journal_free(j);
 	gb_root_free(ctx.root);
 	if (fake)
