@@ -11,22 +11,18 @@
 #include "context.h"
 #include "exit-codes.h"
 #include "fetch/fetch-plan.h"
+#include "run/fetch-stage.h"
 #include "run/run.h"
 #include "run/stage.h"
 #include "shared/log.h"
 #include "shared/util.h"
-
-static bool artifact_verified(const struct gb_artifact *a)
-{
-	return a->result == 0 && a->verified;
-}
 
 static json_object *artifacts_json(const struct gb_artifact *a, size_t n)
 {
 	json_object *arr = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
 		json_object *o = json_object_new_object();
-		bool ok = artifact_verified(&a[i]);
+		bool ok = gb_artifact_ok(&a[i]);
 		json_object_object_add(o, "name", json_object_new_string(a[i].name));
 		json_object_object_add(o, "path", json_object_new_string(a[i].path));
 		json_object_object_add(o, "url", json_object_new_string(a[i].url));
@@ -44,96 +40,16 @@ static json_object *artifacts_json(const struct gb_artifact *a, size_t n)
 	return arr;
 }
 
-struct fetch_job {
-	struct gb_fetch_opts fo;
-	struct gb_fetch_source src;
-	char *keys[GB_MAX_TRUST_KEYS + 16];
-};
-
-/* Options and sources from the command line and the site; an exit code. */
-static int fetch_setup(struct gb_ctx *ctx, const struct gb_site_config *site, bool mirror_mode, struct fetch_job *j)
-{
-	size_t nk = 0;
-
-	gb_fetch_opts_default(&j->fo, ctx->opt.state_dir);
-	j->fo.ca_file = ctx->opt.ca_file ? ctx->opt.ca_file : site->ca_file;
-	j->fo.proxy = site->proxy;
-	j->fo.offline = ctx->opt.offline;
-	j->fo.dry_run = ctx->opt.dry_run;
-	if (ctx->opt.parallel)
-		j->fo.parallel = ctx->opt.parallel;
-#ifdef GB_TEST_HOOKS
-	{
-		const char *e = getenv("GPUBOOT_FETCH_BACKOFF_MS");
-		uint32_t v;
-		if (e && gb_safe_atou32(e, 10, &v) == 0)
-			j->fo.backoff_ms = v;
-		e = getenv("GPUBOOT_FETCH_LOW_SPEED_S");
-		if (e && gb_safe_atou32(e, 10, &v) == 0)
-			j->fo.low_speed_s = v;
-	}
-#endif
-	/* mirror reads from --mirror where given (re-signing a mirror for a fleet), else upstream. */
-	j->src.mirror = ctx->opt.mirror ? ctx->opt.mirror : mirror_mode ? NULL : site->mirror;
-	j->src.upstream = ctx->opt.upstream;
-	j->src.ca_file = j->fo.ca_file;
-	for (size_t i = 0; i < ctx->opt.n_trust_keys; i++)
-		j->keys[nk++] = (char *)ctx->opt.trust_keys[i];
-	for (char **k = site->trusted_keys; k && *k && nk < ARRAY_SIZE(j->keys) - 1; k++)
-		j->keys[nk++] = *k;
-	j->keys[nk] = NULL;
-	j->src.trust_keys = j->keys;
-	if (j->src.mirror && gb_startswith(j->src.mirror, "http://") && site->allow_http_mirror)
-		j->fo.allow_http = true; /* the manifest's signature and every artifact's hash still decide */
-	else if (j->src.mirror && !gb_startswith(j->src.mirror, "https://") &&
-	         !gb_startswith(j->src.mirror, "file://")) {
-		gb_log_error("--mirror '%s': only https:// and file:// mirrors; a plain http:// mirror needs [site] "
-		             "allow_http_mirror = yes",
-		             j->src.mirror);
-		return GB_EXIT_USAGE;
-	}
-	return 0;
-}
-
 static void print_results(const struct gb_artifact *a, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		bool ok = artifact_verified(&a[i]);
+		bool ok = gb_artifact_ok(&a[i]);
 		printf("%-8s %-44.44s %12llu  %s\n",
 		       !ok               ? "FAILED"
 		       : a[i].from_cache ? "cached"
 		                         : "fetched",
 		       a[i].name, a[i].size, !ok ? (a[i].error[0] ? a[i].error : "not fetched") : a[i].cache_path);
 	}
-}
-
-/* Resolve and fetch; the fetch stage's record. An exit code. */
-static int fetch_stage(struct gb_ctx *ctx, struct gb_plan *plan, struct fetch_job *j, struct gb_status *st,
-                       struct gb_artifact **arts, size_t *n)
-{
-	struct gb_stage *stage = gb_stage_begin(ctx, st, "fetch");
-	char err[1024] = "";
-	int r;
-
-	r = gb_fetch_for_plan(ctx, plan, &j->src, &j->fo, arts, n, err, sizeof(err));
-	if (r >= 0)
-		r = gb_fetch_all(ctx, *arts, *n, &j->fo);
-	for (size_t i = 0; r >= 0 && i < *n; i++)
-		if (!artifact_verified(&(*arts)[i]))
-			r = -EIO; /* never "ok" with an artifact that is not in the cache */
-	if (r >= 0) {
-		gb_stage_end(ctx, stage, "ok", 0, NULL);
-		return GB_EXIT_OK;
-	}
-	for (size_t i = 0; !err[0] && i < *n; i++)
-		if (!artifact_verified(&(*arts)[i]))
-			snprintf(err, sizeof(err), "%s: %s", (*arts)[i].name,
-			         (*arts)[i].error[0] ? (*arts)[i].error : "not fetched");
-	gb_stage_end(ctx, stage, "failed", r, "%s", err[0] ? err : strerror(-r));
-	gb_stage_hint(stage,
-	              "nothing was installed from it; check the mirror or network, then run gpuboot fetch again");
-	gb_log_error("%s", stage->error);
-	return GB_EXIT_FETCH;
 }
 
 static int mirror_stage(struct gb_ctx *ctx, const char *dir, const struct gb_artifact *a, size_t n,
@@ -153,7 +69,7 @@ static int mirror_stage(struct gb_ctx *ctx, const char *dir, const struct gb_art
 }
 
 /* --dry-run: what would be fetched, and nothing written anywhere. */
-static int fetch_dry_run(struct gb_ctx *ctx, struct gb_plan *plan, struct fetch_job *j)
+static int fetch_dry_run(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_fetch_job *j)
 {
 	struct gb_artifact *arts = NULL;
 	char err[1024] = "";
@@ -175,7 +91,7 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 	struct gb_inputs in = { 0 };
 	struct gb_status st = { .command = mirror_mode ? "mirror" : "fetch" };
 	struct gb_artifact *arts = NULL;
-	struct fetch_job j;
+	struct gb_fetch_job j;
 	struct gb_plan plan;
 	bool have_plan = false;
 	size_t n = 0;
@@ -191,7 +107,7 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 		code = plan.refusal_code;
 		goto done;
 	}
-	code = fetch_setup(ctx, &in.site, mirror_mode, &j);
+	code = gb_fetch_job_setup(ctx, &in.site, mirror_mode, &j);
 	if (code)
 		goto done;
 	if (!mirror_mode) {
@@ -207,7 +123,7 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 	}
 	st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	st.plan = gb_plan_to_json(&plan);
-	code = fetch_stage(ctx, &plan, &j, &st, &arts, &n);
+	code = gb_fetch_run(ctx, &plan, &j, gb_stage_begin(ctx, &st, "fetch"), &arts, &n);
 	print_results(arts, n);
 	if (code == GB_EXIT_OK && mirror_mode)
 		code = mirror_stage(ctx, mirror_dir, arts, n, &st);

@@ -19,6 +19,7 @@
 #include "load/load.h"
 #include "repair/repair.h"
 #include "prepare/prepare.h"
+#include "run/fetch-stage.h"
 #include "run/journal.h"
 #include "run/stage.h"
 #include "run/verify-stage.h"
@@ -34,6 +35,8 @@ struct run {
 	struct gb_status st;
 	struct gb_journal *journal;
 	struct gb_verify_result vres;
+	struct gb_artifact *arts; /* what the fetch stage verified into the cache */
+	size_t n_arts;
 	bool repair_running; /* --repair: the kernel repaired is the one running */
 };
 
@@ -206,10 +209,8 @@ static const char *not_implemented(const struct run *r)
 	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none") &&
 	    !(streq(r->plan.kernel.action, "install-headers") && streq(r->plan.driver.method, "distro")))
 		return "installing kernel headers or an HWE kernel";
-	if (!streq(a, "keep") && !streq(r->plan.driver.method, "distro"))
-		return streq(r->plan.driver.method, "runfile") ? "the runfile method" : "the packages method";
-	if (r->plan.cuda.action && streq(r->plan.cuda.action, "install"))
-		return "installing CUDA";
+	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages"))
+		return "the packages method (NVIDIA's repositories)";
 	if (r->plan.toolkit.action && !streq(r->plan.toolkit.action, "keep") && !streq(r->plan.toolkit.action, "none"))
 		return "installing the Container Toolkit";
 	return NULL;
@@ -290,24 +291,60 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	return code;
 }
 
-/* The distribution's packages come from its own archive through its
- * package manager: nothing for gpuboot to fetch. */
+static bool driver_installs(const struct run *r)
+{
+	return r->plan.driver.action && !streq(r->plan.driver.action, "keep");
+}
+
+static bool cuda_installs(const struct run *r)
+{
+	return r->plan.cuda.action && streq(r->plan.cuda.action, "install");
+}
+
+/* What the install needs from NVIDIA's hosts (or a mirror): the runfile of
+ * the runfile method, CUDA's components; verified into the cache. The
+ * distribution's packages come from its own archive. */
 static int stage_fetch(struct run *r, struct gb_stage *st)
 {
+	struct gb_fetch_job j;
+	struct gb_plan want;
+	bool runfile;
+	int code;
+
 	if (r->ctx->opt.repair) {
 		gb_stage_end(r->ctx, st, "skipped", 0, "--repair builds from what is on disk");
 		return 0;
 	}
-	if (nothing_to_change(r) || streq(r->plan.driver.action, "keep"))
-		return stage_skip_if_kept(r, st);
-	gb_stage_end(r->ctx, st, "skipped", 0,
-	             "the %s method installs from %s %s's archive through its package manager", r->plan.driver.method,
-	             r->plan.in.os_id, r->plan.in.os_version);
-	return 0;
+	runfile = driver_installs(r) && streq(r->plan.driver.method, "runfile");
+	if (!runfile && !cuda_installs(r)) {
+		if (nothing_to_change(r) || !driver_installs(r))
+			return stage_skip_if_kept(r, st);
+		gb_stage_end(r->ctx, st, "skipped", 0, "the %s method installs from %s %s's archive",
+		             r->plan.driver.method, r->plan.in.os_id, r->plan.in.os_version);
+		return 0;
+	}
+	memset(&j, 0, sizeof(j));
+	code = gb_fetch_job_setup(r->ctx, &r->in.site, false, &j);
+	if (code) {
+		gb_stage_end(r->ctx, st, "failed", -EINVAL, "the mirror or fetch options are not usable");
+		return code;
+	}
+	want = r->plan; /* a view: only what this machine installs */
+	if (!runfile)
+		want.driver.runfile = NULL;
+	if (!cuda_installs(r))
+		want.cuda.release = NULL;
+	return gb_fetch_run(r->ctx, &want, &j, st, &r->arts, &r->n_arts);
 }
 
-/* The distribution's own NVIDIA packages (the distro method), into the
- * machine or the image root: src/install/. */
+static const struct gb_artifact *artifact(const struct run *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_arts; i++)
+		if (streq(r->arts[i].name, name) && gb_artifact_ok(&r->arts[i]))
+			return &r->arts[i];
+	return NULL;
+}
+
 /* --repair: the module for the kernel, built by DKMS from what is on disk. */
 static int stage_repair(struct run *r, struct gb_stage *st)
 {
@@ -345,42 +382,134 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	return code;
 }
 
-static int stage_install(struct run *r, struct gb_stage *st)
+/* The distribution's own packages (Debian: distro method). */
+static int install_distro(struct run *r, char *err, size_t errsz, json_object **ret_json)
 {
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO };
-	struct gb_install_result *res;
-	int k, code = 0;
+	struct gb_install_result *res = calloc(1, sizeof(*res));
+	int k;
 
-	if (r->ctx->opt.repair)
-		return stage_repair(r, st);
-	if (nothing_to_change(r) || streq(r->plan.driver.action, "keep"))
-		return stage_skip_if_kept(r, st);
+	if (!res)
+		return -ENOMEM;
 	in.flavor = r->plan.driver.flavor;
 	in.driver_version = r->plan.driver.version;
-	res = calloc(1, sizeof(*res));
-	if (!res) {
-		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
-		return GB_EXIT_FAILED;
-	}
 	k = gb_install(r->ctx, &in, r->journal, res);
-	json_object_put(r->st.install);
-	r->st.install = gb_install_result_to_json(res);
-	if (k < 0) {
-		gb_stage_end(r->ctx, st, "failed", k, "%s", res->error[0] ? res->error : strerror(-k));
-		gb_stage_hint(st, "%s",
-		              k == -ENOPKG  ? "nothing was installed: the archive lacks a package or version named"
-		              : k == -EBUSY ? "another package manager holds the lock; rerun when it is done"
-		                            : "the journal names the step that failed; a rerun continues from it");
-		gb_log_error("install: %s", st->error);
-		code = k == -EOPNOTSUPP ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
-	} else if ((k = gb_repair_install_hooks(r->ctx, r->journal, r->plan.in.os_id)) < 0 && k != -EOPNOTSUPP) {
-		gb_stage_end(r->ctx, st, "failed", k,
-		             "the kernel hooks and gpuboot-repair.service could not be written: %s", strerror(-k));
-		code = GB_EXIT_FAILED;
-	} else {
-		gb_stage_end(r->ctx, st, "ok", 0, NULL);
-	}
+	*ret_json = gb_install_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
 	free(res);
+	return k;
+}
+
+/* NVIDIA's .run, verified by the fetch stage, unpacked by gpuboot. */
+static int install_runfile(struct run *r, char *err, size_t errsz, json_object **ret_json)
+{
+	struct gb_runfile_input in = { .version = r->plan.driver.version,
+		                       .flavor = r->plan.driver.flavor,
+		                       .dkms = GB_RUNFILE_DKMS_AUTO };
+	struct gb_runfile_result *res;
+	char name[160];
+	const struct gb_artifact *a;
+	int k;
+
+	snprintf(name, sizeof(name), "driver runfile %s", r->plan.driver.version);
+	a = artifact(r, name);
+	if (!a) {
+		snprintf(err, errsz, "%s is not in the cache: the fetch stage did not verify it", name);
+		return -ENOENT;
+	}
+	in.runfile = a->cache_path;
+	res = calloc(1, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	k = gb_install_runfile(r->ctx, &in, r->journal, res);
+	*ret_json = gb_runfile_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
+	free(res);
+	return k;
+}
+
+/* CUDA's components, verified by the fetch stage, into usr/local/cuda-X.Y. */
+static int install_cuda(struct run *r, char *err, size_t errsz, json_object **ret_json)
+{
+	struct gb_cuda_component_in comps[64];
+	char names[64][2][96];
+	struct gb_cuda_input in = { .version = r->plan.cuda.version,
+		                    .components = comps,
+		                    .arch = streq(r->plan.in.arch, "aarch64") ? "sbsa" : "x86_64" };
+	struct gb_cuda_result *res;
+	int k;
+
+	for (char **c = r->plan.cuda.components; c && *c && in.n_components < ARRAY_SIZE(comps); c++) {
+		const struct gb_artifact *a = artifact(r, *c);
+		size_t i = in.n_components;
+		if (!a || sscanf(*c, "%95s %95s", names[i][0], names[i][1]) != 2) {
+			snprintf(err, errsz, "CUDA component %s is not in the cache: the fetch stage did not verify it",
+			         *c);
+			return -ENOENT;
+		}
+		comps[i] = (struct gb_cuda_component_in){
+			.name = names[i][0], .version = names[i][1], .archive = a->cache_path, .sha256 = a->sha256
+		};
+		in.n_components++;
+	}
+	res = calloc(1, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	k = gb_install_cuda(r->ctx, &in, r->journal, res);
+	*ret_json = gb_cuda_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
+	free(res);
+	return k;
+}
+
+static int install_failed(struct run *r, struct gb_stage *st, int k, const char *what, const char *err)
+{
+	gb_stage_end(r->ctx, st, "failed", k, "%s: %s", what, err[0] ? err : strerror(-k));
+	gb_stage_hint(st, "%s",
+	              k == -ENOPKG  ? "nothing was installed: the archive lacks a package or version named"
+	              : k == -EBUSY ? "another package manager holds the lock; rerun when it is done"
+	                            : "the journal names the step that failed; a rerun continues from it");
+	gb_log_error("install: %s", st->error);
+	return k == -EOPNOTSUPP ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
+}
+
+static int stage_install(struct run *r, struct gb_stage *st)
+{
+	json_object *out = json_object_new_object(), *part = NULL;
+	char err[768] = "";
+	int k = 0, code = 0;
+
+	if (r->ctx->opt.repair) {
+		json_object_put(out);
+		return stage_repair(r, st);
+	}
+	if (!driver_installs(r) && !cuda_installs(r)) {
+		json_object_put(out);
+		return stage_skip_if_kept(r, st);
+	}
+	if (driver_installs(r)) {
+		k = streq(r->plan.driver.method, "runfile") ? install_runfile(r, err, sizeof(err), &part)
+		                                            : install_distro(r, err, sizeof(err), &part);
+		json_object_object_add(out, "driver", part);
+		if (k < 0)
+			code = install_failed(r, st, k, "the driver", err);
+		else if ((k = gb_repair_install_hooks(r->ctx, r->journal, r->plan.in.os_id)) < 0 && k != -EOPNOTSUPP)
+			code = install_failed(r, st, k, "the kernel hooks and gpuboot-repair.service", "");
+	}
+	if (!code && cuda_installs(r)) {
+		part = NULL;
+		k = install_cuda(r, err, sizeof(err), &part);
+		json_object_object_add(out, "cuda", part);
+		if (k < 0)
+			code = install_failed(r, st, k, "CUDA", err);
+	}
+	json_object_put(r->st.install);
+	r->st.install = out;
+	if (!code)
+		gb_stage_end(r->ctx, st, "ok", 0, NULL);
 	return code;
 }
 
@@ -537,6 +666,7 @@ out:
 	gb_journal_free(r.journal);
 	gb_status_done(&r.st);
 	gb_verify_result_done(&r.vres);
+	free(r.arts);
 	if (r.have_plan)
 		gb_plan_done(&r.plan);
 	gb_inputs_done(&r.in);
