@@ -229,6 +229,7 @@ struct gpu {
 	double worker_start_ms, worker_end_ms;
 	/* where the worker's time went, ms */
 	double ph_setup, ph_pattern, ph_device_bw, ph_fma, ph_host_alloc, ph_host_copies;
+	double ph_context, ph_device_alloc, ph_host_free, warmup_left; /* within the above */
 	/* NVLink as NVML reports it: state -1 no such link, 0 down, 1 up */
 	signed char nvl_state[GB_NVML_NVLINK_MAX_LINKS];
 	int nvl_type[GB_NVML_NVLINK_MAX_LINKS];
@@ -491,8 +492,11 @@ static int setup(struct gpu *g, const struct options *o)
 	cu.attribute(&g->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->cudev);
 	cu.attribute(&g->clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, g->cudev);
 	cu.attribute(&g->bus_width, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, g->cudev);
-	CK(cu.ctx_retain(&g->ctx, g->cudev), "cuDevicePrimaryCtxRetain");
+	t = now_ms();
+	if (!g->ctx)
+		CK(cu.ctx_retain(&g->ctx, g->cudev), "cuDevicePrimaryCtxRetain");
 	CK(cu.ctx_set(g->ctx), "cuCtxSetCurrent");
+	g->ph_context = now_ms() - t;
 	t = now_ms();
 	{
 		CUresult r = cu.module_load(&g->mod, gb_probe_ptx);
@@ -510,6 +514,7 @@ static int setup(struct gpu *g, const struct options *o)
 	CK(cu.function(&g->f_read, g->mod, "gb_read"), "cuModuleGetFunction gb_read");
 	CK(cu.function(&g->f_fma32, g->mod, "gb_fma32"), "cuModuleGetFunction gb_fma32");
 	CK(cu.function(&g->f_fma64, g->mod, "gb_fma64"), "cuModuleGetFunction gb_fma64");
+	t = now_ms();
 	CK(cu.mem_info(&free_b, &total_b), "cuMemGetInfo");
 	/* The pattern buffer: what was asked, at most a quarter of free memory. */
 	g->buf_bytes = o->pattern_mib << 20;
@@ -526,6 +531,7 @@ static int setup(struct gpu *g, const struct options *o)
 	CK(cu.stream_create(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 	CK(cu.event_create(&g->e0, 0), "cuEventCreate");
 	CK(cu.event_create(&g->e1, 0), "cuEventCreate");
+	g->ph_device_alloc = now_ms() - t;
 	return 0;
 }
 
@@ -612,9 +618,27 @@ static int pattern(struct gpu *g)
 	return 0;
 }
 
+/* The pinned host buffer. Pinning is host and driver work that the driver
+ * serialises across contexts (under UVA each pinned buffer is mapped for
+ * every context), so the worker does it while its GPU runs the FP32
+ * warm-up kernel: neither waits for the other, and nothing timed overlaps. */
+struct pinned {
+	void *host;
+	size_t bytes;
+};
+
+static void pin_host(struct gpu *g, struct pinned *p)
+{
+	double t = now_ms();
+	if (cu.host_alloc(&p->host, p->bytes, 0) != CUDA_SUCCESS)
+		p->host = NULL;
+	g->ph_host_alloc = now_ms() - t;
+}
+
 /* FP32/FP64 FMA throughput, with NVML read while it runs: utilisation,
- * the SM clock under load and the clock event reasons. */
-static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
+ * the SM clock under load and the clock event reasons. The untimed
+ * warm-up launch is where pin (when given) is allocated. */
+static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops, struct pinned *pin)
 {
 	unsigned blocks = blocks_for(g), threads = 256;
 	double peak_guess =
@@ -627,8 +651,15 @@ static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops)
 
 	if (iters < 16)
 		iters = 16;
-	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0) /* warm-up, short */
+	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0) /* warm-up, as long */
 		return -1;
+	if (pin) {
+		double t;
+		pin_host(g, pin);
+		t = now_ms();
+		CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
+		g->warmup_left = now_ms() - t; /* > 0: the pinning was hidden behind the warm-up */
+	}
 	CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
 	CK(cu.event_record(g->e0, g->stream), "cuEventRecord");
 	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0)
@@ -730,6 +761,10 @@ static void active_gpu_json(const struct gpu *g)
 	jdbl("fma", g->ph_fma);
 	jdbl("host_alloc", g->ph_host_alloc);
 	jdbl("host_copies", g->ph_host_copies);
+	jdbl("host_free", g->ph_host_free);
+	jdbl("context", g->ph_context);
+	jdbl("device_alloc", g->ph_device_alloc);
+	jdbl("warmup_left", g->warmup_left);
 	jclose('}');
 	jint("host_bytes", (long long)g->host_bytes);
 	jclose('}');
@@ -864,16 +899,15 @@ static void match_cuda_devices(int cuda_count)
 
 /* One GPU's whole active tier, in its own thread: its context made current
  * here (the current context is per thread), its module, stream, buffers and
- * a pinned host buffer allocated by this worker, then every measurement.
- * Nothing is shared with the other workers; main reads the results after
- * the join. */
+ * a pinned host buffer allocated by this worker (during the FP32 warm-up),
+ * then every measurement. Nothing is shared with the other workers; main
+ * reads the results after the join. */
 static void *gpu_worker(void *arg)
 {
 	struct worker_arg *w = arg;
 	struct gpu *g = w->g;
 	const struct options *o = w->o;
-	size_t host_bytes = (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20;
-	void *host = NULL;
+	struct pinned pin = { NULL, (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20 };
 	double ms, t = now_ms();
 
 	g->worker_start_ms = t - t_start;
@@ -890,25 +924,24 @@ static void *gpu_worker(void *arg)
 		g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
 	g->ph_device_bw = now_ms() - t;
 	t = now_ms();
-	if (g->error[0] || fma_run(g, 0, o->load_ms, &g->fp32_tflops) < 0)
+	if (g->error[0] || fma_run(g, 0, o->load_ms, &g->fp32_tflops, &pin) < 0)
 		goto out;
-	if (o->fp64 && fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops) < 0)
+	if (o->fp64 && fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops, NULL) < 0)
 		goto out;
 	g->ph_fma = now_ms() - t;
-	t = now_ms();
-	/* Pinned for this worker's context: every other context maps it too under UVA. */
-	if (cu.host_alloc(&host, host_bytes, 0) != CUDA_SUCCESS) {
-		host = NULL;
-		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed",
-		         host_bytes >> 20);
+	if (!pin.host) {
+		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed", pin.bytes >> 20);
 		goto out;
 	}
-	g->ph_host_alloc = now_ms() - t;
 	t = now_ms();
-	(void)host_copies(g, host, host_bytes < g->bw_bytes ? host_bytes : g->bw_bytes);
+	(void)host_copies(g, pin.host, pin.bytes < g->bw_bytes ? pin.bytes : g->bw_bytes);
 	g->ph_host_copies = now_ms() - t;
-	cu.host_free(host);
 out:
+	if (pin.host) {
+		t = now_ms();
+		cu.host_free(pin.host);
+		g->ph_host_free = now_ms() - t;
+	}
 	g->worker_end_ms = now_ms() - t_start;
 	return NULL;
 }
@@ -1054,8 +1087,40 @@ static void peers_json(const struct peer_result *res, unsigned n)
 }
 
 struct active_times {
-	double cuinit, workers, peers;
+	double cuinit, contexts, workers, peers, teardown;
 };
+
+/* After the peers: each GPU's buffers, stream and context, one GPU after
+ * another (the driver serialises context destruction anyway). */
+static void teardown(void)
+{
+	for (unsigned i = 0; i < n_gpus; i++) {
+		struct gpu *g = &gpus[i];
+		if (!g->ctx)
+			continue;
+		cu.ctx_set(g->ctx);
+		cu.mem_free(g->buf);
+		cu.mem_free(g->buf2);
+		if (g->stream)
+			cu.stream_destroy(g->stream);
+		cu.ctx_release(g->cudev);
+	}
+}
+
+/* Every selected GPU's primary context, made here one after another before
+ * the workers start: the driver serialises context creation, and created
+ * from the workers at once the two took 210 and 370 ms on the H200 pair,
+ * one after another 250 ms together. A failure is left to the worker's
+ * setup, which retries and names it. */
+static void contexts_up_front(void)
+{
+	for (unsigned i = 0; i < n_gpus; i++) {
+		struct gpu *g = &gpus[i];
+		if (g->selected && !g->error[0] && cu.get(&g->cudev, g->cuda_index) == CUDA_SUCCESS &&
+		    cu.ctx_retain(&g->ctx, g->cudev) != CUDA_SUCCESS)
+			g->ctx = NULL;
+	}
+}
 
 /* The active tier: cuInit, the workers, the peers, and its JSON. -1 with
  * the reason in err when CUDA cannot start. */
@@ -1066,6 +1131,12 @@ static int active_tier(const struct options *o, struct active_times *t, char *er
 	unsigned n_peers;
 	double t0;
 
+	/* One hardware work queue per context: every worker uses one stream,
+	 * and the driver's default of 8 doubles what context creation and
+	 * destruction cost (serialised across GPUs): 100 -> 50 ms and 65 -> 28
+	 * ms per H200, the figures unchanged. gpuboot removed the caller's
+	 * CUDA_* variables; this one is the probe's own. */
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
 	if (cuda_start(err, errsz, &t->cuinit) < 0)
 		return -1;
 	(void)threads_load(); /* without threads, the workers run one after another */
@@ -1077,6 +1148,9 @@ static int active_tier(const struct options *o, struct active_times *t, char *er
 		if (gpus[i].selected && gpus[i].cuda_index < 0)
 			snprintf(gpus[i].error, sizeof(gpus[i].error), "CUDA does not see this GPU");
 	}
+	t0 = now_ms();
+	contexts_up_front();
+	t->contexts = now_ms() - t0;
 	t0 = now_ms();
 	run_workers(o);
 	t->workers = now_ms() - t0;
@@ -1100,15 +1174,9 @@ static int active_tier(const struct options *o, struct active_times *t, char *er
 	}
 	jclose(']');
 	peers_json(peers, n_peers);
-	for (unsigned i = 0; i < n_gpus; i++)
-		if (gpus[i].ctx) {
-			cu.ctx_set(gpus[i].ctx);
-			cu.mem_free(gpus[i].buf);
-			cu.mem_free(gpus[i].buf2);
-			if (gpus[i].stream)
-				cu.stream_destroy(gpus[i].stream);
-			cu.ctx_release(gpus[i].cudev);
-		}
+	t0 = now_ms();
+	teardown();
+	t->teardown = now_ms() - t0;
 	return 0;
 }
 
@@ -1178,6 +1246,8 @@ int main(int argc, char **argv)
 	jdbl("cu_init", at.cuinit);
 	jdbl("workers", at.workers);
 	jdbl("peers", at.peers);
+	jdbl("contexts", at.contexts);
+	jdbl("teardown", at.teardown);
 	jdbl("total", now_ms() - t_start);
 	jclose('}');
 	jclose('}');

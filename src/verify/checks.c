@@ -748,7 +748,7 @@ static void check_parallel(struct gb_verify_result *r, json_object *act)
 	json_object *t = gb_json_get(r->probe, "timings_ms");
 	size_t n = act ? json_object_array_length(act) : 0;
 	unsigned most = 0;
-	double workers = 0, peers = 0, cuinit = 0;
+	double workers = 0, peers = 0, cuinit = 0, contexts = 0, teardown = 0;
 	struct gb_check *c;
 
 	for (size_t i = 0; i < n; i++) {
@@ -768,10 +768,14 @@ static void check_parallel(struct gb_verify_result *r, json_object *act)
 	gb_json_get_num(t, "workers", &workers);
 	gb_json_get_num(t, "peers", &peers);
 	gb_json_get_num(t, "cu_init", &cuinit);
+	gb_json_get_num(t, "contexts", &contexts);
+	gb_json_get_num(t, "teardown", &teardown);
 	c = gb_verify_add(r, "verify.parallel", "system");
 	if (c)
-		set_text(c, "%zu GPU worker(s), at most %u at once; cuInit %.0f ms, workers %.0f ms, peers %.0f ms", n,
-		         most, cuinit, workers, peers);
+		set_text(c,
+		         "%zu GPU worker(s), at most %u at once; cuInit %.0f ms, contexts %.0f ms, workers %.0f ms, "
+		         "peers %.0f ms, teardown %.0f ms",
+		         n, most, cuinit, contexts, workers, peers, teardown);
 }
 
 /* GPUBOOT_GPUS named a GPU NVML does not have: the narrowing missed. */

@@ -64,9 +64,16 @@ static void spend(double bytes_or_flops, double rate)
 		cur->vtime_ms += bytes_or_flops / rate * 1e3;
 }
 
+/* FAKE_NV_ENV_LOG: what the probe set for the driver, as cuInit saw it. */
 CUresult cuInit(unsigned f)
 {
+	const char *log = getenv("FAKE_NV_ENV_LOG"), *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	FILE *fp;
 	(void)f;
+	if (log && (fp = fopen(log, "a"))) {
+		fprintf(fp, "CUDA_DEVICE_MAX_CONNECTIONS=%s\n", v ? v : "(unset)");
+		fclose(fp);
+	}
 	return fake_is("fabric") ? 802 : 0;
 }
 CUresult cuDriverGetVersion(int *v)

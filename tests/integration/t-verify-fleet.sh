@@ -40,7 +40,9 @@ print(' '.join(sorted('%s@%s' % (c['name'], c['subject'].split()[0]) for c in d[
 
 # 1. Eight GPUs at once: every fake kernel launch takes 30 ms of real time
 # and is recorded; all eight GPUs must have been inside a launch together.
-verify 0 FAKE_NV_LAUNCH_MS=30 FAKE_NV_TRACE="$TMP/trace"
+verify 0 FAKE_NV_LAUNCH_MS=30 FAKE_NV_TRACE="$TMP/trace" FAKE_NV_ENV_LOG="$TMP/envlog"
+# The probe's own driver setting (one work queue per context), seen by cuInit.
+grep -qx "CUDA_DEVICE_MAX_CONNECTIONS=1" "$TMP/envlog" || fail "cuInit saw $(cat "$TMP/envlog")"
 python3 - "$TMP/trace" <<'PY' || fail "the GPU workers did not run at once"
 import sys
 iv = [tuple(float(x) for x in l.split()) for l in open(sys.argv[1])]
@@ -51,6 +53,7 @@ print("at most", most, "GPUs at once over", len(iv), "launches")
 assert most == 8, most
 PY
 check verify.parallel system info "8 GPU worker(s), at most 8 at once"
+check verify.parallel system info "ms, contexts "
 # NVSwitch machine: 18 links each, the gate from 18 NVLink4 links.
 check nvlink.links gpu0 pass "18 of 18 links up"
 check peer.bandwidth "gpu0->gpu5" pass "18 of 18 NVLink4 links (NVSwitch)"
