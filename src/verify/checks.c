@@ -308,8 +308,15 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 		}
 	}
 	c = gb_verify_add(r, "gpu.mig", s);
+	/* With MIG on, CUDA reaches MIG instances only, never the whole GPU: say
+	 * what is tested, so a verdict is not read as covering what it did not. */
 	if (c)
-		set_text(c, "%s", gb_json_get_bool(g, "mig_enabled", false) ? "MIG enabled" : "MIG disabled");
+		set_text(
+		    c, "%s",
+		    gb_json_get_bool(g, "mig_enabled", false)
+		        ? "MIG enabled: NVML's health checks cover the whole GPU; CUDA reaches MIG instances only, so "
+		          "the active checks do not measure this GPU whole"
+		        : "MIG disabled: the active checks measure the whole GPU");
 	if (gb_json_get(g, "persistence_mode")) {
 		c = gb_verify_add(r, "gpu.persistence_mode", s);
 		if (c)
