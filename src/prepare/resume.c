@@ -161,22 +161,10 @@ int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufs
 static int link_wants(struct gb_ctx *ctx)
 {
 	_cleanup_free_ char *target = NULL;
-	const char *name;
-	int dfd, r = 0;
 
 	if (gb_root_readlink(ctx->root, GB_PREPARE_RESUME_WANTS, &target) == 0 && streq(target, UNIT_TARGET))
 		return 0;
-	dfd = gb_root_open_parent(ctx->root, GB_PREPARE_RESUME_WANTS, true, &name);
-	if (dfd < 0)
-		return dfd;
-	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-		r = negative_errno();
-	if (r == 0 && symlinkat(UNIT_TARGET, dfd, name) < 0)
-		r = negative_errno();
-	if (r == 0 && fsync(dfd) < 0)
-		r = negative_errno();
-	close(dfd);
-	return r;
+	return gb_root_symlink(ctx->root, GB_PREPARE_RESUME_WANTS, UNIT_TARGET);
 }
 
 /* One journaled effect: step id, then fn. */

@@ -110,20 +110,7 @@ const char *gb_repair_unit_text(void)
 /* The wants/ link under an image root (systemctl cannot run there). */
 static int link_wants(struct gb_ctx *ctx)
 {
-	const char *name;
-	int dfd, r = 0;
-
-	dfd = gb_root_open_parent(ctx->root, GB_REPAIR_UNIT_WANTS, true, &name);
-	if (dfd < 0)
-		return dfd;
-	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
-		r = negative_errno();
-	if (r == 0 && symlinkat(UNIT_TARGET, dfd, name) < 0)
-		r = negative_errno();
-	if (r == 0 && fsync(dfd) < 0)
-		r = negative_errno();
-	close(dfd);
-	return r;
+	return gb_root_symlink(ctx->root, GB_REPAIR_UNIT_WANTS, UNIT_TARGET);
 }
 
 /* Enabled already (the wants/ link names the unit): no effect. */

@@ -168,3 +168,18 @@ int gb_root_sha256(struct gb_root *root, const char *path, char ret_hex[65], mod
 		*ret_mode = st.st_mode & 07777;
 	return 0;
 }
+
+int gb_root_symlink(struct gb_root *root, const char *path, const char *target)
+{
+	_cleanup_close_ int dfd = -1;
+	const char *name;
+
+	dfd = gb_root_open_parent(root, path, true, &name);
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		return negative_errno();
+	if (symlinkat(target, dfd, name) < 0)
+		return negative_errno();
+	return fsync(dfd) < 0 ? negative_errno() : 0;
+}

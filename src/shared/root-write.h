@@ -27,6 +27,10 @@ int gb_root_mkdir_p(struct gb_root *root, const char *path, mode_t mode);
 /* Replace path below the root with data, durably. */
 int gb_root_write_file(struct gb_root *root, const char *path, const void *data, size_t len, mode_t mode);
 
+/* Make path below the root a symbolic link to target (replacing what was
+ * there), durably. */
+int gb_root_symlink(struct gb_root *root, const char *path, const char *target);
+
 /* Remove path below the root (a file or a symlink); 0 when already absent. */
 int gb_root_unlink(struct gb_root *root, const char *path);
 
