@@ -370,6 +370,12 @@ static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char
 		gb_log_error_errno(r, "Failed to open root '%s': %m; --root needs a directory", ctx->opt.root);
 		return GB_EXIT_USAGE;
 	}
+	if (!ctx->root->is_host && !ctx->opt.state_dir_given && cmd->writes_state) {
+		/* An image root keeps its own state: its first boot finishes from it. */
+		static char image_state[4200];
+		snprintf(image_state, sizeof(image_state), "%s/var/lib/gpuboot", ctx->opt.root);
+		ctx->opt.state_dir = image_state;
+	}
 	if (cmd->reads_root && check_root(ctx) < 0)
 		r = GB_EXIT_USAGE;
 	else

@@ -81,6 +81,9 @@ S=$TMP/s4
 expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --state-dir "$S"
 got=$(stages "$S")
 [ "$got" = "detect=ok plan=ok prepare=skipped fetch=skipped install=skipped load=skipped verify=skipped" ] || fail "image stages: $got"
+# Without --state-dir, an image keeps its state inside: its first boot reads it.
+expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal
+[ -f "$M/var/lib/gpuboot/status.json" ] && [ -f "$M/var/lib/gpuboot/journal.json" ] || fail "the image's state is not in the image"
 # 4. nouveau drives the GPU, the kept driver is on disk: prepare unbinds and
 #    unloads nouveau (nothing holds it), blacklists it, then the load runs.
 M=$TMP/nv
