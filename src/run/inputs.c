@@ -149,6 +149,15 @@ int gb_lock_take(struct gb_ctx *ctx, int *ret_fd)
 	snprintf(holder, sizeof(holder), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, holder, strlen(holder), 0) < 0)
 		gb_log_debug("could not record the lock holder in '%s'", path);
+#ifdef GB_TEST_HOOKS
+	{
+		/* The concurrency tests: hold the lock a while, so runs overlap. */
+		const char *e = getenv("GPUBOOT_TEST_HOLD_LOCK_MS");
+		uint32_t ms;
+		if (e && gb_safe_atou32(e, 10, &ms) == 0)
+			ctx->ops->sleep_ms(ctx->ops, ms);
+	}
+#endif
 	*ret_fd = fd;
 	return 0;
 }

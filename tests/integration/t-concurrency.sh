@@ -1,0 +1,45 @@
+# Runs at once: ten `gpuboot run` started together on one state directory:
+# exactly one proceeds, the nine others exit 16 naming the holder's pid, and
+# the status document is the one run's. A `--repair --from-hook` (a kernel
+# hook while a run installs that very kernel) never waits for the lock: it
+# exits 16 at once, and the run is not disturbed.
+. tests/integration/lib.sh
+S=$TMP/state
+mkdir -p "$S"
+export GPUBOOT_TEST_HOLD_LOCK_MS=1500
+i=0
+while [ "$i" -lt 10 ]; do
+	i=$((i + 1))
+	(
+		set +e
+		"$GB" run --root "$FIX/l4-debian12" --state-dir "$S" --run-dir "$S/run" >"$TMP/out.$i" 2>"$TMP/err.$i"
+		echo $? >"$TMP/rc.$i"
+	) &
+done
+wait
+ok=0 locked=0
+i=0
+while [ "$i" -lt 10 ]; do
+	i=$((i + 1))
+	case $(cat "$TMP/rc.$i") in
+	2) ok=$((ok + 1)) ;; # the one that ran: l4 needs NVIDIA's packages, not built yet: exit 2, nothing changed
+	16)
+		locked=$((locked + 1))
+		grep -q "Another gpuboot holds '.*/lock' (pid [0-9][0-9]*;" "$TMP/err.$i" || fail "run $i: holder not named: $(cat "$TMP/err.$i")"
+		;;
+	*) fail "run $i exited $(cat "$TMP/rc.$i"): $(cat "$TMP/err.$i")" ;;
+	esac
+done
+[ "$ok" -eq 1 ] && [ "$locked" -eq 9 ] || fail "$ok runs proceeded and $locked were turned away (want 1 and 9)"
+python3 -c "import json; d = json.load(open('$S/status.json')); assert d['command'] == 'run' and d['exit_code'] == 2" ||
+	fail "the status is not the one run's"
+# A kernel hook's repair during a run: exit 16 at once, no wait.
+("$GB" run --root "$FIX/l4-debian12" --state-dir "$S" --run-dir "$S/run" >/dev/null 2>&1) &
+sleep 0.5
+t0=$(date +%s%N)
+unset GPUBOOT_TEST_HOLD_LOCK_MS
+expect_exit 16 "$GB" --repair --from-hook --kernel 6.1.0-18-cloud-amd64 --root "$FIX/l4-debian12" --state-dir "$S"
+t1=$(date +%s%N)
+wait
+[ $(((t1 - t0) / 1000000)) -lt 1000 ] || fail "the hook's repair waited for the lock ($(((t1 - t0) / 1000000)) ms)"
+echo ok
