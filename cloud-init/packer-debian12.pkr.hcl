@@ -1,0 +1,50 @@
+# Packer: a Debian 12 AMI with Debian's NVIDIA driver installed by gpuboot at
+# build time (image mode, docs/install.md). The chroot builder mounts the
+# source AMI's volume and runs gpuboot against the mount:
+#   gpuboot --root MOUNT run --target-gpu T4 --profile minimal --method distro
+# installs the packages chrooted (bind mounts made and removed by gpuboot),
+# builds the module with DKMS for the image's kernels, holds the packages,
+# blacklists nouveau, writes the kernel hooks and gpuboot-repair.service, and
+# keeps its journal and status in the image (/var/lib/gpuboot): no GPU is
+# needed here and nothing is verified. The instance's first boot
+# (cloud-init/image-firstboot.yaml) keeps the installed driver, loads it and
+# verifies it, with no download.
+#
+# Checked by tests/integration/t-packer.sh (`packer validate`). Set
+# source_ami to a Debian 12 AMI of your region, gpuboot_path to where the
+# build host has the gpuboot binary (check its sha256 first, as
+# cloud-init/gpuboot.yaml does), and gpu to the instance type's GPU.
+
+variable "gpuboot_path" {
+  type    = string
+  default = "/usr/local/bin/gpuboot"
+}
+
+variable "gpu" {
+  type    = string
+  default = "T4"
+}
+
+variable "source_ami" {
+  type    = string
+  default = "ami-00000000000000000"
+}
+
+variable "region" {
+  type    = string
+  default = "us-east-1"
+}
+
+source "amazon-chroot" "debian12-nvidia" {
+  ami_name    = "debian12-nvidia-{{timestamp}}"
+  source_ami  = var.source_ami
+  region      = var.region
+  ena_support = true
+  post_mount_commands = [
+    "${var.gpuboot_path} --root {{.MountPath}} run --target-gpu ${var.gpu} --profile minimal --method distro"
+  ]
+}
+
+build {
+  sources = ["source.amazon-chroot.debian12-nvidia"]
+}
