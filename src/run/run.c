@@ -408,6 +408,7 @@ static int install_runfile(struct run *r, char *err, size_t errsz, json_object *
 		                       .flavor = r->plan.driver.flavor,
 		                       .dkms = GB_RUNFILE_DKMS_AUTO };
 	struct gb_runfile_result *res;
+	const char *kernels[1];
 	char name[160];
 	const struct gb_artifact *a;
 	int k;
@@ -419,6 +420,12 @@ static int install_runfile(struct run *r, char *err, size_t errsz, json_object *
 		return -ENOENT;
 	}
 	in.runfile = a->cache_path;
+	if (r->plan.in.kernel_known && !image_mode(r)) {
+		/* the kernel the plan builds for (an image: every kernel it holds) */
+		kernels[0] = r->plan.in.kernel_release;
+		in.kernels = kernels;
+		in.n_kernels = 1;
+	}
 	res = calloc(1, sizeof(*res));
 	if (!res)
 		return -ENOMEM;
