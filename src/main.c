@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "context.h"
 #include "exit-codes.h"
+#include "repair/repair.h"
 #include "shared/log.h"
 #include "shared/tls.h"
 #include "shared/util.h"
@@ -212,7 +213,14 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_FORCE: o->force = true; break;
 	case OPT_REBOOT: o->reboot = true; break;
 	case OPT_GPUS: o->gpus = arg; break;
-	case OPT_KERNEL: o->kernel = arg; break;
+	case OPT_KERNEL:
+		if (!gb_repair_kver_valid(arg)) {
+			gb_log_error(
+			    "--kernel needs a kernel release like 6.1.0-57-amd64 (as uname -r prints), not '%s'", arg);
+			return -EINVAL;
+		}
+		o->kernel = arg;
+		break;
 	case OPT_IF_NEEDED: o->if_needed = true; break;
 	case OPT_FROM_HOOK: o->from_hook = true; break;
 	case OPT_RESUME: o->resume = true; break;

@@ -14,9 +14,6 @@ enum gb_repair_family {
 	GB_REPAIR_FAMILY_RPM, /* RHEL family, Fedora, Amazon Linux 2023: kernel-install, kernel-devel-KVER */
 };
 
-/* A plain kernel release: letters, digits, "._+-~", no "..", bounded. */
-bool gb_repair_kver_valid(const char *k);
-
 /* The family of a name ("debian", "rhel", "al2023", ...); NULL: from the
  * root's etc/os-release (ID, then ID_LIKE). */
 enum gb_repair_family gb_repair_family(struct gb_ctx *ctx, const char *family);

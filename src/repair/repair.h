@@ -52,6 +52,9 @@ enum gb_repair_verdict {
 
 const char *gb_repair_verdict_name(enum gb_repair_verdict v);
 
+/* A plain kernel release: letters, digits, "._+-~", no "..", bounded. */
+bool gb_repair_kver_valid(const char *k);
+
 #define GB_REPAIR_VERSION_MAX 64
 #define GB_REPAIR_NAME_MAX 64
 

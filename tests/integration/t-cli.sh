@@ -35,6 +35,12 @@ expect_exit 2 "$GB" plan --capture "$TMP/cap" --root "$FIX/h200-ubuntu2404"
 grep -q -- "--capture does not apply to 'plan'" "$TMP/err" || fail "inapplicable option: $(cat "$TMP/err")"
 expect_exit 2 "$GB" status --offline
 expect_exit 2 "$GB" detect --dry-run --root "$FIX/h200-ubuntu2404"
+# A kernel that is no kernel release: exit 2, before anything is written.
+for k in ../../etc "" "6.1 0"; do
+	expect_exit 2 "$GB" --repair --kernel "$k" --root "$FIX/l4-debian12" --state-dir "$TMP/badkernel"
+	grep -q -- "--kernel needs a kernel release" "$TMP/err" || fail "--kernel '$k': $(cat "$TMP/err")"
+done
+[ ! -e "$TMP/badkernel" ] || fail "a bad --kernel wrote the state directory"
 expect_exit 2 "$GB" verify --sign-key k --root "$FIX/h200-ubuntu2404"
 # User strings are cut and escaped: no raw ESC or newline reaches the terminal.
 expect_exit 2 "$GB" "$(printf 'bad\033[31mred\nnext')"
