@@ -112,6 +112,16 @@ build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh $(LIB
 		$(ASM_FLAGS) $(LIB_SRC) $(LIB_ASM) $(MAIN_SRC) $(STATIC_LIBS)
 	strip -o $@ $(STATIC)/gpuboot.unstripped
 
+# --- releases: both static binaries, SHA256SUMS and its Ed25519 signature ---
+$(DEV)/release-sign: src/tools/release-sign.c $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(DEV_CFLAGS) -o $@ $< $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o $(DEV_LIBS)
+
+release: $(DEV)/release-sign
+	$(MAKE) static ARCH=x86_64
+	$(MAKE) static ARCH=aarch64
+	scripts/release.sh build/gpuboot-x86_64 build/gpuboot-aarch64 $(DEV)/release-sign
+
 # --- catalog ---
 catalog:
 	python3 scripts/gen-catalog.py
@@ -131,7 +141,10 @@ lint:
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
 	scripts/install-deps.sh --vm
-	$(MAKE) build/gpuboot
+	$(MAKE) build/gpuboot $(DEV)/release-sign
+	$(MAKE) static ARCH=aarch64
+	GPUBOOT_RELEASE_DIR=build/vm-release GPUBOOT_RELEASE_URL=file:///media/gpuboot \
+		scripts/release.sh build/gpuboot build/gpuboot-aarch64 $(DEV)/release-sign
 	vm-tests/image-install.sh
 	vm-tests/run.sh
 
@@ -147,7 +160,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static catalog deps test lint bench clean fuzz probe vm-test
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -12,8 +12,9 @@
 #
 # Checked by tests/integration/t-packer.sh (`packer validate`). Set
 # source_ami to a Debian 12 AMI of your region, gpuboot_path to where the
-# build host has the gpuboot binary (check its sha256 first, as
-# cloud-init/gpuboot.yaml does), and gpu to the instance type's GPU.
+# build host has the gpuboot binary (the release's binary for the build
+# host's arch, checked against the release's signed SHA256SUMS first:
+# docs/install-gpuboot.md), and gpu to the instance type's GPU.
 
 variable "gpuboot_path" {
   type    = string

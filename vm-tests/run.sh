@@ -1,8 +1,9 @@
 #!/bin/sh
 # vm-tests: a real first boot under QEMU with cloud-init (NoCloud), running
-# gpuboot from the project's own examples in cloud-init/, as users paste them
-# (only the download location is substituted: the static binary comes from a
-# second, read-only disk). No network in the guest. Ends with
+# gpuboot from the project's own examples in cloud-init/ as users paste them:
+# the release's copies (make release, with GPUBOOT_RELEASE_URL pointing at a
+# second, read-only disk that holds the release files), its SHA256SUMS
+# pasted in. No network in the guest. Ends with
 # "N passed, N failed"; logs and status documents in build/vm-tests/.
 #
 # usage: vm-tests/run.sh [SCENARIO ...]   (default: all)
@@ -11,10 +12,13 @@
 set -u
 cd "$(dirname "$0")/.."
 GB=${GB_STATIC:-build/gpuboot}
+REL=${GPUBOOT_VM_RELEASE:-build/vm-release}
 LOGS=build/vm-tests
 TIMEOUT=${GPUBOOT_VM_TIMEOUT:-1200}
 ACCEL=${GPUBOOT_VM_ACCEL:-tcg,thread=multi}
 [ -x "$GB" ] || { echo "vm-tests: $GB missing (make static)"; exit 1; }
+[ -s "$REL/SHA256SUMS" ] && [ -s "$REL/gpuboot.yaml" ] || { echo "vm-tests: no release in $REL (make vm-test makes it)"; exit 1; }
+cmp -s "$GB" "$REL/gpuboot-x86_64" || { echo "vm-tests: $REL/gpuboot-x86_64 is not $GB (make vm-test)"; exit 1; }
 for t in qemu-system-x86_64 qemu-img mmdebstrap cloud-localds genisoimage; do
 	command -v "$t" >/dev/null || { echo "vm-tests: $t missing (scripts/install-deps.sh --vm)"; exit 1; }
 done
@@ -45,13 +49,13 @@ scenario() {
 		return
 	}
 	cp "$GB" "$dir/media/gpuboot"
-	(cd "$dir/media" && sha256sum gpuboot >gpuboot.sha256)
+	cp "$REL"/gpuboot-x86_64 "$REL"/gpuboot-aarch64 "$REL"/SHA256SUMS "$REL"/SHA256SUMS.sig "$dir/media/"
 	genisoimage -quiet -V GPUBOOT -r -o "$dir/media.iso" "$dir/media"
-	# The example as users paste it, with the download location pointing at the second disk
-	# (or a scenario's own user-data, vm-tests/userdata/*.yaml).
-	src=cloud-init/$example
+	# The example as the release filled it in (its SHA256SUMS pasted, the release at the
+	# second disk), or a scenario's own user-data (vm-tests/userdata/*.yaml).
+	src=$REL/$example
 	[ -f "vm-tests/userdata/$example" ] && src=vm-tests/userdata/$example
-	sed 's|^\([[:space:]]*\)GPUBOOT_URL=.*|\1GPUBOOT_URL=file:///media/gpuboot/gpuboot|' "$src" >"$dir/user-data"
+	cp "$src" "$dir/user-data"
 	printf 'instance-id: vmtest-%s-%s\nlocal-hostname: vmtest\n' "$name" "$$" >"$dir/meta-data"
 	cloud-localds "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
 	qemu-img create -q -f qcow2 -b "$img/disk.raw" -F raw "$dir/overlay.qcow2"
@@ -96,6 +100,8 @@ PY
 	check "gpuboot plan ran and refused with exit 11" grep -q "REFUSED      exit 11" "$dir/boot1.log"
 	check "the example logged run's exit code" grep -q "gpuboot run exited 11" "$dir/boot1.log"
 	check "the static binary ran in the guest" grep -q "^gpuboot 0\." "$dir/boot1.log"
+	check "the example chose gpuboot-x86_64 by uname -m and verified its pasted sha256" \
+		grep -q "^gpuboot: gpuboot-x86_64 sha256 $(awk '$2 == "gpuboot-x86_64" {print $1}' "$REL/SHA256SUMS") verified" "$dir/boot1.log"
 	if [ "$boots" -ge 2 ]; then
 		awk '/^VMTEST-BEGIN boot=2/{on=1} on{print}' "$r" >"$dir/boot2.log"
 		check "second boot: runcmd did not run again, gpuboot status reads the first boot's document" \

@@ -4,8 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "sig.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"
 #include "shared/macro.h"
@@ -151,58 +150,6 @@ int gb_redistrib_parse(const char *text, size_t len, const char *platform, const
 
 /* ---- signatures ---- */
 
-static int hex_decode(const char *hex, unsigned char *out, size_t n)
-{
-	size_t len = strcspn(hex, "\r\n");
-	if (len != 2 * n)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		int v = 0;
-		for (int k = 0; k < 2; k++) {
-			char c = hex[2 * i + k];
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else
-				return -EINVAL;
-		}
-		out[i] = (unsigned char)v;
-	}
-	return 0;
-}
-
-static EVP_PKEY *load_key(const char *file, bool private_key)
-{
-	FILE *f = fopen(file, "re");
-	EVP_PKEY *k;
-	if (!f)
-		return NULL;
-	k = private_key ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : PEM_read_PUBKEY(f, NULL, NULL, NULL);
-	fclose(f);
-	if (k && EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
-		EVP_PKEY_free(k);
-		return NULL;
-	}
-	return k;
-}
-
-static void key_id(EVP_PKEY *k, char out[40])
-{
-	unsigned char raw[32];
-	size_t n = sizeof(raw);
-	struct gb_sha256 h;
-	char hex[65] = "";
-	out[0] = '\0';
-	if (EVP_PKEY_get_raw_public_key(k, raw, &n) != 1 || gb_sha256_init(&h) < 0)
-		return;
-	gb_sha256_update(&h, raw, n);
-	gb_sha256_final(&h, hex);
-	gb_sha256_done(&h);
-	snprintf(out, 40, "ed25519:%.16s", hex);
-}
-
 static int iso_to_epoch(const char *s, uint64_t *ret)
 {
 	struct tm tm;
@@ -221,46 +168,15 @@ static int iso_to_epoch(const char *s, uint64_t *ret)
 int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
                               uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz)
 {
-	unsigned char sig[64];
-	char kid[40] = "";
-	bool good = false;
+	char kid[GB_KEY_ID_LEN] = "";
 	json_object *root = NULL, *arts, *v;
 	struct gb_manifest m = { 0 };
 	uint64_t exp = 0;
 	int r = 0;
 
-	if (!key_files || !key_files[0]) {
-		snprintf(err, errsz,
-		         "mirror manifest: no trusted key; add [trust] key = /path/key.pub to gpuboot.conf or pass "
-		         "--trust-key");
-		return -EPERM;
-	}
-	if (!sig_hex || hex_decode(sig_hex, sig, sizeof(sig)) < 0) {
-		snprintf(err, errsz, "mirror manifest: the signature file is not a hex Ed25519 signature");
-		return -EBADMSG;
-	}
-	for (char *const *k = key_files; *k && !good; k++) {
-		EVP_PKEY *pk = load_key(*k, false);
-		EVP_MD_CTX *c;
-		if (!pk) {
-			snprintf(err, errsz, "trusted key %s is not an Ed25519 public key in PEM", *k);
-			return -EINVAL;
-		}
-		c = EVP_MD_CTX_new();
-		if (c && EVP_DigestVerifyInit(c, NULL, NULL, NULL, pk) == 1 &&
-		    EVP_DigestVerify(c, sig, sizeof(sig), (const unsigned char *)text, len) == 1) {
-			good = true;
-			key_id(pk, kid);
-		}
-		EVP_MD_CTX_free(c);
-		EVP_PKEY_free(pk);
-	}
-	if (!good) {
-		snprintf(err, errsz,
-		         "mirror manifest: the signature does not verify with any trusted key (altered, or signed by "
-		         "an unknown key)");
-		return -EPERM;
-	}
+	r = gb_sig_verify("mirror manifest", text, len, sig_hex, key_files, kid, err, errsz);
+	if (r < 0)
+		return r;
 	root = parse_json(text, len);
 	if (!root || !json_object_is_type(root, json_type_object) || !gb_json_get_str(root, "format") ||
 	    !streq(gb_json_get_str(root, "format"), "gpuboot-mirror")) {
@@ -333,20 +249,14 @@ out:
 int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, char **ret_text, char **ret_sig,
                             char *err, size_t errsz)
 {
-	EVP_PKEY *k = load_key(key_file, true);
-	EVP_MD_CTX *c = NULL;
 	json_object *root, *arts;
-	unsigned char sig[64];
-	size_t siglen = sizeof(sig);
-	char kid[40], *text = NULL, *hex = NULL;
-	int r = -EIO;
+	char kid[GB_KEY_ID_LEN] = "", probe[GB_SIG_HEX_LEN], *text = NULL, *hex = NULL;
+	int r;
 
-	if (!k) {
-		snprintf(err, errsz, "%s is not an Ed25519 private key in PEM (openssl genpkey -algorithm ed25519)",
-		         key_file);
-		return -EINVAL;
-	}
-	key_id(k, kid);
+	/* the key id goes into the document that is signed: learn it first */
+	r = gb_sig_sign(key_file, "", 0, probe, kid, err, errsz);
+	if (r < 0)
+		return r;
 	root = json_object_new_object();
 	arts = json_object_new_array();
 	json_object_object_add(root, "format", json_object_new_string("gpuboot-mirror"));
@@ -366,27 +276,18 @@ int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, c
 	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 	                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(root);
-	c = EVP_MD_CTX_new();
-	if (!text || !c || EVP_DigestSignInit(c, NULL, NULL, NULL, k) != 1 ||
-	    EVP_DigestSign(c, sig, &siglen, (const unsigned char *)text, strlen(text)) != 1 || siglen != 64) {
-		snprintf(err, errsz, "signing with %s failed", key_file);
-		goto out;
-	}
-	hex = malloc(130);
-	if (!hex) {
+	hex = malloc(GB_SIG_HEX_LEN);
+	if (!text || !hex) {
+		snprintf(err, errsz, "signing the mirror manifest: out of memory");
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < 64; i++)
-		snprintf(hex + 2 * i, 3, "%02x", sig[i]);
-	hex[128] = '\n';
-	hex[129] = '\0';
+	r = gb_sig_sign(key_file, text, strlen(text), hex, kid, err, errsz);
+	if (r < 0)
+		goto out;
 	*ret_text = TAKE_PTR(text);
 	*ret_sig = TAKE_PTR(hex);
-	r = 0;
 out:
-	EVP_MD_CTX_free(c);
-	EVP_PKEY_free(k);
 	free(text);
 	free(hex);
 	return r;
