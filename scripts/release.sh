@@ -47,7 +47,7 @@ for ex in gpuboot.yaml gpuboot.sh; do
 			skip = 1; next }
 		skip && /^ *'\''$/ { skip = 0 }
 		!skip { print }' "cloud-init/$ex" >"$out.tmp/$ex"
-	grep -q "0000000000000000" "$out.tmp/$ex" && { echo "release: $ex: the SHA256SUMS block was not filled in" >&2; exit 1; }
+	grep -Eq "^ *0{64}  gpuboot-" "$out.tmp/$ex" && { echo "release: $ex: the SHA256SUMS block was not filled in" >&2; exit 1; }
 done
 chmod 0755 "$out.tmp/gpuboot.sh"
 rm -rf "$out"

@@ -50,6 +50,19 @@ scenario() {
 	}
 	cp "$GB" "$dir/media/gpuboot"
 	cp "$REL"/gpuboot-x86_64 "$REL"/gpuboot-aarch64 "$REL"/SHA256SUMS "$REL"/SHA256SUMS.sig "$dir/media/"
+	# Secure Boot scenarios: the site key travels on the media disk; the firmware is OVMF's
+	# Secure Boot build with a per-VM copy of its variables (Microsoft's keys, and for
+	# secboot-db the site certificate in db).
+	fw=""
+	case ${firmware:-} in
+	secboot*)
+		secureboot_prep || return
+		cp "$LOGS/secureboot/site.key" "$LOGS/secureboot/site.pem" "$dir/media/"
+		cp "$LOGS/secureboot/vars-$firmware.fd" "$dir/vars.fd"
+		fw="-machine q35,smm=on -global driver=cfi.pflash01,property=secure,value=on
+		    -drive if=pflash,format=raw,unit=0,file=$OVMF_CODE,readonly=on -drive if=pflash,format=raw,unit=1,file=$dir/vars.fd"
+		;;
+	esac
 	genisoimage -quiet -V GPUBOOT -r -o "$dir/media.iso" "$dir/media"
 	# The example as the release filled it in (its SHA256SUMS pasted, the release at the
 	# second disk), or a scenario's own user-data (vm-tests/userdata/*.yaml).
@@ -60,7 +73,8 @@ scenario() {
 	cloud-localds "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
 	qemu-img create -q -f qcow2 -b "$img/disk.raw" -F raw "$dir/overlay.qcow2"
 	start=$(date +%s)
-	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -machine q35 -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
+	# shellcheck disable=SC2086
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
 		-display none -no-user-config -nic none \
 		-serial "file:$dir/console.log" -serial "file:$dir/report.log" \
 		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
@@ -147,6 +161,109 @@ PY
 	check "the guest logged run's exit code" grep -q "gpuboot run exited 11" "$dir/boot1.log"
 }
 
+OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
+OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.ms.fd
+# The site key of the Secure Boot scenarios (made fresh for this run) and two
+# variable stores: Microsoft's keys only (secboot), and with the site
+# certificate in db (secboot-db), written by virt-fw-vars.
+secureboot_prep() {
+	sb=$LOGS/secureboot
+	[ -f "$sb/.done" ] && return 0
+	mkdir -p "$sb"
+	[ -f "$OVMF_CODE" ] && [ -f "$OVMF_VARS" ] || {
+		echo "      OVMF's Secure Boot firmware missing (scripts/install-deps.sh --vm installs ovmf)" >>"$dir/failures"
+		return 1
+	}
+	openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=gpuboot vm-test site key" \
+		-keyout "$sb/site.key" -out "$sb/site.pem" >"$sb/openssl.log" 2>&1 &&
+		cp "$OVMF_VARS" "$sb/vars-secboot.fd" &&
+		vm-tests/virt-fw-vars.sh --input "$OVMF_VARS" --output "$sb/vars-secboot-db.fd" \
+			--add-db 8f2f6b4e-1a5c-4d3b-9c1e-6b7a2d9e0f31 "$sb/site.pem" >"$sb/virt-fw-vars.log" 2>&1 || {
+		echo "      could not make the Secure Boot variable stores (see $sb/*.log)" >>"$dir/failures"
+		return 1
+	}
+	touch "$sb/.done"
+}
+
+# block NAME FILE: the lines between ==NAME and ==END-NAME of the example's log
+block() { awk -v b="==$1" -v e="==END-$1" '$0==e {on=0} on {print} $0==b {on=1}' "$2"; }
+
+# Secure Boot on, no trusted signing path: refused before any change; the
+# module as it is on disk (signed by DKMS's own key) classified from the
+# kernel's own errno and line.
+checks_secureboot() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	for s in run1 run2 repair; do block "STATUS-$s" "$dir/firstboot.log" >"$dir/status-$s.json"; done
+	check "run1: exit 10, refused at plan: Secure Boot and no signed modules" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 10, d["exit_code"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["plan"]["result"] == "refused" and "Secure Boot is on" in st["plan"]["error"], st["plan"]
+assert all(st[n]["result"] in ("skipped", "not-run") for n in st if n not in ("detect", "plan")), st
+assert d["facts"]["secure_boot"]["enabled"] is True and d["facts"]["secure_boot"]["lockdown"] == "integrity"
+keys = d["facts"]["secure_boot"]["kernel_keys"]
+assert any(k["name"] == "Microsoft Corporation UEFI CA 2011" for k in keys), keys
+PY
+	check "run2: exit 10, the site certificate named as not trusted by the kernel" python3 - "$dir/status-run2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 10, d["exit_code"]
+st = {s["name"]: s for s in d["stages"]}
+e = st["plan"]["error"]
+assert "does not trust the site certificate" in e and "gpuboot vm-test site key" in e and "virt-fw-vars" in e, e
+PY
+	check "runs 1 and 2 changed nothing on the machine" [ -z "$(block CHANGED "$dir/firstboot.log")" ]
+	check "repair: exit 14, EKEYREJECTED, signed by a key the kernel does not trust (the kernel's own line)" python3 - "$dir/status-repair.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 14, d["exit_code"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "EKEYREJECTED", st["load"]
+assert "signed by a key the kernel does not trust" in st["load"]["error"], st["load"]
+assert "Loading of module with unavailable key is rejected" in json.dumps(d["load"]), d["load"]
+PY
+	block CAPTURE "$dir/firstboot.log" | base64 -d >"$dir/capture.tgz" 2>/dev/null
+	mkdir -p "$dir/capture"
+	check "detect --capture in the guest: its files, /proc/keys and the SecureBoot variable among them" \
+		sh -c "tar -xzf '$dir/capture.tgz' -C '$dir/capture' && grep -q 'asymmetri Microsoft Corporation UEFI CA 2011' '$dir/capture/proc/keys' && ls '$dir/capture/sys/firmware/efi/efivars/' | grep -q '^SecureBoot-'"
+}
+
+# all_signed_by_site_key FILE: "<module>: <signer>" lines, at least one, every signer the site key
+all_signed_by_site_key() {
+	[ -s "$1" ] && [ "$(grep -c ': gpuboot vm-test site key$' "$1")" -eq "$(wc -l <"$1")" ]
+}
+
+# Secure Boot on with the site certificate in the firmware's db: trusted by
+# the kernel, the modules signed by gpuboot, the signature accepted.
+checks_secureboot_db() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	for s in run1 run2; do block "STATUS-$s" "$dir/firstboot.log" >"$dir/status-$s.json"; done
+	check "run1: plan trusts the site key (found in /proc/keys), modules signed, load fails only for want of a GPU (ENODEV, exit 11)" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 11, (d["exit_code"], d.get("result"))
+p = d["plan"]["secure_boot"]
+assert p["strategy"] == "sign-with-key" and "whose certificate the kernel trusts" in p["reason"], p
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV", st["load"]
+sig = d["load"]["signing"]
+assert sig["signed"] >= 4 and all(m["signed_now"] for m in sig["modules"]), sig
+PY
+	block SIGNER "$dir/firstboot.log" >"$dir/signers"
+	check "the modules are signed by the site key (modinfo signer)" all_signed_by_site_key "$dir/signers"
+	block KERNEL "$dir/firstboot.log" >"$dir/kernel-lines"
+	check "the kernel loaded the certificate from db into its keyring" grep -q "integrity: Loaded X.509 cert 'gpuboot vm-test site key" "$dir/kernel-lines"
+	check "the kernel found no GPU (the signature was accepted)" grep -q "NVRM: No NVIDIA GPU found" "$dir/kernel-lines"
+	check "run2: exit 11 again, nothing signed again" python3 - "$dir/status-run2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 11, d["exit_code"]
+sig = d["load"]["signing"]
+assert sig["signed"] == 0 and sig["modules"], sig
+PY
+}
+
 run_one() {
 	scenario "$@"
 	if [ -s "$LOGS/$1/failures" ]; then
@@ -162,13 +279,17 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot"}
+want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db"}
 for s in $want; do
 	case $s in
-	bookworm-cloud-config) checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
-	bookworm-shell) checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
-	trixie-cloud-config) checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
-	bookworm-nvidia-firstboot) checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-cloud-config) firmware= checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
+	bookworm-shell) firmware= checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
+	trixie-cloud-config) firmware= checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-nvidia-firstboot) firmware= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-nvidia-secureboot)
+		firmware=secboot checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
+	bookworm-nvidia-secureboot-db)
+		firmware=secboot-db checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done

@@ -196,6 +196,8 @@ int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f)
 	f->secure_boot = detect_secure_boot(ctx, f);
 	f->secure_boot_state.shim_validation_disabled = detect_shim_validation_disabled(ctx, f);
 	r = detect_lockdown(ctx, f);
+	if (r >= 0)
+		r = gb_detect_kernel_keys(ctx, f);
 	if (r < 0)
 		return r;
 	f->secure_boot_state.enforcing = secure_boot_enforcing(f);

@@ -52,6 +52,7 @@ void gb_facts_done(struct gb_facts *f)
 	free(f->kernel.installed);
 	free(f->cpu.arch);
 	free(f->secure_boot_state.lockdown);
+	gb_kernel_keys_free(f->secure_boot_state.keys, f->secure_boot_state.n_keys);
 	free(f->cloud.sys_vendor);
 	free(f->cloud.product_name);
 	for (size_t i = 0; i < f->n_gpus; i++)
@@ -170,6 +171,22 @@ static json_object *installed_to_json(const struct gb_facts *f)
 	return o;
 }
 
+/* null when /proc/keys could not be read (an image root, a fixture without it) */
+static json_object *kernel_keys_json(const struct gb_facts *f)
+{
+	json_object *a;
+	if (!f->secure_boot_state.keys_known)
+		return NULL;
+	a = json_object_new_array();
+	for (size_t i = 0; i < f->secure_boot_state.n_keys; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", jstr(f->secure_boot_state.keys[i].name));
+		json_object_object_add(o, "key_id", jstr(f->secure_boot_state.keys[i].key_id));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
 json_object *gb_facts_to_json(const struct gb_facts *f)
 {
 	json_object *root = json_object_new_object();
@@ -215,6 +232,7 @@ json_object *gb_facts_to_json(const struct gb_facts *f)
 	json_object_object_add(sb, "shim_validation_disabled", jbool(f->secure_boot_state.shim_validation_disabled));
 	json_object_object_add(sb, "lockdown", jstr(f->secure_boot_state.lockdown));
 	json_object_object_add(sb, "enforcing", jbool(f->secure_boot_state.enforcing));
+	json_object_object_add(sb, "kernel_keys", kernel_keys_json(f));
 	json_object_object_add(root, "secure_boot", sb);
 
 	json_object_object_add(cloud, "provider", jstr(f->cloud.provider));

@@ -52,6 +52,21 @@ struct gb_nvidia_module {
 	char *signer; /* modinfo "signer" of an appended signature; NULL = unsigned or unknown */
 };
 
+/* One asymmetric key of /proc/keys: the kernel describes an X.509
+ * certificate as "<subject name>: <hex of its subjectKeyIdentifier, or of
+ * its serial number when it has none>". */
+struct gb_kernel_key {
+	char *name;
+	char *key_id; /* lowercase hex */
+};
+
+#define GB_KERNEL_KEYS_MAX 256
+
+/* Parse /proc/keys: the asymmetric keys, at most GB_KERNEL_KEYS_MAX; lines
+ * of other types are skipped, a malformed asymmetric line is -EBADMSG. */
+int gb_proc_keys_parse(const char *text, size_t len, struct gb_kernel_key **ret, size_t *ret_n);
+void gb_kernel_keys_free(struct gb_kernel_key *k, size_t n);
+
 struct gb_kernel_install {
 	char *release;
 	bool running; /* the kernel this root runs now */
@@ -86,6 +101,12 @@ struct gb_facts {
 		int shim_validation_disabled; /* MokSBStateRT: 1, 0, -1 = not EFI / unknown */
 		char *lockdown; /* "none" | "integrity" | "confidentiality" | NULL = unknown */
 		int enforcing; /* unsigned modules refused: 1, 0, -1 = unknown */
+		/* The asymmetric keys the kernel holds (/proc/keys): the builtin,
+		 * secondary, platform (firmware db) and machine (MOK) keyrings'
+		 * certificates, as "<subject>: <key id>"; NULL when unreadable. */
+		struct gb_kernel_key *keys;
+		size_t n_keys;
+		bool keys_known;
 	} secure_boot_state;
 	struct {
 		const char *provider; /* "aws" | ... | NULL */
@@ -143,6 +164,7 @@ void gb_facts_print(const struct gb_facts *f, FILE *out);
 int gb_detect_os(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f);
+int gb_detect_kernel_keys(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_net(struct gb_ctx *ctx, struct gb_facts *f);
 int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f);

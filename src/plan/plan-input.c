@@ -93,6 +93,14 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 	in->headers = f->kernel.headers;
 	/* What the kernel will enforce decides, where it is known; else the firmware's variable. */
 	in->secure_boot = f->secure_boot_state.enforcing >= 0 ? f->secure_boot_state.enforcing : f->secure_boot;
+	in->kernel_keys_known = f->secure_boot_state.keys_known;
+	for (size_t i = 0; i < f->secure_boot_state.n_keys && in->n_kernel_keys < GB_PLAN_MAX_KERNEL_KEYS; i++) {
+		cp(in->kernel_keys[in->n_kernel_keys].name, sizeof(in->kernel_keys[0].name),
+		   f->secure_boot_state.keys[i].name);
+		cp(in->kernel_keys[in->n_kernel_keys].key_id, sizeof(in->kernel_keys[0].key_id),
+		   f->secure_boot_state.keys[i].key_id);
+		in->n_kernel_keys++;
+	}
 	in->nouveau_loaded = f->nouveau.loaded;
 	in->nouveau_blacklisted = f->nouveau.blacklisted;
 	in->n_nvswitches = (unsigned)f->n_nvswitches;

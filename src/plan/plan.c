@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "exit-codes.h"
 #include "shared/macro.h"
@@ -566,6 +567,36 @@ static void kernel_xy(const char *release, char *out, size_t n)
 	out[i] = '\0';
 }
 
+/* Secure Boot with a site key: the kernel must already trust its
+ * certificate (one of its keys in /proc/keys has the certificate's key id),
+ * or no module gpuboot signs could load: refuse before anything changes. */
+static int decide_site_key(struct gb_plan *p, const struct gb_site_config *site)
+{
+	const char *id = site->signing_cert_key_id;
+	p->secure_boot.strategy = "sign-with-key";
+	if (!p->in.kernel_keys_known || p->in.target_os) {
+		SAY(p->secure_boot.reason,
+		    "Secure Boot is on: modules are signed with the site key %s (certificate %s, key id %s); the "
+		    "kernel's keys are not known here, so its trust is checked when the module loads",
+		    site->signing_key, site->signing_cert_subject, id);
+		return 0;
+	}
+	for (size_t i = 0; i < p->in.n_kernel_keys; i++)
+		if (id[0] && strcasecmp(p->in.kernel_keys[i].key_id, id) == 0) {
+			SAY(p->secure_boot.reason,
+			    "Secure Boot is on: modules are signed with the site key %s, whose certificate the kernel "
+			    "trusts ('%s: %s' in /proc/keys)",
+			    site->signing_key, p->in.kernel_keys[i].name, p->in.kernel_keys[i].key_id);
+			return 0;
+		}
+	refuse(p, GB_EXIT_UNSUPPORTED,
+	       "Secure Boot is on and the kernel does not trust the site certificate '%s' (key id %s, [secure_boot] "
+	       "signing_cert); enrol it in the firmware db (GCE: --signature-database-file, AWS: uefi-data, QEMU: "
+	       "virt-fw-vars --add-db) or as a MOK",
+	       site->signing_cert_subject, id);
+	return -1;
+}
+
 /* Secure Boot: Ubuntu's signed precompiled modules (returns 1), a site
  * signing key or not needed (0), or a refusal (-1). */
 static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *site, bool ubuntu)
@@ -580,10 +611,7 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 			    "Canonical's key, which shim trusts",
 			    p->in.kernel_flavour);
 		} else if (site && site->signing_key && site->signing_cert) {
-			p->secure_boot.strategy = "sign-with-key";
-			SAY(p->secure_boot.reason,
-			    "Secure Boot is on: modules are signed with the site key %s (enrolled MOK)",
-			    site->signing_key);
+			return decide_site_key(p, site);
 		} else {
 			refuse(p, GB_EXIT_UNSUPPORTED,
 			       "Secure Boot is on and %s has no signed NVIDIA modules; set [secure_boot] signing_key "

@@ -14,6 +14,7 @@
 
 #define GB_PLAN_MAX_GPUS 16
 #define GB_REASON 640
+#define GB_PLAN_MAX_KERNEL_KEYS 64
 
 struct gb_plan_gpu {
 	uint16_t device;
@@ -60,6 +61,14 @@ struct gb_plan_input {
 	char toolkit_installed[32];
 	unsigned n_engines;
 	bool engines_unknown; /* planning for another OS: its container engines are not known */
+	/* The kernel's asymmetric keys (/proc/keys), to check a site signing
+	 * certificate against before anything changes. */
+	bool kernel_keys_known;
+	struct {
+		char name[96];
+		char key_id[130];
+	} kernel_keys[GB_PLAN_MAX_KERNEL_KEYS];
+	size_t n_kernel_keys;
 };
 
 struct gb_plan_named {

@@ -83,6 +83,8 @@ struct gb_site_config {
 	char method[16]; /* [install] method: packages | distro | runfile, "" = the plan's choice */
 	char **skip_checks;
 	char *signing_key, *signing_cert;
+	/* the certificate as the kernel would name it (gb_inputs_load fills it) */
+	char signing_cert_subject[128], signing_cert_key_id[130];
 	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */
 };
 

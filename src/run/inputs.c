@@ -12,7 +12,31 @@
 #include "run.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
+#include "load/modsign.h"
 #include "shared/util.h"
+
+/* [secure_boot] signing_key and signing_cert: both or neither, a key and its
+ * certificate; the certificate's name and key id as the kernel shows them. */
+static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
+{
+	char e[400] = "";
+	int r;
+	if (!s->signing_key && !s->signing_cert)
+		return 0;
+	if (!s->signing_key || !s->signing_cert) {
+		snprintf(err, errsz,
+		         "[secure_boot] needs both signing_key and signing_cert (a private key and its "
+		         "certificate), or neither");
+		return -EINVAL;
+	}
+	r = gb_modsign_pair_check(s->signing_key, s->signing_cert, e, sizeof(e));
+	if (r >= 0)
+		r = gb_modsign_cert_id(s->signing_cert, s->signing_cert_subject, sizeof(s->signing_cert_subject),
+		                       s->signing_cert_key_id, sizeof(s->signing_cert_key_id), e, sizeof(e));
+	if (r < 0)
+		snprintf(err, errsz, "[secure_boot]: %s", e);
+	return r;
+}
 
 int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in)
 {
@@ -23,6 +47,12 @@ int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in)
 	if (r >= 0)
 		r = gb_site_config_load(ctx, ctx->opt.config_given ? ctx->opt.config : NULL, &in->site, err,
 		                        sizeof(err));
+	if (r == -ENOMEM) {
+		gb_log_error("out of memory while loading the profile and the configuration");
+		return GB_EXIT_FAILED;
+	}
+	if (r >= 0)
+		r = site_signing_load(&in->site, err, sizeof(err));
 	if (r == -ENOMEM) {
 		gb_log_error("out of memory while loading the profile and the configuration");
 		return GB_EXIT_FAILED;

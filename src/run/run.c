@@ -17,6 +17,7 @@
 #include "run.h"
 #include "install/install.h"
 #include "load/load.h"
+#include "load/modsign.h"
 #include "repair/repair.h"
 #include "prepare/prepare.h"
 #include "run/fetch-stage.h"
@@ -147,10 +148,57 @@ static bool plan_has_module(const struct gb_plan *p, const char *name)
 	return false;
 }
 
+/* Where the NVIDIA modules of the plan's kernel are: the directory of the
+ * module detect found, else where DKMS puts them. */
+static void module_dir(const struct run *r, char *out, size_t outsz)
+{
+	const char *kver = r->plan.in.kernel_release;
+	for (size_t i = 0; i < r->in.facts.kernel.n_installed; i++) {
+		const struct gb_kernel_install *k = &r->in.facts.kernel.installed[i];
+		const char *p = k->nvidia.path, *slash;
+		if (!k->release || !streq(k->release, kver) || !p || !(slash = strrchr(p, '/')))
+			continue;
+		while (*p == '/')
+			p++;
+		snprintf(out, outsz, "%.*s", (int)(slash - p), p);
+		return;
+	}
+	snprintf(out, outsz, "lib/modules/%s/updates/dkms", kver);
+}
+
+/* Secure Boot with a site key: every NVIDIA module of the kernel signed
+ * with it (journaled) before the first insert. 0, or the exit code. */
+static int sign_modules(struct run *r, struct gb_stage *st, json_object **ret_json)
+{
+	struct gb_modsign_result *ms = calloc(1, sizeof(*ms));
+	char dir[256];
+	int k;
+
+	if (!ms) {
+		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
+		return GB_EXIT_FAILED;
+	}
+	module_dir(r, dir, sizeof(dir));
+	k = gb_modsign_dir(r->ctx, r->journal, dir, r->in.site.signing_key, r->in.site.signing_cert, ms);
+	*ret_json = gb_modsign_result_to_json(ms);
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "signing the modules with the site key: %s", ms->error);
+		gb_stage_hint(st, "the modules were left as they were; fix the cause and run gpuboot again");
+		gb_log_error("signing the modules with the site key: %s", ms->error);
+		free(ms);
+		return GB_EXIT_MODULE;
+	}
+	gb_log_info("modules in %s signed with the site key: %zu signed now, %zu already", dir, ms->n_signed,
+	            ms->n_files - ms->n_signed);
+	free(ms);
+	return 0;
+}
+
 /* The plan's modules and parameters, loaded with libkmod through the
  * operations table; a failure named from its errno and the kernel's lines. */
 static int stage_load(struct run *r, struct gb_stage *st)
 {
+	json_object *signing = NULL;
 	struct gb_load_input in;
 	struct gb_load_result *res;
 	int k, code;
@@ -170,17 +218,29 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		             r->ctx->opt.root, r->ctx->opt.target_gpu);
 		return 0;
 	}
+	if (r->plan.secure_boot.strategy && streq(r->plan.secure_boot.strategy, "sign-with-key")) {
+		code = sign_modules(r, st, &signing);
+		if (code) {
+			json_object_put(r->st.load);
+			r->st.load = json_object_new_object();
+			json_object_object_add(r->st.load, "signing", signing);
+			return code;
+		}
+	}
 	gb_load_input_init(&in, plan_has_module(&r->plan, "nvidia_drm"), plan_has_module(&r->plan, "nvidia_peermem"));
 	for (size_t i = 0; i < r->plan.n_params; i++)
 		(void)gb_load_input_set_params(&in, r->plan.params[i].name, r->plan.params[i].value);
 	res = calloc(1, sizeof(*res));
 	if (!res) {
+		json_object_put(signing);
 		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
 		return GB_EXIT_FAILED;
 	}
 	k = gb_load(r->ctx, &in, r->journal, res);
 	json_object_put(r->st.load);
 	r->st.load = gb_load_result_to_json(res);
+	if (signing)
+		json_object_object_add(r->st.load, "signing", signing);
 	if (k == 0) {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
 		code = 0;

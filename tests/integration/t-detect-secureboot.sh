@@ -1,11 +1,12 @@
 # Secure Boot as the kernel sees it: the SecureBoot variable under the UEFI
 # global GUID, shim's MokSBStateRT, the lockdown mode, and the effective
 # answer (.secure_boot.enforcing) that says whether an unsigned module loads.
+# The base is a capture from a real guest (vm-tests bookworm-nvidia-secureboot).
 . tests/integration/lib.sh
 SB=8be4df61-93ca-11d2-aa0d-00e098032b8c
 MOK=605dab50-e046-4300-abb6-3dd810dd8b23
 M=$TMP/m
-cp -a "$FIX/secureboot-ubuntu2204" "$M"
+cp -a "$FIX/secureboot-debian12-qemu" "$M"
 V=$M/sys/firmware/efi/efivars
 L=$M/sys/kernel/security/lockdown
 
@@ -22,7 +23,7 @@ want_quiet() {
 	[ ! -s "$TMP/err" ] || { cat "$TMP/err"; fail "$1 warned"; }
 }
 
-want "True False integrity True" "the fixture (Secure Boot on, Ubuntu lockdown)"
+want "True False integrity True" "the fixture (captured in a Debian 12 guest under OVMF Secure Boot)"
 want_quiet "the fixture"
 
 # The wrong GUID the detector once used is not the SecureBoot variable.
@@ -73,11 +74,11 @@ want "False False None False" "lockdown with control bytes"
 
 # No lockdown file: the command line still says what the kernel was told.
 rm "$L"
-sed 's/$/ lockdown=integrity/' "$FIX/secureboot-ubuntu2204/proc/cmdline" >"$M/proc/cmdline"
+sed 's/$/ lockdown=integrity/' "$FIX/secureboot-debian12-qemu/proc/cmdline" >"$M/proc/cmdline"
 want "False False None True" "lockdown=integrity on the command line"
-sed 's/$/ module.sig_enforce=1/' "$FIX/secureboot-ubuntu2204/proc/cmdline" >"$M/proc/cmdline"
+sed 's/$/ module.sig_enforce=1/' "$FIX/secureboot-debian12-qemu/proc/cmdline" >"$M/proc/cmdline"
 want "False False None True" "module.sig_enforce=1 on the command line"
-sed 's/$/ xlockdown=integrity/' "$FIX/secureboot-ubuntu2204/proc/cmdline" >"$M/proc/cmdline"
+sed 's/$/ xlockdown=integrity/' "$FIX/secureboot-debian12-qemu/proc/cmdline" >"$M/proc/cmdline"
 want "False False None False" "a word that only ends in lockdown=integrity"
 
 # Not EFI and no lockdown file: nothing is known.
