@@ -10,12 +10,28 @@
 # build time, as a Packer build would:
 #   gpuboot --root ROOT run --target-gpu T4 --profile minimal --method distro
 # (with the archive's sources only while it runs: the guest has no network).
+# Then, as an administrator's kernel upgrade would, bookworm-backports'
+# kernel and headers (6.12) are installed with apt in the image: the kernel
+# hooks run (DKMS's, then gpuboot's /etc/kernel/postinst.d/gpuboot with
+# gpuboot copied to /usr/local/bin), building the module for 6.12 before
+# it ever boots. Exported: vmlinuz/initrd.img = the oldest kernel (the one
+# gpuboot installed for), vmlinuz-next/initrd.img-next = the newest.
+#
+# SUITE bookworm-plymouth: the bookworm guest with plymouth, whose
+# initramfs hook copies the DRM drivers, nouveau among them, into the
+# initramfs (the kernel's own MODULES=most adds none): the nouveau scenario.
 set -eu
 suite=$1
 here=$(cd "$(dirname "$0")" && pwd)
 GB=${GB_STATIC:-$here/../build/gpuboot}
 extra=""
 nvidia_hooks=""
+upgrade_hook=""
+more=""
+if [ "$suite" = bookworm-plymouth ]; then
+	suite=bookworm
+	more=,plymouth
+fi
 if [ "$suite" = bookworm-nvidia ]; then
 	suite=bookworm
 	extra=$GB
@@ -23,6 +39,7 @@ if [ "$suite" = bookworm-nvidia ]; then
 fi
 hash=$(cat "$here/build-image.sh" "$here"/guest/* $extra | sha256sum | cut -c1-16)
 [ -n "$extra" ] && suite_name=bookworm-nvidia || suite_name=$suite
+[ -n "$more" ] && suite_name=bookworm-plymouth
 cache=${GPUBOOT_VM_CACHE:-${HOME:-/root}/.cache/gpuboot-vm}
 img=$cache/$suite_name-$hash
 if [ -f "$img/.complete" ]; then
@@ -36,10 +53,11 @@ echo "vm-tests: building the $suite_name guest (mmdebstrap, a few minutes)" >&2
 if [ -n "$extra" ]; then
 	# Debian cloud images' sources (deb822, main only; gpuboot adds the rest),
 	# gpuboot's install, then no sources: the guest has no network.
+	upgrade_hook="install -m 0755 '$GB' \"\$1/usr/local/bin/gpuboot\" && printf 'deb http://deb.debian.org/debian bookworm main\\ndeb http://deb.debian.org/debian bookworm-backports main\\n' >\"\$1/etc/apt/sources.list.d/upgrade.list\" && chroot \"\$1\" apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive chroot \"\$1\" apt-get install -y -q --no-install-recommends -t bookworm-backports linux-image-amd64 linux-headers-amd64 >&2 && rm -f \"\$1/etc/apt/sources.list.d/upgrade.list\" && { cp \"\$1/var/lib/gpuboot/status.json\" \"\$1/root/hook-status.json\" 2>/dev/null || true; }"
 	nvidia_hooks="printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >\"\$1/etc/apt/sources.list.d/debian.sources\" && '$GB' --root \"\$1\" run --target-gpu T4 --profile minimal --method distro --state-dir \"\$1/var/lib/gpuboot\" >&2 && rm -f \"\$1/etc/apt/sources.list.d/debian.sources\""
 fi
 mmdebstrap --quiet --variant=minbase \
-	--include=systemd-sysv,udev,kmod,initramfs-tools,zstd,linux-image-amd64,cloud-init,curl,ca-certificates,e2fsprogs,procps \
+	--include=systemd-sysv,udev,kmod,initramfs-tools,zstd,linux-image-amd64,cloud-init,curl,ca-certificates,e2fsprogs,procps$more \
 	--customize-hook="cp '$here/guest/90-vmtest.cfg' \"\$1/etc/cloud/cloud.cfg.d/90-vmtest.cfg\"" \
 	--customize-hook="install -m 0755 '$here/guest/vmtest-report' \"\$1/usr/local/sbin/vmtest-report\"" \
 	--customize-hook="install -m 0644 '$here/guest/vmtest-report.service' \"\$1/etc/systemd/system/vmtest-report.service\"" \
@@ -47,14 +65,19 @@ mmdebstrap --quiet --variant=minbase \
 	--customize-hook='for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do ln -sf /dev/null "$1/etc/systemd/system/$t"; done' \
 	--customize-hook='rm -f "$1/etc/apt/sources.list" "$1"/etc/apt/sources.list.d/*' \
 	${nvidia_hooks:+--customize-hook="$nvidia_hooks"} \
+	${upgrade_hook:+--customize-hook="$upgrade_hook"} \
 	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\nLABEL=GPUBOOT /media/gpuboot iso9660 ro,nofail,x-systemd.device-timeout=20s 0 0\n" >"$1/etc/fstab"; mkdir -p "$1/media/gpuboot"' \
 	--customize-hook='echo vmtest >"$1/etc/hostname"' \
 	--customize-hook='sed -i "s/^MODULES=.*/MODULES=dep/" "$1/etc/initramfs-tools/initramfs.conf"' \
 	--customize-hook='passwd -R "$1" -d root >/dev/null 2>&1 || true' \
 	"$suite" "$work/root" http://deb.debian.org/debian >&2
 mkdir -p "$work/out"
-cp "$(ls "$work"/root/boot/vmlinuz-* | sort -V | tail -n1)" "$work/out/vmlinuz"
-cp "$(ls "$work"/root/boot/initrd.img-* | sort -V | tail -n1)" "$work/out/initrd.img"
+cp "$(ls "$work"/root/boot/vmlinuz-* | sort -V | head -n1)" "$work/out/vmlinuz"
+cp "$(ls "$work"/root/boot/initrd.img-* | sort -V | head -n1)" "$work/out/initrd.img"
+if [ "$(ls "$work"/root/boot/vmlinuz-* | wc -l)" -gt 1 ]; then
+	cp "$(ls "$work"/root/boot/vmlinuz-* | sort -V | tail -n1)" "$work/out/vmlinuz-next"
+	cp "$(ls "$work"/root/boot/initrd.img-* | sort -V | tail -n1)" "$work/out/initrd.img-next"
+fi
 truncate -s "$([ -n "$extra" ] && echo 6G || echo 3G)" "$work/out/disk.raw"
 mkfs.ext4 -q -L rootfs -d "$work/root" "$work/out/disk.raw"
 touch "$work/out/.complete"

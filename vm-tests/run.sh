@@ -77,7 +77,7 @@ scenario() {
 	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
 		-display none -no-user-config -nic none \
 		-serial "file:$dir/console.log" -serial "file:$dir/report.log" \
-		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
+		-kernel "$img/vmlinuz${kernel:+-$kernel}" -initrd "$img/initrd.img${kernel:+-$kernel}" \
 		-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots" \
 		-drive "file=$dir/overlay.qcow2,if=virtio,format=qcow2" \
 		-drive "file=$dir/seed.iso,if=virtio,format=raw,readonly=on" \
@@ -264,6 +264,93 @@ assert sig["signed"] == 0 and sig["modules"], sig
 PY
 }
 
+initramfs_before_ok() { grep -q 'drivers/gpu/drm/nouveau/nouveau.ko' "$1" && ! grep -q 'blacklist-nouveau' "$1"; }
+# first line: nouveau's count in /proc/modules; then the initramfs' nouveau and modprobe.d entries
+initramfs_after_ok() {
+	[ "$(head -n1 "$1")" = 0 ] || return 1
+	grep -q 'etc/modprobe.d/gpuboot-blacklist-nouveau.conf' "$1" || ! grep -q 'nouveau.ko' "$1"
+}
+blacklist_ok() { grep -qx 'blacklist nouveau' "$1" && grep -qx 'options nouveau modeset=0' "$1"; }
+# three mtimes of the initramfs: before run1, after run1, after run2
+written_by_run1_only() {
+	set -- $(cat "$1")
+	[ $# -eq 3 ] && [ "$1" != "$2" ] && [ "$2" = "$3" ]
+}
+
+# nouveau: loaded by hand and inside the initramfs (plymouth's hook copies the
+# DRM drivers); gpuboot unloads, blacklists, regenerates, and only once.
+checks_nouveau() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	for s in run1 run2; do block "STATUS-$s" "$dir/firstboot.log" >"$dir/status-$s.json"; done
+	block BEFORE "$dir/firstboot.log" >"$dir/initramfs-before"
+	block AFTER "$dir/firstboot.log" >"$dir/initramfs-after"
+	block MTIMES "$dir/firstboot.log" >"$dir/mtimes"
+	check "the image's initramfs holds nouveau.ko (plymouth's hook) and no blacklist" initramfs_before_ok "$dir/initramfs-before"
+	check "nouveau was loaded before gpuboot ran" [ "$(block LOADED "$dir/firstboot.log")" = 1 ]
+	check "run1: prepare unloaded nouveau, wrote the blacklist, found nouveau loadable in the initramfs and regenerated it" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+assert st["prepare"]["result"] == "ok", st["prepare"]
+p = d["prepare"]
+assert p["unloaded"] is True and p["blacklist_changed"] is True and p["rebuilt"] == 1, p
+i = p["initramfs"][0]
+assert i["before"] == "loads-nouveau" and i["after"] in ("no-nouveau", "nouveau-blacklisted") and i["rebuilt"], i
+PY
+	check "after run1: nouveau not loaded, the new initramfs carries gpuboot's blacklist (or no nouveau)" \
+		initramfs_after_ok "$dir/initramfs-after"
+	block BLACKLIST "$dir/firstboot.log" >"$dir/blacklist"
+	check "the blacklist says blacklist nouveau and options nouveau modeset=0" \
+		blacklist_ok "$dir/blacklist"
+	check "run1 then stops at the install (no network in the guest), naming it" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+assert d["exit_code"] != 0 and st["install"]["result"] == "failed", (d["exit_code"], st["install"])
+PY
+	check "run2: prepare changed nothing: no unload, blacklist unchanged, no regeneration" python3 - "$dir/status-run2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["prepare"]
+assert p["rebuilt"] == 0 and p["blacklist_changed"] is False and not p.get("unloaded"), p
+assert p["initramfs"][0]["before"] in ("no-nouveau", "nouveau-blacklisted"), p
+PY
+	check "the initramfs was written by run1 only" written_by_run1_only "$dir/mtimes"
+}
+
+# The kernel upgrade: the module built for 6.12 by the hooks before it ever
+# booted; the guest boots 6.12; gpuboot-repair.service finds the module for
+# the running kernel and loads it (the kernel refuses it only for want of a GPU).
+checks_upgrade() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	block HOOK "$dir/firstboot.log" >"$dir/hook-status.json"
+	block BOOTSTATUS "$dir/firstboot.log" >"$dir/boot-status.json"
+	kver=$(block UNAME "$dir/firstboot.log")
+	check "the guest runs bookworm-backports' kernel (6.12), not the one gpuboot installed for" \
+		sh -c "case '$kver' in 6.12.*bpo*) exit 0 ;; *) exit 1 ;; esac"
+	check "the hook (image build, apt installing the kernel): --repair --kernel $kver --from-hook said it will come up with the GPU" \
+		python3 - "$dir/hook-status.json" "$kver" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "repair" and d["exit_code"] == 0, (d["command"], d["exit_code"], d.get("result"))
+r = d["repair"]
+assert r["after"]["kernel"] == sys.argv[2] and r["after"]["module"] and r["after"]["verdict"] == "ok", r["after"]
+PY
+	check "no repair-needed marker" [ -z "$(block MARKERS "$dir/firstboot.log")" ]
+	check "the module exists for both kernels" sh -c "[ \$(grep -c '^nvidia-current.ko$' '$dir/firstboot.log') -ge 2 ]"
+	check "gpuboot-repair.service ran at boot: module found for the running kernel, not rebuilt, loaded: ENODEV (exit 11)" \
+		python3 - "$dir/boot-status.json" "$kver" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "repair", d["command"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV", st["load"]
+assert d["exit_code"] == 11, d["exit_code"]
+r = d["repair"]
+assert r["after"]["kernel"] == sys.argv[2] and r["after"]["module"] and not r["built"], r
+PY
+}
+
 run_one() {
 	scenario "$@"
 	if [ -s "$LOGS/$1/failures" ]; then
@@ -279,17 +366,19 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db"}
+want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade"}
 for s in $want; do
 	case $s in
-	bookworm-cloud-config) firmware= checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
-	bookworm-shell) firmware= checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
-	trixie-cloud-config) firmware= checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
-	bookworm-nvidia-firstboot) firmware= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-cloud-config) firmware= kernel= checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
+	bookworm-shell) firmware= kernel= checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
+	trixie-cloud-config) firmware= kernel= checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-nvidia-firstboot) firmware= kernel= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-nouveau) firmware= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
+	bookworm-nvidia-upgrade) firmware= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
 	bookworm-nvidia-secureboot)
-		firmware=secboot checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
+		firmware=secboot kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
 	bookworm-nvidia-secureboot-db)
-		firmware=secboot-db checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
+		firmware=secboot-db kernel= checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done

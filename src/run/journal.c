@@ -30,7 +30,23 @@ static json_object *iso_now(struct gb_ctx *ctx)
 	return json_object_new_string(buf);
 }
 
-/* A copy without dates and reasons: the decisions alone. */
+/* What a plan says about the machine as it is now, not about where it is
+ * going: the actions (install becomes keep once installed), what is
+ * installed, the method of an install (none once kept), the kernel (another
+ * after a reboot) and nouveau (gone once prepare ran). A rerun after part of
+ * the work was done must find the same plan. */
+static bool state_key(const char *k)
+{
+	static const char *const keys[] = { "action",          "installed", "method", "repository",
+		                            "repository_arch", "packages",  "kernel", "nouveau" };
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (streq(k, keys[i]))
+			return true;
+	return false;
+}
+
+/* A copy without dates, reasons and the machine's current state: the
+ * target alone. */
 static json_object *decisions(json_object *o)
 {
 	json_object *c;
@@ -47,7 +63,7 @@ static json_object *decisions(json_object *o)
 	     !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
 		const char *k = json_object_iter_peek_name(&it);
 		size_t n = strlen(k);
-		if (streq(k, "date") || (n >= 6 && streq(k + n - 6, "reason")))
+		if (streq(k, "date") || (n >= 6 && streq(k + n - 6, "reason")) || state_key(k))
 			continue;
 		json_object_object_add(c, k, decisions(json_object_iter_peek_value(&it)));
 	}

@@ -96,6 +96,34 @@ static void test_journal(void)
 	CHECK_STREQ(h1, h2);
 	CHECK_INT(gb_plan_hash(other, h2), 0);
 	CHECK(strcmp(h1, h2) != 0);
+	/* What the machine is now is not the plan: a rerun after part of the work
+	 * (install done, nouveau gone, a new kernel) finds the same plan. */
+	{
+		json_object *a = json_tokener_parse(
+		    "{\"driver\": {\"version\": \"535.309.01\", \"module_flavor\": \"proprietary\", \"action\": "
+		    "\"install\", "
+		    "\"method\": \"distro\", \"packages\": [\"nvidia-kernel-dkms\"], \"installed\": null}, "
+		    "\"target\": {\"os\": \"debian\", \"kernel\": \"6.1.0-50-amd64\"}, "
+		    "\"nouveau\": {\"action\": \"unload\"}, \"kernel\": {\"action\": \"install-headers\"}}");
+		json_object *b =
+		    json_tokener_parse("{\"driver\": {\"version\": \"535.309.01\", \"module_flavor\": \"proprietary\", "
+		                       "\"action\": \"keep\", "
+		                       "\"method\": \"none\", \"installed\": {\"version\": \"535.309.01\"}}, "
+		                       "\"target\": {\"os\": \"debian\", \"kernel\": \"6.12.95+bpo-amd64\"}, "
+		                       "\"nouveau\": {\"action\": \"none\"}, \"kernel\": {\"action\": \"none\"}}");
+		json_object *c = json_tokener_parse(
+		    "{\"driver\": {\"version\": \"535.309.01\", \"module_flavor\": \"open\", \"action\": \"keep\"}, "
+		    "\"target\": {\"os\": \"debian\"}}");
+		char ha[65], hb[65], hc[65];
+		CHECK_INT(gb_plan_hash(a, ha), 0);
+		CHECK_INT(gb_plan_hash(b, hb), 0);
+		CHECK_INT(gb_plan_hash(c, hc), 0);
+		CHECK_STREQ(ha, hb);
+		CHECK(strcmp(ha, hc) != 0); /* another flavour is another plan */
+		json_object_put(a);
+		json_object_put(b);
+		json_object_put(c);
+	}
 
 	CHECK_INT(gb_journal_open(&ctx, plan, "run", &j, err, sizeof(err)), 0);
 	if (!j)
