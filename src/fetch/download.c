@@ -16,6 +16,7 @@
 #include "digest.h"
 #include "fetch.h"
 #include "shared/fileio.h"
+#include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/tls.h"
@@ -109,6 +110,7 @@ static size_t on_write(char *data, size_t sz, size_t nm, void *userp)
 	if (gb_sha256_update(&x->h, data, n) < 0)
 		return 0;
 	x->got += n;
+	gb_kill_point("download");
 	return n;
 }
 
@@ -373,6 +375,7 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 			fail_xfer(x, negative_errno(), "cannot move into the cache: %s", strerror(errno));
 			return;
 		}
+		gb_kill_point("cache");
 		snprintf(detail, sizeof(detail), "%s/cache/sha256", o->state_dir);
 		if ((r = gb_fsync_dir(detail)) < 0) {
 			snprintf(detail, sizeof(detail),
