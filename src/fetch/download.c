@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "context.h"
@@ -73,6 +74,7 @@ struct xfer {
 	unsigned long long got;
 	uint64_t start_ns, next_try_ns, last_log_ns;
 	bool running, finished, overflow, range, restarted;
+	int write_err; /* the cache file's write failed: a negative errno */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -103,6 +105,7 @@ static size_t on_write(char *data, size_t sz, size_t nm, void *userp)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			x->write_err = negative_errno();
 			return 0;
 		}
 		off += (size_t)w;
@@ -302,6 +305,17 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	x->running = false;
 	a->attempts++;
 
+	if (x->write_err) {
+		/* The cache's filesystem, not the transfer: no retry helps. */
+		struct statvfs sv;
+		unsigned long long avail =
+		    statvfs(x->tmp, &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : 0;
+		snprintf(detail, sizeof(detail),
+		         "cannot write the cache '%s': %s (need %llu bytes for %s, %llu available)", x->tmp,
+		         strerror(-x->write_err), a->size, a->name, avail);
+		fail_xfer(x, x->write_err, "%s", detail);
+		return;
+	}
 	if (x->overflow) {
 		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares",
 		         a->url, a->size);

@@ -285,7 +285,7 @@ static int locate_installer(struct rf *s, int dfd, const char *name)
 static int unpack_runfile(struct rf *s, int work_fd)
 {
 	struct gb_unpack_opts o;
-	char dest[PATH_MAX], name[64], err[512] = "";
+	char dest[PATH_MAX], name[64], err[1024] = "";
 	unsigned long long off = 0;
 	int r, dfd;
 
@@ -299,7 +299,8 @@ static int unpack_runfile(struct rf *s, int work_fd)
 	snprintf(dest, sizeof(dest), "%s/%s", s->work, name);
 	r = gb_unpack(s->in->runfile, dest, &o, err, sizeof(err));
 	if (r < 0)
-		return FAIL(s, r, "Failed to unpack the runfile: %s", err);
+		return FAIL(s, r, "Failed to unpack the runfile into %s%s: %s", s->chroot_dir ? s->chroot_dir : s->work,
+		            s->chroot_dir ? "/" IMAGE_WORK "/runfile" : "", err);
 	dfd = work_fd >= 0 ? openat(work_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 	                   : open(s->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)

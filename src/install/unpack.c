@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shared/fileio.h"
 #include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
@@ -376,6 +377,12 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 	r = unpack_open(&u, fd);
 	if (r >= 0)
 		r = unpack_entries(&u);
+	if (r == -ENOSPC) { /* what is needed: at least what fit, and the rest of the archive */
+		char what[512];
+		gb_strscpy(what, sizeof(what), err);
+		snprintf(err, errsz, "%s: %s (needs more than the %llu bytes written so far; %llu available)", what,
+		         strerror(ENOSPC), u.total, gb_fs_available(staging));
+	}
 	if (fchdir(cwd) < 0 && r >= 0) {
 		r = negative_errno();
 		snprintf(err, errsz, "cannot return to the working directory: %s", strerror(-r));

@@ -75,6 +75,9 @@ static int journal_save(struct gb_journal *j)
 	const char *text = json_object_to_json_string_ext(j->doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 	                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
 	int r = gb_write_file_atomic(j->path, text, strlen(text), 0600);
+	if (r == -ENOSPC)
+		return gb_log_error_errno(r, "Failed to write the journal '%s': %m (need %zu bytes, %llu available)",
+		                          j->path, strlen(text), gb_fs_available(j->path));
 	if (r < 0)
 		return gb_log_error_errno(r, "Failed to write the journal '%s': %m", j->path);
 	j->n_writes++;

@@ -422,6 +422,10 @@ static int write_doc(struct gb_ctx *ctx, json_object *doc)
 	               json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 	                                                       JSON_C_TO_STRING_NOSLASHESCAPE),
 	               true);
+	if (r == -ENOSPC)
+		return gb_log_error_errno(
+		    r, "Failed to write the status document '%s': %m (need about %zu bytes, %llu available)", path,
+		    strlen(json_object_to_json_string(doc)), gb_fs_available(path));
 	if (r < 0)
 		return gb_log_error_errno(r, "Failed to write the status document '%s': %m", path);
 	gb_kill_point("status");
