@@ -289,6 +289,29 @@ static void fail_xfer(struct xfer *x, int err, const char *fmt, const char *deta
 	gb_sha256_done(&x->h);
 }
 
+/* What no retry helps: the cache's filesystem failed the write (full), or
+ * the server sent more than declared. True when the transfer failed so. */
+static bool fail_early(struct xfer *x)
+{
+	char detail[400];
+	struct statvfs sv;
+	unsigned long long avail;
+
+	if (x->overflow) {
+		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares",
+		         x->a->url, x->a->size);
+		fail_xfer(x, -EFBIG, "%s", detail);
+		return true;
+	}
+	if (!x->write_err)
+		return false;
+	avail = statvfs(x->tmp, &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : 0;
+	snprintf(detail, sizeof(detail), "cannot write the cache '%s': %s (need %llu bytes for %s, %llu available)",
+	         x->tmp, strerror(-x->write_err), x->a->size, x->a->name, avail);
+	fail_xfer(x, x->write_err, "%s", detail);
+	return true;
+}
+
 /* The transfer ended: verify, then move into the cache, or plan a retry. */
 static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const struct gb_fetch_opts *o,
                         uint64_t deadline)
@@ -305,23 +328,8 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	x->running = false;
 	a->attempts++;
 
-	if (x->write_err) {
-		/* The cache's filesystem, not the transfer: no retry helps. */
-		struct statvfs sv;
-		unsigned long long avail =
-		    statvfs(x->tmp, &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : 0;
-		snprintf(detail, sizeof(detail),
-		         "cannot write the cache '%s': %s (need %llu bytes for %s, %llu available)", x->tmp,
-		         strerror(-x->write_err), a->size, a->name, avail);
-		fail_xfer(x, x->write_err, "%s", detail);
+	if (fail_early(x))
 		return;
-	}
-	if (x->overflow) {
-		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares",
-		         a->url, a->size);
-		fail_xfer(x, -EFBIG, "%s", detail);
-		return;
-	}
 	if (c == CURLE_OK && !is_file && code >= 400) {
 		snprintf(detail, sizeof(detail), "%s: HTTP %ld", a->url, code);
 		if (!transient_http(code)) {
