@@ -138,6 +138,23 @@ test: deps
 lint:
 	scripts/lint.sh
 
+# --- soak: the long versions of the reliability tests (docs/reliability.md) ---
+SOAK_BUILD = $(MAKE) $(ASAN)/gpuboot $(ASAN)/tools/fetch-tool
+soak-kill:
+	$(SOAK_BUILD)
+	KILLPOINTS=all sh tests/integration/t-killpoints.sh
+
+soak-mirror:
+	$(SOAK_BUILD)
+	MIRROR_SEQUENCES=1000 sh tests/integration/t-mirror-volume.sh
+
+soak-powerloss:
+	$(SOAK_BUILD)
+	sh tests/integration/t-powerloss.sh
+	sh tests/integration/t-fulldisk.sh
+
+soak: soak-kill soak-mirror soak-powerloss
+
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
 	scripts/install-deps.sh --vm
@@ -160,7 +177,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test soak soak-kill soak-mirror soak-powerloss
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -18,6 +18,10 @@ Writes "PORT [WRONG_PORT]" to PORTFILE once listening.
   /fault/redirect-http/<path> 302 to http://
   /fault/norange/<path>       ignores Range (always 200, whole body)
   /fault/truncate-norange/<path> first request truncated; Range ignored after
+  /seq/<id>/<f1>,<f2>,.../<path> the Nth request of sequence <id> gets fault fN
+                              (then none): ok, truncate, reset, 500, 429, 503,
+                              flip, norange, extra (a byte more than the file),
+                              404, redirect-http, stall (2 s of silence)
 """
 import http.server
 import os
@@ -31,7 +35,16 @@ import time
 ROOT = sys.argv[1]
 RATE = float(os.environ.get("RATE_MBPS", "0"))  # limit each transfer like a real link
 seen = set()
+seqs = {}
 lock = threading.Lock()
+
+
+def seq_fault(sid, faults):
+    """The fault of this request of sequence sid (then none)."""
+    with lock:
+        n = seqs.get(sid, 0)
+        seqs[sid] = n + 1
+    return faults[n] if n < len(faults) else "ok"
 
 
 def first(key):
@@ -57,10 +70,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path.startswith("/fault/"):
             _, _, mode, rest = path.split("/", 3)
             path = "/" + rest
+        elif path.startswith("/seq/"):
+            _, _, sid, faults, rest = path.split("/", 4)
+            path = "/" + rest
+            mode = {"truncate": "truncate-once", "reset": "reset-once", "500": "500-once", "429": "429-once",
+                    "503": "503-once"}.get(*[seq_fault(sid, faults.split(","))] * 2)
+            if mode in ("ok", "stall"):
+                if mode == "stall":
+                    time.sleep(2)
+                mode = None
         fs = os.path.join(ROOT, path.lstrip("/"))
         if mode == "404" or not os.path.isfile(fs):
             return self.simple(404)
-        if mode in ("500-once", "429-once") and first(self.path):
+        # a sequence's fault is its request's own; a /fault/ one the first request's
+        if mode in ("500-once", "429-once", "503-once") and (self.path.startswith("/seq/") or first(self.path)):
             return self.simple(int(mode[:3]))
         if mode == "redirect-http":
             self.send_response(302)
@@ -69,6 +92,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         data = open(fs, "rb").read()
+        if mode == "extra":
+            data = data + b"x"
         if mode == "flip":
             b = bytearray(data)
             b[len(b) // 2] ^= 0x01
@@ -80,7 +105,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if start >= len(data):
                 return self.simple(416)
         body = data[start:]
-        if mode in ("truncate-once", "reset-once", "stall-once", "truncate-norange") and first(self.path):
+        if mode in ("truncate-once", "reset-once", "stall-once", "truncate-norange") and (
+                self.path.startswith("/seq/") or first(self.path)):
             self.send_response(206 if start else 200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "context.h"
 #include "digest.h"
 #include "fetch.h"
 #include "shared/fileio.h"
+#include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/tls.h"
@@ -72,6 +74,7 @@ struct xfer {
 	unsigned long long got;
 	uint64_t start_ns, next_try_ns, last_log_ns;
 	bool running, finished, overflow, range, restarted;
+	int write_err; /* the cache file's write failed: a negative errno */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -102,6 +105,7 @@ static size_t on_write(char *data, size_t sz, size_t nm, void *userp)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			x->write_err = negative_errno();
 			return 0;
 		}
 		off += (size_t)w;
@@ -109,6 +113,7 @@ static size_t on_write(char *data, size_t sz, size_t nm, void *userp)
 	if (gb_sha256_update(&x->h, data, n) < 0)
 		return 0;
 	x->got += n;
+	gb_kill_point("download");
 	return n;
 }
 
@@ -284,6 +289,29 @@ static void fail_xfer(struct xfer *x, int err, const char *fmt, const char *deta
 	gb_sha256_done(&x->h);
 }
 
+/* What no retry helps: the cache's filesystem failed the write (full), or
+ * the server sent more than declared. True when the transfer failed so. */
+static bool fail_early(struct xfer *x)
+{
+	char detail[400];
+	struct statvfs sv;
+	unsigned long long avail;
+
+	if (x->overflow) {
+		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares",
+		         x->a->url, x->a->size);
+		fail_xfer(x, -EFBIG, "%s", detail);
+		return true;
+	}
+	if (!x->write_err)
+		return false;
+	avail = statvfs(x->tmp, &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : 0;
+	snprintf(detail, sizeof(detail), "cannot write the cache '%s': %s (need %llu bytes for %s, %llu available)",
+	         x->tmp, strerror(-x->write_err), x->a->size, x->a->name, avail);
+	fail_xfer(x, x->write_err, "%s", detail);
+	return true;
+}
+
 /* The transfer ended: verify, then move into the cache, or plan a retry. */
 static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const struct gb_fetch_opts *o,
                         uint64_t deadline)
@@ -300,12 +328,8 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 	x->running = false;
 	a->attempts++;
 
-	if (x->overflow) {
-		snprintf(detail, sizeof(detail), "%s: the server sent more than the %llu bytes the manifest declares",
-		         a->url, a->size);
-		fail_xfer(x, -EFBIG, "%s", detail);
+	if (fail_early(x))
 		return;
-	}
 	if (c == CURLE_OK && !is_file && code >= 400) {
 		snprintf(detail, sizeof(detail), "%s: HTTP %ld", a->url, code);
 		if (!transient_http(code)) {
@@ -373,6 +397,7 @@ static void finish_xfer(struct gb_ctx *ctx, struct xfer *x, CURLcode c, const st
 			fail_xfer(x, negative_errno(), "cannot move into the cache: %s", strerror(errno));
 			return;
 		}
+		gb_kill_point("cache");
 		snprintf(detail, sizeof(detail), "%s/cache/sha256", o->state_dir);
 		if ((r = gb_fsync_dir(detail)) < 0) {
 			snprintf(detail, sizeof(detail),

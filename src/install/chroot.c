@@ -22,6 +22,9 @@
 #include "shared/util.h"
 
 #define POLICY_RC_D "usr/sbin/policy-rc.d"
+/* What was there before ours, kept on disk until it is put back: a run killed
+ * in between leaves ours in place and this copy for the next run. */
+#define POLICY_SAVED "var/lib/gpuboot/policy-rc.d.saved"
 #define POLICY_TEXT "#!/bin/sh\n# gpuboot: an image is being built; daemons are enabled, not started.\nexit 101\n"
 
 #define PROC_SUPER_MAGIC_ 0x9fa0
@@ -82,13 +85,31 @@ static int mountpoint_prepare(struct gb_ctx *ctx, struct gb_chroot *c, size_t i,
 static int policy_write(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
 {
 	char hex[65];
-	int r = gb_root_read_file(ctx->root, POLICY_RC_D, 64 * 1024, &c->policy_old, &c->policy_old_len);
+	const char *from = POLICY_RC_D;
+	bool ours = false;
+	int r = gb_root_read_file(ctx->root, from, 64 * 1024, &c->policy_old, &c->policy_old_len);
 
+	if (r == 0 && c->policy_old_len == strlen(POLICY_TEXT) &&
+	    memcmp(c->policy_old, POLICY_TEXT, c->policy_old_len) == 0) {
+		/* ours, left by a killed run: what it replaced is the saved copy, or nothing */
+		free(c->policy_old);
+		c->policy_old = NULL;
+		from = POLICY_SAVED;
+		ours = true;
+		r = gb_root_read_file(ctx->root, from, 64 * 1024, &c->policy_old, &c->policy_old_len);
+	}
 	if (r == -ENOENT)
 		c->policy_old = NULL;
-	else if (r < 0 || gb_root_sha256(ctx->root, POLICY_RC_D, hex, &c->policy_old_mode) < 0) {
-		snprintf(err, errsz, "Failed to read '%s' in %s: %s", POLICY_RC_D, c->dir, strerror(r < 0 ? -r : EIO));
+	else if (r < 0 || gb_root_sha256(ctx->root, from, hex, &c->policy_old_mode) < 0) {
+		snprintf(err, errsz, "Failed to read '%s' in %s: %s", from, c->dir, strerror(r < 0 ? -r : EIO));
 		return r < 0 ? r : -EIO;
+	}
+	if (c->policy_old && !ours &&
+	    ((r = gb_root_mkdir_p(ctx->root, "var/lib/gpuboot", 0755)) < 0 ||
+	     (r = gb_root_write_file(ctx->root, POLICY_SAVED, c->policy_old, c->policy_old_len, c->policy_old_mode)) <
+	         0)) {
+		snprintf(err, errsz, "Failed to keep a copy of '%s' in %s: %s", POLICY_RC_D, c->dir, strerror(-r));
+		return r;
 	}
 	r = gb_journal_write_file(j, "install", POLICY_RC_D, POLICY_TEXT, strlen(POLICY_TEXT), 0755);
 	if (r == 1) /* done in the run this one resumes: make sure it is there now */
@@ -149,6 +170,8 @@ static int policy_restore(struct gb_ctx *ctx, struct gb_journal *j, struct gb_ch
 		r = gb_root_unlink(ctx->root, POLICY_RC_D);
 	if (r == 0)
 		j->n_effects++;
+	if (r == 0 && (r = gb_root_unlink(ctx->root, POLICY_SAVED)) == -ENOENT)
+		r = 0;
 	k = gb_journal_end(j, id, r, NULL);
 	return r < 0 ? r : k;
 }

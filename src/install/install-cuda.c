@@ -18,6 +18,7 @@
 #include "context.h"
 #include "install.h"
 #include "run/journal.h"
+#include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"
@@ -172,6 +173,7 @@ static int swap_in(struct cuda *s, const char *staging)
 	s->ret->replaced = true;
 	r = renameat2_(s->local_fd, staging, s->local_fd, s->name, RENAME_EXCHANGE);
 	if (r == 0) {
+		gb_kill_point("swap");
 		(void)gb_tree_remove_at(s->local_fd, staging); /* the old tree, now under the staging name */
 		goto out;
 	}

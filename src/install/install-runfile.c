@@ -285,7 +285,7 @@ static int locate_installer(struct rf *s, int dfd, const char *name)
 static int unpack_runfile(struct rf *s, int work_fd)
 {
 	struct gb_unpack_opts o;
-	char dest[PATH_MAX], name[64], err[512] = "";
+	char dest[PATH_MAX], name[64], err[1024] = "";
 	unsigned long long off = 0;
 	int r, dfd;
 
@@ -299,7 +299,8 @@ static int unpack_runfile(struct rf *s, int work_fd)
 	snprintf(dest, sizeof(dest), "%s/%s", s->work, name);
 	r = gb_unpack(s->in->runfile, dest, &o, err, sizeof(err));
 	if (r < 0)
-		return FAIL(s, r, "Failed to unpack the runfile: %s", err);
+		return FAIL(s, r, "Failed to unpack the runfile into %s%s: %s", s->chroot_dir ? s->chroot_dir : s->work,
+		            s->chroot_dir ? "/" IMAGE_WORK "/runfile" : "", err);
 	dfd = work_fd >= 0 ? openat(work_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 	                   : open(s->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -402,6 +403,18 @@ static int check_input(struct rf *s)
 	return 0;
 }
 
+/* The unpacked runfile below the work directory (work_fd, else s->work). */
+static void remove_unpacked(struct rf *s, int work_fd)
+{
+	char name[64];
+	int dfd = work_fd >= 0 ? work_fd : open(s->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(name, sizeof(name), "driver-%s", s->ret->version);
+	if (dfd >= 0 && gb_tree_remove_at(dfd, name) < 0)
+		gb_log_warning("Failed to remove the unpacked runfile in %s, ignoring", s->work);
+	if (dfd >= 0 && dfd != work_fd)
+		close(dfd);
+}
+
 int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, struct gb_journal *j,
                        struct gb_runfile_result *ret)
 {
@@ -429,8 +442,19 @@ int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, st
 		return r;
 	ret->dkms = in->dkms == GB_RUNFILE_DKMS_YES || (in->dkms == GB_RUNFILE_DKMS_AUTO && dkms_present(s));
 	build_marker(s);
-	if (in_place(s))
+	if (in_place(s)) {
+		/* a run killed after the install, before this cleanup, left the tree */
+		if (s->chroot_dir)
+			work_fd =
+			    gb_root_openat_strict(ctx->root, IMAGE_WORK "/runfile", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		else
+			snprintf(s->work, sizeof(s->work), "%s/runfile", ctx->opt.state_dir);
+		if (!s->chroot_dir || work_fd >= 0)
+			remove_unpacked(s, work_fd);
+		if (work_fd >= 0)
+			close(work_fd);
 		return 0;
+	}
 	r = prepare_work(s, &work_fd);
 	if (r >= 0)
 		r = unpack_runfile(s, work_fd);
@@ -438,15 +462,8 @@ int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, st
 		r = run_in_root(s);
 	if (r >= 0)
 		r = check_after(s);
-	if (r >= 0) { /* the unpacked tree has served; on a failure it stays for a look */
-		char name[64];
-		snprintf(name, sizeof(name), "driver-%s", ret->version);
-		int dfd = work_fd >= 0 ? work_fd : open(s->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0 && gb_tree_remove_at(dfd, name) < 0)
-			gb_log_warning("Failed to remove the unpacked runfile in %s, ignoring", s->work);
-		if (dfd >= 0 && dfd != work_fd)
-			close(dfd);
-	}
+	if (r >= 0) /* the unpacked tree has served; on a failure it stays for a look */
+		remove_unpacked(s, work_fd);
 	if (work_fd >= 0)
 		close(work_fd);
 	return r;

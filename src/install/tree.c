@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/util.h"
 #include "unpack.h"
@@ -424,6 +425,7 @@ static void part_unpack(struct pool *pool, struct gb_cuda_part *p)
 			break;
 		}
 		(void)put_entry(&jb, e);
+		gb_kill_point("unpack");
 	}
 	if (p->r == 0 && !jb.top[0])
 		JFAIL(&jb, -EBADMSG, "%s: an empty archive", p->archive);

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shared/fileio.h"
+#include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/util.h"
@@ -261,6 +263,7 @@ static int unpack_entries(struct unpack *u)
 			         archive_error_string(u->w));
 			return la_errno(u->w, -EIO);
 		}
+		gb_kill_point("unpack");
 	}
 	if (archive_write_close(u->w) != ARCHIVE_OK) {
 		snprintf(u->err, u->errsz, "%s: %s", u->file, archive_error_string(u->w));
@@ -281,6 +284,7 @@ static int swap_into_place(const char *staging, const char *dest, char *err, siz
 		snprintf(err, errsz, "cannot move the old %s aside: %s", dest, strerror(-r));
 		return r;
 	}
+	gb_kill_point("swap");
 	if (rename(staging, dest) < 0) {
 		r = negative_errno();
 		snprintf(err, errsz, "cannot move the unpacked tree to %s: %s", dest, strerror(-r));
@@ -320,6 +324,30 @@ static int unpack_open(struct unpack *u, int fd)
 	return 0;
 }
 
+/* What a killed unpack into dest left beside it (its staging directory, the
+ * old tree moved aside): gpuboot's own names, removed before a new one. */
+static void remove_leftovers(const char *dest)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 256];
+	const char *slash = strrchr(dest, '/'), *base = slash ? slash + 1 : dest;
+	size_t n = strlen(base);
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - dest) : 1, slash ? dest : ".");
+	d = opendir(dir[0] ? dir : "/");
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strneq(e->d_name, base, n) &&
+		    (gb_startswith(e->d_name + n, ".staging.") || gb_startswith(e->d_name + n, ".old."))) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			if (rm_rf(path) < 0)
+				gb_log_warning("Failed to remove '%s' (left by an interrupted unpack), ignoring", path);
+		}
+	closedir(d);
+}
+
 int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o, char *err, size_t errsz)
 {
 	struct unpack u = { .file = file, .o = o, .err = err, .errsz = errsz };
@@ -328,6 +356,7 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 
 	if (snprintf(staging, sizeof(staging), "%s.staging.XXXXXX", dest) >= (int)sizeof(staging))
 		return -ENAMETOOLONG;
+	remove_leftovers(dest);
 	if (!mkdtemp(staging)) {
 		r = negative_errno();
 		snprintf(err, errsz, "cannot create a staging directory next to %s: %s", dest, strerror(-r));
@@ -348,6 +377,12 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 	r = unpack_open(&u, fd);
 	if (r >= 0)
 		r = unpack_entries(&u);
+	if (r == -ENOSPC) { /* what is needed: at least what fit, and the rest of the archive */
+		char what[512];
+		gb_strscpy(what, sizeof(what), err);
+		snprintf(err, errsz, "%s: %s (needs more than the %llu bytes written so far; %llu available)", what,
+		         strerror(ENOSPC), u.total, gb_fs_available(staging));
+	}
 	if (fchdir(cwd) < 0 && r >= 0) {
 		r = negative_errno();
 		snprintf(err, errsz, "cannot return to the working directory: %s", strerror(-r));

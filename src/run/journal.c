@@ -14,6 +14,7 @@
 #include "fetch/digest.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"
+#include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/root-write.h"
@@ -90,9 +91,13 @@ static int journal_save(struct gb_journal *j)
 	const char *text = json_object_to_json_string_ext(j->doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 	                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
 	int r = gb_write_file_atomic(j->path, text, strlen(text), 0600);
+	if (r == -ENOSPC)
+		return gb_log_error_errno(r, "Failed to write the journal '%s': %m (need %zu bytes, %llu available)",
+		                          j->path, strlen(text), gb_fs_available(j->path));
 	if (r < 0)
 		return gb_log_error_errno(r, "Failed to write the journal '%s': %m", j->path);
 	j->n_writes++;
+	gb_kill_point("journal");
 #ifdef GB_TEST_HOOKS
 	{
 		/* The kill tests: die right after the Nth record is durable. */
@@ -375,6 +380,7 @@ int gb_journal_run(struct gb_journal *j, const char *stage, const char *id, cons
 	if (r != 0)
 		return r;
 	r = j->ctx->ops->run_command(j->ctx->ops, spec, ret);
+	gb_kill_point("command");
 	after = json_object_new_object();
 	if (r == 0) {
 		j->n_effects++;

@@ -326,6 +326,12 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 		gb_log_error("'%s': %s; nothing was changed", r->st.command, st->error);
 		return GB_EXIT_USAGE;
 	}
+	if (r->st.write_flags && (k = gb_status_withdraw_flags(r->ctx)) < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "cannot withdraw the ready flags in '%s': %s",
+		             r->ctx->opt.run_dir, strerror(-k));
+		gb_log_error("prepare: %s; nothing was changed", st->error);
+		return GB_EXIT_FAILED;
+	}
 	if (gb_prepare_nouveau_action_parse(r->plan.nouveau.action, &in.nouveau) < 0)
 		in.nouveau = GB_PREPARE_NOUVEAU_BLACKLIST;
 	pr = calloc(1, sizeof(*pr));

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -60,6 +62,18 @@ static int temp_beside(const char *path, char *tmp, size_t tmpsz, char *dir, siz
 	snprintf(tmp, tmpsz, "%s/.%s.XXXXXX", dir, slash + 1);
 	*ret_fd = mkostemp(tmp, O_CLOEXEC);
 	return *ret_fd < 0 ? negative_errno() : 0;
+}
+
+unsigned long long gb_fs_available(const char *path)
+{
+	char dir[PATH_MAX];
+	struct statvfs sv;
+	if (statvfs(path, &sv) == 0)
+		return (unsigned long long)sv.f_bavail * sv.f_frsize;
+	gb_strscpy(dir, sizeof(dir), path);
+	if (strrchr(dir, '/'))
+		*strrchr(dir, '/') = '\0';
+	return statvfs(dir[0] ? dir : "/", &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : 0;
 }
 
 int gb_fsync_dir(const char *dir)

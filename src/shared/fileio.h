@@ -10,6 +10,10 @@
  * place but may not survive a power cut). */
 int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Bytes free to an unprivileged writer on the filesystem holding path (a
+ * file or directory; its parent when path does not exist yet), 0 unknown. */
+unsigned long long gb_fs_available(const char *path);
+
 /* fsync a directory (after a rename into it); negative errno when it cannot
  * be opened or synced. */
 int gb_fsync_dir(const char *dir);

@@ -196,6 +196,25 @@ static const struct fake_rule *fake_find_command(const struct fake *f, const cha
 	return best;
 }
 
+/* creates: rules: the files the command stands for would put in place. */
+static void fake_creates(struct fake *f, const struct gb_cmd_spec *spec)
+{
+	for (size_t i = 0; i < f->n_rules && f->root[0]; i++) {
+		const struct fake_rule *r = &f->rules[i];
+		char path[1600];
+		bool match = false;
+		for (size_t a = 0; spec->argv[a] && !match; a++)
+			match = streq(spec->argv[a], r->name);
+		if (!streq(r->kind, "creates") || !match)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", f->root, r->file);
+		*strrchr(path, '/') = '\0';
+		(void)gb_mkdir_p(path, 0755);
+		path[strlen(path)] = '/';
+		(void)gb_write_file_atomic(path, "fake\n", 5, 0755);
+	}
+}
+
 static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret)
 {
 	struct fake *f = F(ops);
@@ -216,6 +235,7 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 		o = sizeof(line) - 1;
 	fake_record(ops, "run%s%s %s", spec->chroot_dir ? " chroot=" : "", spec->chroot_dir ? spec->chroot_dir : "",
 	            line);
+	fake_creates(f, spec);
 	r = fake_find_command(f, line);
 	if (r && r->file[0]) {
 		_cleanup_free_ char *text = NULL;
@@ -321,7 +341,7 @@ static int parse_rule(struct fake *f, char *item)
 		return -EINVAL;
 	if (!streq(field[0], "module") && !streq(field[0], "remove") && !streq(field[0], "command") &&
 	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg") && !streq(field[0], "mount") &&
-	    !streq(field[0], "umount"))
+	    !streq(field[0], "umount") && !streq(field[0], "creates"))
 		return -EINVAL;
 	r = &f->rules[f->n_rules];
 	if (streq(field[0], "kmsg")) {
@@ -330,7 +350,10 @@ static int parse_rule(struct fake *f, char *item)
 	} else {
 		if (gb_safe_atou32(field[2], 10, &value) < 0 || value > 4095)
 			return -EINVAL;
-		if (n == 4 && (!streq(field[0], "command") || gb_strscpy(r->file, sizeof(r->file), field[3]) < 0))
+		if (streq(field[0], "creates") && (n != 4 || strstr(field[3], "..") || field[3][0] == '/'))
+			return -EINVAL;
+		if (n == 4 && ((!streq(field[0], "command") && !streq(field[0], "creates")) ||
+		               gb_strscpy(r->file, sizeof(r->file), field[3]) < 0))
 			return -EINVAL;
 	}
 	if (!field[1][0] || gb_strscpy(r->kind, sizeof(r->kind), field[0]) < 0 ||

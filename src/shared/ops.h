@@ -99,6 +99,9 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  *   command:PREFIX:STATUS[:FILE]
  *                           a command whose argv, joined by spaces, starts
  *                           with PREFIX exits STATUS, printing FILE's bytes
+ *   creates:WORD:0:PATH     a command with WORD among its arguments creates
+ *                           PATH below root= (its directories too), as the
+ *                           installer it stands for would (one rule a file)
  *   systemctl:VERB:ERRNO    systemctl VERB fails with -ERRNO
  *   clock:NS                both clocks start at NS and advance 1 ms per read
  *   random:BYTE             random() fills with BYTE (default: real getrandom)

@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "context.h"
 #include "exit-codes.h"
 #include "shared/fileio.h"
+#include "shared/killpoint.h"
 #include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/macro.h"
@@ -338,6 +340,19 @@ static int write_flags(struct gb_ctx *ctx, const struct gb_status *s)
 	return first;
 }
 
+int gb_status_withdraw_flags(struct gb_ctx *ctx)
+{
+	const struct gb_status none = { 0 };
+	struct stat st;
+	int r;
+	if (stat(ctx->opt.run_dir, &st) < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	r = write_flags(ctx, &none);
+	if (r >= 0)
+		r = gb_fsync_dir(ctx->opt.run_dir);
+	return r;
+}
+
 /* Node Feature Discovery labels, from the document: the last verification's
  * verdict and the facts it was made on. */
 static char *nfd_features(json_object *doc)
@@ -407,8 +422,13 @@ static int write_doc(struct gb_ctx *ctx, json_object *doc)
 	               json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 	                                                       JSON_C_TO_STRING_NOSLASHESCAPE),
 	               true);
+	if (r == -ENOSPC)
+		return gb_log_error_errno(
+		    r, "Failed to write the status document '%s': %m (need about %zu bytes, %llu available)", path,
+		    strlen(json_object_to_json_string(doc)), gb_fs_available(path));
 	if (r < 0)
 		return gb_log_error_errno(r, "Failed to write the status document '%s': %m", path);
+	gb_kill_point("status");
 	return 0;
 }
 

@@ -54,6 +54,11 @@ json_object *gb_status_to_json(const struct gb_status *s);
  * unless progress is set the flags, the Prometheus textfile and the NFD
  * features. Returns 0 or the first negative errno (logged). */
 int gb_status_write(struct gb_ctx *ctx, struct gb_status *s);
+
+/* Remove the ready flags of the run dir (and sync it) before a run changes
+ * the machine: what an earlier verification found no longer holds, and a
+ * run killed or failed from here must not leave them claiming it. */
+int gb_status_withdraw_flags(struct gb_ctx *ctx);
 /* The document alone, with result "running": a run writes it after each
  * stage so a killed run leaves a status naming its last completed stage. */
 int gb_status_write_progress(struct gb_ctx *ctx, struct gb_status *s);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Named kill points for the kill-point harness (tests/integration/
+ * t-killpoints.sh): test builds (GB_TEST_HOOKS) only, inert unless set.
+ *   GPUBOOT_KILL_AT=SITE:N    SIGKILL at the Nth passage through SITE
+ *   GPUBOOT_KILL_TRACE=FILE   append each passage's SITE to FILE (one a line),
+ *                             so a harness counts the points of a whole run
+ * Sites: journal (a record durable), download (a chunk written to the
+ * cache's temp file), cache (renamed into the cache, before the directory
+ * sync), unpack (an archive entry written), swap (between moving the old
+ * tree aside and the new one into place), command (a journaled command ran,
+ * before its end record), status (a status document in place). Release
+ * builds compile the calls away. */
+#ifdef GB_TEST_HOOKS
+void gb_kill_point(const char *site);
+#else
+static inline void gb_kill_point(const char *site)
+{
+	(void)site;
+}
+#endif
