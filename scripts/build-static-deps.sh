@@ -88,6 +88,10 @@ deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.de
 deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bookworm-security main
 SRC
 apt_opts="-o Dir::Etc::SourceList=$apt_dir/sources.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$apt_dir/lists -o Dir::Cache=$apt_dir -o APT::Sandbox::User=root -q"
+# The indexes and downloads are shared by every prefix: one apt-get at a time
+# (a second one would fail on apt's own lock), until the sources are fetched.
+exec 8>"$apt_dir.lock"
+flock 8
 log "updating source indexes"
 # shellcheck disable=SC2086
 apt-get $apt_opts update >"$work/apt-update.log" 2>&1 || {
@@ -135,6 +139,7 @@ echo "$pins" | while IFS='=' read -r pkg ver; do
 	*) fetch "$pkg" "$ver" ;;
 	esac
 done
+exec 8>&-
 
 step() { log "$1 ($(date +%H:%M:%S))"; }
 
