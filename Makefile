@@ -35,14 +35,28 @@ $(DEV)/%.o: %.c $(HDRS)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(DEV_CFLAGS) -c $< -o $@
 
-# --- gpuboot-probe: a small glibc program, baseline GLIBC_2.2.5 symbols ---
-PROBE_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror -fno-stack-protector -D_FORTIFY_SOURCE=0 -fPIE
-$(PROBE): src/probe/probe.c src/probe/nvapi.h src/probe/probe-start.S src/probe/kernels.ptx
+# --- gpuboot-probe: a small glibc program, baseline symbols only (GLIBC_2.2.5
+# on x86_64, GLIBC_2.17 on aarch64); build/probe/ is the build machine's,
+# build/probe-ARCH/ another architecture's, cross-compiled ---
+HOST_ARCH    := $(shell uname -m)
+# cross_of ARCH: the toolchain prefix for ARCH ("" on the build machine's own)
+cross_of      = $(if $(filter $(HOST_ARCH),$(1)),,$(1)-linux-gnu-)
+probe_of      = $(if $(filter $(HOST_ARCH),$(1)),$(PROBE),build/probe-$(1)/gpuboot-probe)
+PROBE_SRC    := src/probe/probe.c src/probe/nvapi.h src/probe/probe-start.S src/probe/kernels.ptx
+PROBE_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror -fno-stack-protector -D_FORTIFY_SOURCE=0 -fPIE \
+                -ffile-prefix-map=$(CURDIR)=.
+# probe_build CROSS: the recipe, with CROSS's gcc and strip
+define probe_build
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  PROBE   $@")
-	$(Q)gcc $(PROBE_CFLAGS) -pie -nostartfiles -DPTX_FILE='"src/probe/kernels.ptx"' -o $@ \
+	$(Q)$(1)gcc $(PROBE_CFLAGS) -pie -nostartfiles -DPTX_FILE='"src/probe/kernels.ptx"' -o $@ \
 		src/probe/probe.c src/probe/probe-start.S -l:libdl.so.2
-	$(Q)strip $@
+	$(Q)$(1)strip $@
+endef
+$(PROBE): $(PROBE_SRC)
+	$(call probe_build,)
+build/probe-%/gpuboot-probe: $(PROBE_SRC)
+	$(call probe_build,$*-linux-gnu-)
 
 probe: $(PROBE)
 
@@ -97,20 +111,40 @@ $(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(PROBE)
 fuzz: $(FUZZ_BINS)
 
 # --- the static build: musl, every library from pinned Debian sources ---
+# `make static` builds build/gpuboot for the build machine (and the same bytes
+# as build/gpuboot-ARCH); `make static ARCH=aarch64` cross-compiles
+# build/gpuboot-aarch64 (docs/static-build.md). Each architecture has its own
+# dependency prefix, DEPS_<arch>; a cross one carries its own musl-gcc.
+STATIC_ARCHES := x86_64 aarch64
+ARCH         ?= $(HOST_ARCH)
 STATIC       := build/static
-STATIC_CFLAGS = $(BASE_CFLAGS) -Wno-format-truncation -Os -ffunction-sections -fdata-sections -I$(DEPS)/include
-STATIC_LIBS   = -L$(DEPS)/lib -lcurl -lssl -lcrypto -larchive -lkmod -ljson-c -lzstd -llzma -lz -lpthread
+STATIC_BINS  := $(patsubst %,build/gpuboot-%,$(STATIC_ARCHES))
+STATIC_CFLAGS = $(BASE_CFLAGS) -Wno-format-truncation -Os -ffunction-sections -fdata-sections \
+                -ffile-prefix-map=$(CURDIR)=. -I$(DEPS_$*)/include
+STATIC_LIBS   = -L$(DEPS_$*)/lib -lcurl -lssl -lcrypto -larchive -lkmod -ljson-c -lzstd -llzma -lz -lpthread
+musl_of       = $(if $(call cross_of,$(1)),$(DEPS_$(1))/musl/bin/musl-gcc,musl-gcc)
 
+ifeq ($(filter $(ARCH),$(STATIC_ARCHES)),)
+static:
+	@echo "ARCH=$(ARCH): the static build supports $(STATIC_ARCHES)" >&2; exit 2
+else ifeq ($(ARCH),$(HOST_ARCH))
 static: build/gpuboot
+else
+static: build/gpuboot-$(ARCH)
+endif
 
-build/gpuboot: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh $(LIB_ASM) $(PROBE)
-	@mkdir -p $(STATIC)
-	$(eval DEPS := $(shell scripts/build-static-deps.sh))
-	@test -n "$(DEPS)" || { echo "static dependencies failed to build" >&2; exit 1; }
+build/gpuboot: build/gpuboot-$(HOST_ARCH)
+	cp $< $@
+
+.SECONDEXPANSION:
+$(STATIC_BINS): build/gpuboot-%: $(LIB_SRC) $(MAIN_SRC) $(HDRS) scripts/build-static-deps.sh $(LIB_ASM) $$(call probe_of,$$*)
+	@mkdir -p $(STATIC)/$*
+	$(eval DEPS_$* := $(shell scripts/build-static-deps.sh $*))
+	@test -n "$(DEPS_$*)" || { echo "static dependencies for $* failed to build" >&2; exit 1; }
 	@$(if $(Q),echo "  MUSL    $@")
-	$(Q)musl-gcc $(STATIC_CFLAGS) -static -Wl,--gc-sections -o $(STATIC)/gpuboot.unstripped \
-		$(ASM_FLAGS) $(LIB_SRC) $(LIB_ASM) $(MAIN_SRC) $(STATIC_LIBS)
-	strip -o $@ $(STATIC)/gpuboot.unstripped
+	$(Q)$(call musl_of,$*) $(STATIC_CFLAGS) -static -Wl,--gc-sections -o $(STATIC)/$*/gpuboot.unstripped \
+		-DPROBE_BIN='"$(call probe_of,$*)"' $(LIB_SRC) $(LIB_ASM) $(MAIN_SRC) $(STATIC_LIBS)
+	$(call cross_of,$*)strip -o $@ $(STATIC)/$*/gpuboot.unstripped
 
 # --- releases: both static binaries, SHA256SUMS and its Ed25519 signature ---
 $(DEV)/release-sign: src/tools/release-sign.c $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o
@@ -132,7 +166,7 @@ deps:
 	scripts/install-deps.sh
 
 test: deps
-	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot fake-nvidia $(TOOL_BINS)
+	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(STATIC_BINS) $(DEV)/gpuboot fake-nvidia $(TOOL_BINS) $(DEV)/release-sign
 	tests/run.sh
 
 lint:

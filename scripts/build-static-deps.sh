@@ -1,9 +1,13 @@
 #!/bin/sh
 # Build the static musl prefix gpuboot links against, from pinned Debian 12
 # source packages. The prefix is cached outside the work tree, keyed on the
-# sha256 of this recipe, so a second build takes seconds.
+# architecture and the sha256 of this recipe, so a second build takes seconds.
 #
-# usage: scripts/build-static-deps.sh        prints the prefix path on stdout
+# usage: scripts/build-static-deps.sh [ARCH]   prints the prefix path on stdout
+#        ARCH: x86_64 or aarch64 (default: the build machine's). The build
+#        machine's own architecture links with its musl-gcc (musl-tools); the
+#        other is cross-compiled with Debian's ARCH-linux-gnu- toolchain and a
+#        musl built here from Debian's musl source package.
 # env:   GPUBOOT_DEPS_CACHE   cache root (default: ~/.cache/gpuboot-deps)
 #        JOBS                 parallel make jobs (default: nproc)
 set -eu
@@ -19,21 +23,40 @@ json-c=0.16-2
 libarchive=3.6.2-1+deb12u5
 curl=7.88.1-10+deb12u15
 kmod=30+20221128-1"
+# The C library, built only for a cross prefix (natively: musl-tools).
+MUSL_PIN="musl=1.2.3-1"
+
+log() { printf 'build-static-deps: %s\n' "$*" >&2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 recipe_hash=$(sha256sum "$here/build-static-deps.sh" | cut -c1-16)
 cache=${GPUBOOT_DEPS_CACHE:-${HOME:-/root}/.cache/gpuboot-deps}
-prefix=$cache/prefix-$recipe_hash
+arch=${1:-$(uname -m)}
+case $arch in
+x86_64) ossl_target=linux-x86_64 ;;
+aarch64) ossl_target=linux-aarch64 ;;
+*)
+	log "unsupported architecture '$arch' (x86_64 or aarch64)"
+	exit 2
+	;;
+esac
+prefix=$cache/prefix-$arch-$recipe_hash
 jobs=${JOBS:-$(nproc)}
-
-log() { printf 'build-static-deps: %s\n' "$*" >&2; }
 
 if [ -f "$prefix/.complete" ]; then
 	echo "$prefix"
 	exit 0
 fi
 
-need="musl-gcc dpkg-source autoreconf libtoolize cmake make perl pkg-config"
+# cross: the target's binutils and gcc prefix ("" for a native build).
+cross=""
+[ "$arch" = "$(uname -m)" ] || cross=$arch-linux-gnu-
+need="dpkg-source autoreconf libtoolize cmake make perl pkg-config flock"
+if [ -n "$cross" ]; then
+	need="$need ${cross}gcc ${cross}ar ${cross}ranlib ${cross}ld ${cross}objcopy"
+else
+	need="$need musl-gcc"
+fi
 missing=""
 for t in $need; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
 if [ -n "$missing" ]; then
@@ -41,10 +64,19 @@ if [ -n "$missing" ]; then
 	exit 1
 fi
 
+# The prefix is built where it will stay (musl-gcc's specs name their own
+# directory), one build at a time; a prefix counts only once .complete exists.
 mkdir -p "$cache"
+exec 9>"$prefix.lock"
+flock 9
+if [ -f "$prefix/.complete" ]; then
+	echo "$prefix"
+	exit 0
+fi
 work=$(mktemp -d "$cache/work.XXXXXX")
-stage=$work/prefix
-trap 'rm -rf "$work"' EXIT INT TERM
+stage=$prefix
+trap 'rm -rf "$work"; [ -f "$stage/.complete" ] || rm -rf "$stage"' EXIT INT TERM
+rm -rf "$stage"
 mkdir -p "$stage/include" "$stage/lib"
 
 # A private apt configuration for deb-src, so the host's sources are untouched.
@@ -56,6 +88,10 @@ deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.de
 deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bookworm-security main
 SRC
 apt_opts="-o Dir::Etc::SourceList=$apt_dir/sources.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$apt_dir/lists -o Dir::Cache=$apt_dir -o APT::Sandbox::User=root -q"
+# The indexes and downloads are shared by every prefix: one apt-get at a time
+# (a second one would fail on apt's own lock), until the sources are fetched.
+exec 8>"$apt_dir.lock"
+flock 8
 log "updating source indexes"
 # shellcheck disable=SC2086
 apt-get $apt_opts update >"$work/apt-update.log" 2>&1 || {
@@ -66,7 +102,7 @@ apt-get $apt_opts update >"$work/apt-update.log" 2>&1 || {
 src=$work/src
 mkdir -p "$src"
 buildinfo=$stage/BUILDINFO
-echo "recipe $recipe_hash" >"$buildinfo"
+echo "recipe $recipe_hash $arch" >"$buildinfo"
 
 # fetch PKG VERSION [--tar-only]: unpack the source into $src/PKG
 fetch() {
@@ -94,14 +130,37 @@ fetch() {
 	fi
 }
 
-echo "$PINS" | while IFS='=' read -r pkg ver; do
+pins=$PINS
+[ -z "$cross" ] || pins="$MUSL_PIN
+$PINS"
+echo "$pins" | while IFS='=' read -r pkg ver; do
 	case $pkg in
 	openssl) fetch "$pkg" "$ver" --tar-only ;;
 	*) fetch "$pkg" "$ver" ;;
 	esac
 done
+exec 8>&-
 
-export CC=musl-gcc
+step() { log "$1 ($(date +%H:%M:%S))"; }
+
+# Cross: musl first, into its own directory with its gcc wrapper (as
+# musl-tools installs it natively), then the target's binutils for the rest.
+host_opt=""
+if [ -n "$cross" ]; then
+	step musl
+	(cd "$src/musl" && env -u CFLAGS -u CPPFLAGS -u LDFLAGS CC="${cross}gcc" CROSS_COMPILE="$cross" \
+		./configure --target="$arch" --prefix="$stage/musl" --disable-shared >/dev/null &&
+		make -j"$jobs" >/dev/null && make install >/dev/null)
+	export CC="$stage/musl/bin/musl-gcc"
+	export AR="${cross}ar" RANLIB="${cross}ranlib" NM="${cross}nm" STRIP="${cross}strip" LD="${cross}ld"
+	host_opt="--host=$arch-linux-musl"
+	kheaders=/usr/$arch-linux-gnu/include
+	kasm=$kheaders/asm
+else
+	export CC=musl-gcc
+	kheaders=/usr/include
+	kasm=/usr/include/$(gcc -dumpmachine)/asm
+fi
 export CFLAGS="-Os -fPIC -ffunction-sections -fdata-sections -D_FORTIFY_SOURCE=0"
 export PKG_CONFIG_PATH=$stage/lib/pkgconfig
 export PKG_CONFIG_LIBDIR=$stage/lib/pkgconfig
@@ -109,18 +168,15 @@ export CPPFLAGS="-I$stage/include"
 export LDFLAGS="-L$stage/lib"
 
 # musl-gcc sees no kernel headers; kmod and libarchive need a few.
-triplet=$(gcc -dumpmachine)
-ln -s /usr/include/linux "$stage/include/linux"
-ln -s /usr/include/asm-generic "$stage/include/asm-generic"
-ln -s "/usr/include/$triplet/asm" "$stage/include/asm"
-
-step() { log "$1 ($(date +%H:%M:%S))"; }
+ln -s "$kheaders/linux" "$stage/include/linux"
+ln -s "$kheaders/asm-generic" "$stage/include/asm-generic"
+ln -s "$kasm" "$stage/include/asm"
 
 step zlib
 (cd "$src/zlib" && ./configure --static --prefix="$stage" >/dev/null && make -j"$jobs" >/dev/null && make install >/dev/null)
 
 step xz
-(cd "$src/xz-utils" && ./configure --prefix="$stage" --disable-shared --enable-static \
+(cd "$src/xz-utils" && ./configure $host_opt --prefix="$stage" --disable-shared --enable-static \
 	--disable-xz --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-lzma-links \
 	--disable-scripts --disable-doc --disable-nls >/dev/null &&
 	make -j"$jobs" >/dev/null && make install >/dev/null)
@@ -130,7 +186,6 @@ step zstd
 	make install-static install-includes install-pc PREFIX="$stage" >/dev/null)
 
 step openssl
-case $(uname -m) in x86_64) ossl_target=linux-x86_64 ;; aarch64) ossl_target=linux-aarch64 ;; *) ossl_target=linux-generic64 ;; esac
 (cd "$src/openssl" && ./Configure "$ossl_target" no-shared no-tests no-engine no-dso no-async \
 	no-afalgeng no-comp no-idea no-mdc2 no-rc5 no-camellia no-seed no-bf no-cast no-sm2 no-sm3 no-sm4 \
 	no-gost no-srp no-whirlpool no-ssl3 no-weak-ssl-ciphers no-legacy no-ui-console \
@@ -139,13 +194,16 @@ case $(uname -m) in x86_64) ossl_target=linux-x86_64 ;; aarch64) ossl_target=lin
 
 step json-c
 mkdir -p "$work/b-json-c"
-(cd "$work/b-json-c" && cmake -G Ninja "$src/json-c" -DCMAKE_INSTALL_PREFIX="$stage" \
+cmake_cross=""
+[ -z "$cross" ] || cmake_cross="-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=$arch -DCMAKE_AR=$(command -v "$AR") -DCMAKE_RANLIB=$(command -v "$RANLIB")"
+# shellcheck disable=SC2086
+(cd "$work/b-json-c" && cmake -G Ninja "$src/json-c" $cmake_cross -DCMAKE_INSTALL_PREFIX="$stage" \
 	-DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF \
 	-DDISABLE_WERROR=ON -DCMAKE_BUILD_TYPE=MinSizeRel >/dev/null && ninja >/dev/null && ninja install >/dev/null)
 
 step libarchive
 (cd "$src/libarchive" && autoreconf -fi >/dev/null 2>&1 &&
-	./configure --prefix="$stage" --disable-shared --enable-static --disable-bsdtar --disable-bsdcpio \
+	./configure $host_opt --prefix="$stage" --disable-shared --enable-static --disable-bsdtar --disable-bsdcpio \
 		--disable-bsdcat --disable-bsdunzip --disable-acl --disable-xattr --without-bz2lib --without-lz4 \
 		--without-libb2 --without-iconv --without-lzo2 --without-cng --without-nettle --without-mbedtls \
 		--without-openssl --without-xml2 --without-expat --with-zlib --with-lzma --with-zstd >/dev/null &&
@@ -156,7 +214,7 @@ step curl
 # GnuTLS and NSS flavours; this build is the OpenSSL one, so undo them.
 (cd "$src/curl" && patch -R -s -p1 <debian/patches/99_nss.patch && patch -R -s -p1 <debian/patches/90_gnutls.patch &&
 	autoreconf -fi >/dev/null 2>&1 &&
-	LIBS="-lzstd" ./configure --prefix="$stage" --disable-shared --enable-static \
+	LIBS="-lzstd" ./configure $host_opt --prefix="$stage" --disable-shared --enable-static \
 		--with-openssl="$stage" --with-zlib="$stage" --without-zstd --without-brotli --without-libpsl \
 		--without-libidn2 --without-nghttp2 --without-nghttp3 --without-ngtcp2 --without-librtmp \
 		--without-libssh2 --without-libssh --without-gssapi --disable-ldap --disable-ldaps \
@@ -174,16 +232,16 @@ step kmod
 (cd "$src/kmod" && mkdir -p libkmod/docs && : >libkmod/docs/gtk-doc.make &&
 	sed -i 's/AC_MSG_ERROR(\[--enable-static is not supported by kmod\])/true/' configure.ac &&
 	autoreconf -fi >/dev/null 2>&1 &&
-	./configure --prefix="$stage" --sysconfdir=/etc --enable-static --disable-shared --disable-manpages --disable-gtk-doc \
+	./configure $host_opt --prefix="$stage" --sysconfdir=/etc --enable-static --disable-shared --disable-manpages --disable-gtk-doc \
 		--disable-test-modules --disable-tools --with-xz --with-zstd --with-zlib >/dev/null &&
 	make -j"$jobs" libkmod/libkmod.la >/dev/null)
 # libkmod's static archive exports generic names (hash_new, array_*): keep
 # only kmod_* global so they cannot collide with anything else.
 (cd "$src/kmod" && objs=$(ls libkmod/.libs/*.o shared/.libs/*.o 2>/dev/null || true) &&
 	if [ -z "$objs" ]; then objs=$(find libkmod shared -name '*.o' | grep -v /python/); fi &&
-	ld -r -o "$work/kmod-all.o" $objs &&
-	objcopy --keep-global-symbol='kmod_*' -w "$work/kmod-all.o" "$work/kmod.o" &&
-	rm -f "$stage/lib/libkmod.a" && ar rcs "$stage/lib/libkmod.a" "$work/kmod.o" &&
+	"${cross}ld" -r -o "$work/kmod-all.o" $objs &&
+	"${cross}objcopy" --keep-global-symbol='kmod_*' -w "$work/kmod-all.o" "$work/kmod.o" &&
+	rm -f "$stage/lib/libkmod.a" && "${cross}ar" rcs "$stage/lib/libkmod.a" "$work/kmod.o" &&
 	install -m 0644 libkmod/libkmod.h "$stage/include/libkmod.h")
 
 rm -rf "$stage/share" "$stage/bin" "$stage/ssl"
@@ -195,7 +253,5 @@ for l in linux asm-generic asm; do
 	cp -a "$t" "$stage/include/$l"
 done
 touch "$stage/.complete"
-rm -rf "$prefix"
-mv "$stage" "$prefix"
 log "done: $prefix"
 echo "$prefix"

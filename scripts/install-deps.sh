@@ -6,7 +6,8 @@ PKGS="make gcc libc6-dev pkgconf file patch perl python3 xz-utils ca-certificate
 libcurl4-openssl-dev libssl-dev libarchive-dev libkmod-dev libjson-c-dev
 musl-tools dpkg-dev autoconf automake libtool cmake ninja-build
 clang libclang-rt-14-dev clang-format cppcheck binutils prometheus openssl curl packer strace
-python3-yaml util-linux linux-kbuild-6.1"
+python3-yaml util-linux linux-kbuild-6.1
+gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross linux-libc-dev-arm64-cross qemu-user-static"
 # --vm: also what vm-tests need (QEMU, mmdebstrap, a NoCloud seed maker).
 [ "${1:-}" = "--vm" ] && PKGS="$PKGS qemu-system-x86 qemu-utils mmdebstrap cloud-image-utils genisoimage binutils ovmf python3-cryptography python3-pefile"
 missing=""

@@ -40,6 +40,11 @@ __asm__(".symver dlerror,dlerror@GLIBC_2.2.5");
 __asm__(".symver dlclose,dlclose@GLIBC_2.2.5");
 __asm__(".symver memcpy,memcpy@GLIBC_2.2.5");
 __asm__(".symver clock_gettime,clock_gettime@GLIBC_2.2.5");
+#elif defined(__aarch64__)
+__asm__(".symver dlopen,dlopen@GLIBC_2.17");
+__asm__(".symver dlsym,dlsym@GLIBC_2.17");
+__asm__(".symver dlerror,dlerror@GLIBC_2.17");
+__asm__(".symver dlclose,dlclose@GLIBC_2.17");
 #endif
 
 #define PROBE_VERSION 1

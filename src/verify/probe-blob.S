@@ -10,4 +10,4 @@ gb_probe_blob_end:
 	.globl gb_probe_blob_size
 gb_probe_blob_size:
 	.quad gb_probe_blob_end - gb_probe_blob
-	.section .note.GNU-stack,"",@progbits
+	.section .note.GNU-stack,"",%progbits

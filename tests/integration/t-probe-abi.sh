@@ -1,6 +1,7 @@
 # gpuboot-probe needs no glibc symbol newer than GLIBC_2.17 (on x86_64 it
 # binds the GLIBC_2.2.5 baseline), never links the NVIDIA libraries, and the
 # static gpuboot says "NVIDIA drivers need glibc" where there is no glibc loader.
+# (The aarch64 probe, exactly GLIBC_2.17: t-static-aarch64.sh.)
 . tests/integration/lib.sh
 P=build/probe/gpuboot-probe
 [ -x "$P" ] || fail "$P missing"
