@@ -84,17 +84,27 @@ $(ASAN)/tools/%: tests/tools/%.c $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/
 	$(Q)$(CC) $(ASAN_CFLAGS) -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o $(DEV_LIBS)
 
 # --- fuzzers (clang + libFuzzer); `make test` replays their corpora ---
+# The library is compiled once for all targets (fuzzer-no-link: coverage
+# without libFuzzer's main), then each target is linked against it.
 FUZZ        := build/fuzz
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ)/%,$(FUZZ_SRC))
-FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_OBJS   := $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC)) $(FUZZ)/obj/src/verify/probe-blob.o
 
-$(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(PROBE)
+$(FUZZ)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ)/%: tests/fuzz/%.c tests/fuzz/fuzz-tmp.h $(FUZZ_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_CFLAGS) $(ASM_FLAGS) -o $@ $< $(LIB_SRC) $(LIB_ASM) $(DEV_LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(DEV_LIBS)
 
 fuzz: $(FUZZ_BINS)
+.SECONDARY: $(FUZZ_OBJS)
 
 # --- the static build: musl, every library from pinned Debian sources ---
 STATIC       := build/static
