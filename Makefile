@@ -106,6 +106,13 @@ $(FUZZ)/%: tests/fuzz/%.c tests/fuzz/fuzz-tmp.h $(FUZZ_OBJS)
 fuzz: $(FUZZ_BINS)
 .SECONDARY: $(FUZZ_OBJS)
 
+# --- allocation-failure torture: the shim LD_PRELOADed into the ASan build ---
+ALLOC_SHIM := build/alloc/failalloc.so
+$(ALLOC_SHIM): tests/alloc/failalloc.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  SHIM    $@")
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+
 # --- the static build: musl, every library from pinned Debian sources ---
 STATIC       := build/static
 STATIC_CFLAGS = $(BASE_CFLAGS) -Wno-format-truncation -Os -ffunction-sections -fdata-sections -I$(DEPS)/include
@@ -132,11 +139,29 @@ deps:
 	scripts/install-deps.sh
 
 test: deps
-	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot fake-nvidia $(TOOL_BINS)
+	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(DEV)/gpuboot fake-nvidia $(TOOL_BINS) $(ALLOC_SHIM)
 	tests/run.sh
 
 lint:
 	scripts/lint.sh
+
+# --- soak: the long versions of what `make test` samples (docs/reliability.md) ---
+# soak-fuzz: every fuzzer for FUZZ_RUNS executions or FUZZ_SECONDS each,
+# FUZZ_JOBS at once; new inputs go to build/fuzz/new/<target>, then only
+# those that add coverage are merged into tests/fuzz/corpus/<target>.
+FUZZ_RUNS    ?= 10000000
+FUZZ_SECONDS ?= 3600
+FUZZ_JOBS    ?= $(shell nproc)
+soak-fuzz: $(FUZZ_BINS)
+	scripts/soak-fuzz.sh $(FUZZ_RUNS) $(FUZZ_SECONDS) $(FUZZ_JOBS)
+
+# soak-alloc: every N, for plan, verify and the journal
+soak-alloc: $(ASAN)/gpuboot fake-nvidia $(ALLOC_SHIM)
+	tests/alloc/torture.sh plan 1
+	tests/alloc/torture.sh verify 1
+	tests/alloc/torture.sh journal 1
+
+soak: soak-fuzz soak-alloc
 
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
@@ -157,7 +182,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static catalog deps test lint bench clean fuzz probe vm-test
+.PHONY: all static catalog deps test lint bench clean fuzz probe vm-test soak soak-fuzz soak-alloc
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia
