@@ -98,17 +98,34 @@ $(ASAN)/tools/%: tests/tools/%.c $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/
 	$(Q)$(CC) $(ASAN_CFLAGS) -o $@ $< $(patsubst %.c,$(ASAN)/%.o,$(LIB_SRC)) $(ASAN)/src/verify/probe-blob.o $(DEV_LIBS)
 
 # --- fuzzers (clang + libFuzzer); `make test` replays their corpora ---
+# The library is compiled once for all targets (fuzzer-no-link: coverage
+# without libFuzzer's main), then each target is linked against it.
 FUZZ        := build/fuzz
 FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(FUZZ)/%,$(FUZZ_SRC))
-FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g $(FUZZ_SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+FUZZ_OBJS   := $(patsubst %.c,$(FUZZ)/obj/%.o,$(LIB_SRC)) $(FUZZ)/obj/src/verify/probe-blob.o
 
-$(FUZZ)/%: tests/fuzz/%.c $(LIB_SRC) $(HDRS) $(PROBE)
+$(FUZZ)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ)/%: tests/fuzz/%.c tests/fuzz/fuzz-tmp.h $(FUZZ_OBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)clang $(FUZZ_CFLAGS) $(ASM_FLAGS) -o $@ $< $(LIB_SRC) $(LIB_ASM) $(DEV_LIBS)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(DEV_LIBS)
 
 fuzz: $(FUZZ_BINS)
+.SECONDARY: $(FUZZ_OBJS)
+
+# --- allocation-failure torture: the shim LD_PRELOADed into the ASan build ---
+ALLOC_SHIM := build/alloc/failalloc.so
+$(ALLOC_SHIM): tests/alloc/failalloc.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  SHIM    $@")
+	$(Q)$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 
 # --- the static build: musl, every library from pinned Debian sources ---
 # `make static` builds build/gpuboot for the build machine (and the same bytes
@@ -166,7 +183,7 @@ deps:
 	scripts/install-deps.sh
 
 test: deps
-	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(STATIC_BINS) $(DEV)/gpuboot fake-nvidia $(TOOL_BINS) $(DEV)/release-sign
+	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(STATIC_BINS) $(DEV)/gpuboot fake-nvidia $(TOOL_BINS) $(DEV)/release-sign $(ALLOC_SHIM)
 	tests/run.sh
 
 lint:
@@ -187,7 +204,22 @@ soak-powerloss:
 	sh tests/integration/t-powerloss.sh
 	sh tests/integration/t-fulldisk.sh
 
-soak: soak-kill soak-mirror soak-powerloss
+# soak-fuzz: every fuzzer for FUZZ_RUNS executions or FUZZ_SECONDS each,
+# FUZZ_JOBS at once; new inputs go to build/fuzz/new/<target>, then only
+# those that add coverage are merged into tests/fuzz/corpus/<target>.
+FUZZ_RUNS    ?= 10000000
+FUZZ_SECONDS ?= 3600
+FUZZ_JOBS    ?= $(shell nproc)
+soak-fuzz: $(FUZZ_BINS)
+	scripts/soak-fuzz.sh $(FUZZ_RUNS) $(FUZZ_SECONDS) $(FUZZ_JOBS)
+
+# soak-alloc: every N, for plan, verify and the journal
+soak-alloc: $(ASAN)/gpuboot fake-nvidia $(ALLOC_SHIM)
+	tests/alloc/torture.sh plan 1
+	tests/alloc/torture.sh verify 1
+	tests/alloc/torture.sh journal 1
+
+soak: soak-kill soak-mirror soak-powerloss soak-fuzz soak-alloc
 
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
@@ -211,7 +243,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test soak soak-kill soak-mirror soak-powerloss
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test soak soak-kill soak-mirror soak-powerloss soak-fuzz soak-alloc
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -301,7 +301,10 @@ int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f)
 	r = gb_root_read_file(ctx->root, "proc/cmdline", 64 * 1024, &cmdline, &len);
 	if (r >= 0) {
 		char *v = NULL;
-		if (gb_sysfs_attr_parse(cmdline, len, &v) >= 0)
+		r = gb_sysfs_attr_parse(cmdline, len, &v);
+		if (r == -ENOMEM)
+			return r;
+		if (r >= 0)
 			f->kernel.cmdline = v;
 		else
 			f->warnings++;

@@ -195,11 +195,13 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 		a = realloc(f->nvidia.cuda, (f->nvidia.n_cuda + 1) * sizeof(*a));
 		if (!a) {
 			free(version);
+			f->oom = true;
 			break;
 		}
 		f->nvidia.cuda = a;
 		snprintf(path, sizeof(path), "/usr/local/%s", *n);
 		a[f->nvidia.n_cuda].path = strdup(path);
+		f->oom |= !a[f->nvidia.n_cuda].path;
 		a[f->nvidia.n_cuda].version = version;
 		f->nvidia.n_cuda++;
 	}

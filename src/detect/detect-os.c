@@ -141,14 +141,17 @@ oom:
 }
 
 /* Only plain identifiers (lowercase, digits, '.', '_', '-') become ids. */
-static char *id_dup(const char *v)
+static char *id_dup(struct gb_facts *f, const char *v)
 {
+	char *d;
 	if (!v || !*v || strlen(v) > 64)
 		return NULL;
 	for (const char *p = v; *p; p++)
 		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || strchr("._- ", *p)))
 			return NULL;
-	return strdup(v);
+	d = strdup(v);
+	f->oom |= !d;
+	return d;
 }
 
 static const struct {
@@ -211,12 +214,14 @@ int gb_detect_os(struct gb_ctx *ctx, struct gb_facts *f)
 			gb_log_warning("'%s': %u malformed line(s), ignoring them", path, bad);
 			f->warnings++;
 		}
-		f->os.id = id_dup(gb_kv_get(kv, n, "ID"));
-		f->os.version_id = id_dup(gb_kv_get(kv, n, "VERSION_ID"));
-		f->os.id_like = id_dup(gb_kv_get(kv, n, "ID_LIKE"));
-		f->os.version_codename = id_dup(gb_kv_get(kv, n, "VERSION_CODENAME"));
-		if (gb_kv_get(kv, n, "PRETTY_NAME"))
+		f->os.id = id_dup(f, gb_kv_get(kv, n, "ID"));
+		f->os.version_id = id_dup(f, gb_kv_get(kv, n, "VERSION_ID"));
+		f->os.id_like = id_dup(f, gb_kv_get(kv, n, "ID_LIKE"));
+		f->os.version_codename = id_dup(f, gb_kv_get(kv, n, "VERSION_CODENAME"));
+		if (gb_kv_get(kv, n, "PRETTY_NAME")) {
 			f->os.pretty_name = strdup(gb_kv_get(kv, n, "PRETTY_NAME"));
+			f->oom |= !f->os.pretty_name;
+		}
 		gb_kv_free(kv, n);
 	}
 

@@ -122,8 +122,10 @@ static int read_function(struct gb_ctx *ctx, struct gb_facts *f, const char *add
 	if (gb_root_readlink(ctx->root, path, &link) >= 0) {
 		const char *base = strrchr(link, '/');
 		base = base ? base + 1 : link;
-		if (*base && strlen(base) < 64)
+		if (*base && strlen(base) < 64) {
 			fn->bound_driver = strdup(base);
+			f->oom |= !fn->bound_driver;
+		}
 	}
 	return 0;
 }

@@ -18,8 +18,11 @@ int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret)
 		              .secure_boot_state = { .shim_validation_disabled = -1, .enforcing = -1 } };
 	int r;
 
+	ctx->root->oom = false;
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
 		r = parts[i](ctx, &f);
+		if (r >= 0 && (ctx->root->oom || f.oom))
+			r = -ENOMEM; /* a fact lost to memory would read as absent */
 		if (r < 0) {
 			gb_facts_done(&f);
 			return r;

@@ -151,6 +151,7 @@ struct gb_facts {
 		bool blacklisted;
 	} nouveau;
 	unsigned warnings; /* inputs that were unreadable or garbled */
+	bool oom; /* a fact was lost to memory: gb_detect fails with -ENOMEM */
 };
 
 /* Read every fact under ctx->root. Returns 0 or -ENOMEM. */

@@ -1038,6 +1038,8 @@ static int decide_verify(struct gb_plan *p, const struct gb_profile *prof, const
 		p->verify.skip = nv;
 		nv[n] = strdup(*s);
 		nv[n + 1] = NULL;
+		if (!nv[n])
+			return -ENOMEM; /* a skip lost would run a check the site turned off */
 	}
 	SAY(p->verify.reason,
 	    "tier %s from the profile; bandwidth and FLOPS thresholds are derived at run time from each device "
@@ -1067,7 +1069,9 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 		goto out;
 	}
 	r = resolve_gpus(p, prof, ov);
-	if (r < 0 || p->refusal_code)
+	if (r < 0)
+		goto fail;
+	if (p->refusal_code)
 		goto out;
 	if (prof->fp64_gate && !fp64_check(p))
 		goto out;
@@ -1077,7 +1081,7 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 	/* CUDA for the plan's driver: what an installed driver must also run. */
 	r = decide_cuda(p, prof, site, err, errsz);
 	if (r < 0)
-		return r;
+		goto fail;
 	if (p->refusal_code)
 		goto out;
 	gb_plan_decide_driver_action(p, prof, site);
@@ -1093,8 +1097,11 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 	decide_daemons_modules(p, prof);
 	r = decide_verify(p, prof, site);
 	if (r < 0)
-		return r;
+		goto fail;
 	gb_plan_check_gates(p, prof);
 out:
 	return 0;
+fail:
+	gb_plan_done(p); /* what was decided before the failure */
+	return r;
 }

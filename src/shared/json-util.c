@@ -15,6 +15,12 @@ const char *gb_json_get_str(json_object *o, const char *k)
 	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
+json_object *gb_json_get_array(json_object *o, const char *k)
+{
+	json_object *v = gb_json_get(o, k);
+	return v && json_object_is_type(v, json_type_array) ? v : NULL;
+}
+
 bool gb_json_get_num(json_object *o, const char *k, double *ret)
 {
 	json_object *v = gb_json_get(o, k);

@@ -11,6 +11,9 @@
 json_object *gb_json_get(json_object *o, const char *k);
 /* The string at k, or NULL when absent or not a string. */
 const char *gb_json_get_str(json_object *o, const char *k);
+/* The array at k, or NULL when absent or not an array (json-c asserts on
+ * an array call made on anything else). */
+json_object *gb_json_get_array(json_object *o, const char *k);
 /* The number (int or double) at k into *ret; false when absent or not a number. */
 bool gb_json_get_num(json_object *o, const char *k, double *ret);
 /* The boolean at k, or def. */

@@ -83,6 +83,14 @@ static const char *rel(const char *path)
 	return *path ? path : ".";
 }
 
+/* r, remembering in root when it is -ENOMEM */
+static int noted(struct gb_root *root, int r)
+{
+	if (r == -ENOMEM)
+		root->oom = true;
+	return r;
+}
+
 static void record(struct gb_root *root, const char *path, enum gb_root_kind kind)
 {
 	if (!root->records)
@@ -90,8 +98,10 @@ static void record(struct gb_root *root, const char *path, enum gb_root_kind kin
 	if (root->n_records == root->cap_records) {
 		size_t n = root->cap_records * 2;
 		struct gb_root_record *r = realloc(root->records, n * sizeof(*r));
-		if (!r)
+		if (!r) {
+			root->oom = true; /* a capture that lost a record is not complete */
 			return;
+		}
 		root->records = r;
 		root->cap_records = n;
 	}
@@ -99,6 +109,8 @@ static void record(struct gb_root *root, const char *path, enum gb_root_kind kin
 	if (root->records[root->n_records].path) {
 		root->records[root->n_records].kind = kind;
 		root->n_records++;
+	} else {
+		root->oom = true;
 	}
 }
 
@@ -139,7 +151,7 @@ int gb_root_openat_strict(struct gb_root *root, const char *path, int flags)
 	return openat_in_root(root, path, flags, root->is_host);
 }
 
-int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
+static int root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
@@ -195,7 +207,12 @@ int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char *
 	return 0;
 }
 
-int gb_root_read_head(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
+int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	return noted(root, root_read_file(root, path, max, ret, ret_len));
+}
+
+static int root_read_head(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
 	char *buf;
@@ -227,7 +244,12 @@ int gb_root_read_head(struct gb_root *root, const char *path, size_t max, char *
 	return 0;
 }
 
-int gb_root_read_attr(struct gb_root *root, const char *path, char **ret)
+int gb_root_read_head(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	return noted(root, root_read_head(root, path, max, ret, ret_len));
+}
+
+static int root_read_attr(struct gb_root *root, const char *path, char **ret)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
@@ -239,7 +261,12 @@ int gb_root_read_attr(struct gb_root *root, const char *path, char **ret)
 	return gb_sysfs_attr_parse(buf, len, ret);
 }
 
-int gb_root_readlink(struct gb_root *root, const char *path, char **ret)
+int gb_root_read_attr(struct gb_root *root, const char *path, char **ret)
+{
+	return noted(root, root_read_attr(root, path, ret));
+}
+
+static int root_readlink(struct gb_root *root, const char *path, char **ret)
 {
 	_cleanup_free_ char *dir = NULL;
 	_cleanup_close_ int dfd = -1;
@@ -271,6 +298,11 @@ int gb_root_readlink(struct gb_root *root, const char *path, char **ret)
 	return 0;
 }
 
+int gb_root_readlink(struct gb_root *root, const char *path, char **ret)
+{
+	return noted(root, root_readlink(root, path, ret));
+}
+
 bool gb_root_exists(struct gb_root *root, const char *path)
 {
 	_cleanup_close_ int fd = gb_root_openat(root, path, O_PATH);
@@ -289,8 +321,10 @@ bool gb_root_lexists(struct gb_root *root, const char *path)
 	slash = strrchr(p, '/');
 	if (slash) {
 		dir = strndup(p, (size_t)(slash - p));
-		if (!dir)
+		if (!dir) {
+			root->oom = true;
 			return false;
+		}
 		base = slash + 1;
 		dfd = gb_root_openat(root, dir, O_RDONLY | O_DIRECTORY | O_PATH);
 		if (dfd < 0)
@@ -325,7 +359,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int gb_root_list_dir(struct gb_root *root, const char *path, char ***ret, size_t *ret_n)
+static int root_list_dir(struct gb_root *root, const char *path, char ***ret, size_t *ret_n)
 {
 	int fd;
 	DIR *d;
@@ -378,4 +412,9 @@ oom:
 	closedir(d);
 	gb_strv_free(v);
 	return -ENOMEM;
+}
+
+int gb_root_list_dir(struct gb_root *root, const char *path, char ***ret, size_t *ret_n)
+{
+	return noted(root, root_list_dir(root, path, ret, ret_n));
 }

@@ -22,6 +22,10 @@ struct gb_root {
 	char *path; /* as given, for messages */
 	bool is_host; /* the root is "/" (the live machine) */
 	bool have_openat2; /* probed once */
+	/* A read under the root (or the capture's record of one) ran out of
+	 * memory since this was last cleared: an answer of "absent" may be
+	 * wrong. Set by every reader here; detect fails when it is set. */
+	bool oom;
 	/* capture recorder (NULL when off): every successful read is appended */
 	struct gb_root_record *records;
 	size_t n_records, cap_records;

@@ -262,7 +262,9 @@ static void numeric_metric(struct sbuf *b, json_object *checks, const char *key,
 char *gb_status_prometheus(json_object *doc)
 {
 	struct sbuf b = { 0 };
-	json_object *checks = gb_json_get(doc, "checks"), *ready = gb_json_get(doc, "ready"),
+	/* the document was read from disk: a "checks" or "gpus" that is not an
+	 * array reads as none (json-c would abort on it) */
+	json_object *checks = gb_json_get_array(doc, "checks"), *ready = gb_json_get(doc, "ready"),
 	            *facts = gb_json_get(doc, "facts");
 	const char *flags[] = { "driver_ready", "cuda_ready", "toolkit_ready", "verified" };
 
@@ -293,7 +295,7 @@ char *gb_status_prometheus(json_object *doc)
 		sb(&b, "gpuboot_%s %d\n", flags[i], v && json_object_get_boolean(v) ? 1 : 0);
 	}
 	if (facts) {
-		json_object *g = gb_json_get(facts, "gpus");
+		json_object *g = gb_json_get_array(facts, "gpus");
 		sb(&b, "# HELP gpuboot_gpus NVIDIA GPUs found on PCI.\n# TYPE gpuboot_gpus gauge\n");
 		sb(&b, "gpuboot_gpus %zu\n", g ? json_object_array_length(g) : 0);
 	}

@@ -565,7 +565,7 @@ struct nvl_summary {
 
 static void nvlink_summary(json_object *g, const char *peer_bus, struct nvl_summary *ns)
 {
-	json_object *links = gb_json_get(g, "nvlink");
+	json_object *links = gb_json_get_array(g, "nvlink");
 	const char *peers[GB_NVLINK_MAX_PEERS];
 	size_t o = 0;
 
@@ -788,7 +788,7 @@ static void check_parallel(struct gb_verify_result *r, json_object *act)
 /* GPUBOOT_GPUS named a GPU NVML does not have: the narrowing missed. */
 static void check_requested(struct gb_verify_result *r, json_object *gpus)
 {
-	json_object *req = gb_json_get(r->probe, "gpus_requested");
+	json_object *req = gb_json_get_array(r->probe, "gpus_requested");
 	size_t ng = gpus ? json_object_array_length(gpus) : 0;
 	struct gb_check *c;
 
@@ -815,7 +815,7 @@ static void check_requested(struct gb_verify_result *r, json_object *gpus)
 /* The active tier: cuInit, each GPU's measurements, peer copies. */
 static void active_checks(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *gpus)
 {
-	json_object *act = gb_json_get(r->probe, "active"), *cuda = gb_json_get(r->probe, "cuda");
+	json_object *act = gb_json_get_array(r->probe, "active"), *cuda = gb_json_get(r->probe, "cuda");
 	struct gb_check *c;
 
 	if (gb_json_get_str(cuda, "error")) {
@@ -836,7 +836,7 @@ static void active_checks(const struct gb_verify_opts *o, struct gb_verify_resul
 	}
 	check_parallel(r, act);
 	check_requested(r, gpus);
-	check_peers(r, gb_json_get(r->probe, "peers"), gpus, act);
+	check_peers(r, gb_json_get_array(r->probe, "peers"), gpus, act);
 }
 
 struct probe_args {
@@ -961,7 +961,7 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	}
 	flag(r, "driver.userspace", "system", true, "libnvidia-ml.so.1 loaded and initialised", "NVML");
 	check_version_match(r, f);
-	gpus = gb_json_get(r->probe, "gpus");
+	gpus = gb_json_get_array(r->probe, "gpus");
 	if (gb_json_get_num(r->probe, "nvml_gpu_count", &v)) {
 		c = num(r, "gpu.count", "system", v, "==", (double)f->n_gpus, "GPUs",
 		        "NVML's GPU count = NVIDIA display/3D PCI functions");

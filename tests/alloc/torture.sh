@@ -1,0 +1,161 @@
+#!/bin/sh
+# Allocation-failure torture (curl's style) over plan, verify and the
+# journal: run a scenario once counting its allocations (T), then once for
+# each N in 1..T (every STRIDE-th), the Nth allocation failing
+# (tests/alloc/failalloc.c, LD_PRELOAD'd into the ASan+UBSan build). For
+# each N the run must not crash (no sanitizer report, no signal, no leak)
+# and, when the failure was injected, must exit nonzero with an error
+# message, unless the failure was in something optional (ALLOWED below).
+#
+#   tests/alloc/torture.sh SCENARIO [STRIDE] [JOBS]
+#   SCENARIO: plan | verify | journal;  STRIDE default 1 (every N)
+#
+# Prints one line per failing N and a summary line; exits 0 when every N
+# passed, 1 otherwise, 77 when the build is missing.
+set -u
+cd "$(dirname "$0")/../.."
+ONE=
+if [ "${1:-}" = --one ]; then # a worker: --one SCENARIO N, in $TORTURE_W
+	ONE=$3
+	shift
+fi
+SCEN=${1:?usage: torture.sh plan|verify|journal [STRIDE] [JOBS]}
+STRIDE=${2:-1}
+JOBS=${3:-$(nproc 2>/dev/null || echo 2)}
+ROOTDIR=$PWD
+B=${GB_BUILD:-build}
+GB=$ROOTDIR/$B/asan/gpuboot
+SHIM=$ROOTDIR/$B/alloc/failalloc.so
+FAKE=$ROOTDIR/$B/fake-nvidia
+FIX=$ROOTDIR/tests/fixtures
+[ -x "$GB" ] && [ -f "$SHIM" ] || { echo "build missing: make $B/asan/gpuboot $B/alloc/failalloc.so"; exit 77; }
+if [ -n "$ONE" ]; then
+	W=$TORTURE_W
+else
+	W=$(mktemp -d "${TMPDIR:-/tmp}/gpuboot-torture.XXXXXX") || exit 1
+	[ -n "${TORTURE_KEEP:-}" ] || trap 'rm -rf "$W"' EXIT
+fi
+export ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:exitcode=99:abort_on_error=0
+export LSAN_OPTIONS=suppressions=$ROOTDIR/tests/alloc/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99
+export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS=50 GPUBOOT_DISK_PATH=$W
+
+# Failures that may pass silently, with the reason (a grep -E pattern over
+# the injected allocation's symbolized call stack). Keep it short and
+# justified: each is glibc recovering by itself, the program's result
+# unchanged.
+#   tzset_internal, __tzfile_read: loading the local time zone (gmtime_r
+#     asks for it once); glibc falls back to UTC, and gpuboot only ever
+#     formats UTC times.
+#   _IO_file_doallocate: a stdio stream's buffer; glibc falls back to an
+#     unbuffered stream, which writes the same bytes.
+ALLOWED='tzset_internal|__tzfile_read|_IO_file_doallocate'
+
+# --- scenarios: setup once (template), then a fresh copy per run ---
+setup() {
+	case $SCEN in
+	plan) ;;
+	verify)
+		cp -a "$FIX/h100x8-ubuntu2204" "$W/m" && mkdir -p "$W/m/dev" || return 1
+		for n in nvidiactl nvidia-uvm nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7; do
+			: >"$W/m/dev/$n"
+		done
+		;;
+	journal)
+		# the nouveau case of t-run-keep: prepare and load journal their
+		# effects; a run killed after its third record leaves an unfinished
+		# journal that every tortured run resumes
+		M=$W/tpl/m
+		mkdir -p "$W/tpl" && cp -a "$FIX/debian12-nvidia535-disk" "$M" && cp -a "$FIX/t4-nouveau-ubuntu2204/sys" "$M/" || return 1
+		mkdir -p "$M/sys/module/nouveau" "$M/sys/bus/pci/drivers/nouveau" "$M/proc" "$M/dev"
+		echo live >"$M/sys/module/nouveau/initstate"
+		echo 0 >"$M/sys/module/nouveau/refcnt"
+		: >"$M/sys/bus/pci/drivers/nouveau/unbind"
+		ln -s ../../devices/0000:00:04.0 "$M/sys/bus/pci/drivers/nouveau/0000:00:04.0"
+		echo "nouveau 2760704 0 - Live 0x0000000000000000" >"$M/proc/modules"
+		GPUBOOT_KILL_AFTER_JOURNAL_WRITE=3 GPUBOOT_FAKE_OPS="root=$M" "$GB" --root "$M" run --profile minimal \
+			--no-verify --state-dir "$W/tpl/s" --run-dir "$W/tpl/s/run" >/dev/null 2>&1
+		grep -q '"state": *"running"' "$W/tpl/s/journal.json" || { echo "journal setup: no unfinished journal"; return 1; }
+		;;
+	*) echo "unknown scenario $SCEN"; return 1 ;;
+	esac
+}
+
+# one_run DIR: the scenario's command, in DIR (fresh), environment already armed
+one_run() {
+	d=$1
+	case $SCEN in
+	plan)
+		"$GB" --root "$FIX/h200-ubuntu2404" plan ;;
+	verify)
+		LD_LIBRARY_PATH=$FAKE FAKE_NV_SCENARIO=healthy "$GB" --root "$W/m" verify --tier active \
+			--state-dir "$d/s" --run-dir "$d/s/run" ;;
+	journal)
+		GPUBOOT_FAKE_OPS="root=$d/m" "$GB" --root "$d/m" run --profile minimal --no-verify \
+			--state-dir "$d/s" --run-dir "$d/s/run" ;;
+	esac
+}
+
+# check N: run with the Nth allocation failing; print a verdict line.
+check() {
+	n=$1 d=$W/n$1
+	mkdir -p "$d"
+	# a fresh copy of the scenario's machine and state (before arming: cp is not under test)
+	[ "$SCEN" != journal ] || cp -a "$W/tpl/m" "$W/tpl/s" "$d/" || return 1
+	GPUBOOT_FAIL_ALLOC_AT=$n GPUBOOT_FAIL_ALLOC_LOG=$d/log LD_PRELOAD=$SHIM one_run "$d" >"$d/out" 2>"$d/err"
+	rc=$?
+	# the symbolized stack of the failed allocation (the shim prints it under ASan)
+	sed -n '/^failalloc: allocation/,/^$/p' "$d/err" | grep -E '^ +#[0-9]+ ' |
+		grep -vE 'failalloc\.c|libasan|__interceptor_|__sanitizer_print_stack_trace|sanitizer_common' >"$d/stack"
+	if [ ! -s "$d/log" ]; then
+		v="none"
+		[ "$rc" -eq 0 ] || v="FAIL exit $rc with no failure injected"
+	elif grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: ' "$d/err"; then
+		v="FAIL sanitizer: $(grep -m1 -E 'ERROR: |runtime error:' "$d/err")"
+	elif [ "$rc" -ge 128 ] || [ "$rc" -eq 99 ]; then
+		v="FAIL signal or abort (exit $rc)"
+	elif [ "$rc" -eq 0 ]; then
+		if [ -n "$ALLOWED" ] && grep -qE "$ALLOWED" "$d/stack"; then
+			v="ok (optional)"
+		else
+			v="FAIL exit 0 after a failed allocation"
+		fi
+	elif ! grep -q 'error' "$d/err"; then
+		v="FAIL exit $rc without an error message"
+	else
+		v="ok"
+	fi
+	case $v in
+	FAIL*)
+		echo "N=$n $v"
+		echo "      $(sed -n '1p' "$d/log")"
+		sed 's/^ *#[0-9]* 0x[0-9a-f]* in /      /' "$d/stack" | head -5
+		;;
+	esac
+	echo "$n $v" >"$W/verdict.$n"
+	case $v in FAIL*) ;; *) rm -rf "$d" ;; esac
+}
+
+if [ -n "$ONE" ]; then
+	check "$ONE"
+	exit 0
+fi
+setup || exit 1
+# the allocations of an undisturbed run, and its exit status
+mkdir -p "$W/count"
+[ "$SCEN" != journal ] || cp -a "$W/tpl/m" "$W/tpl/s" "$W/count/" || exit 1
+GPUBOOT_FAIL_ALLOC_COUNT=$W/count/n LD_PRELOAD=$SHIM one_run "$W/count" >"$W/count/out" 2>"$W/count/err"
+rc=$?
+total=$(cat "$W/count/n" 2>/dev/null)
+if [ -z "$total" ] || [ "$rc" -ne 0 ]; then
+	echo "$SCEN: the undisturbed run failed (exit $rc): $(tail -n3 "$W/count/err")"
+	exit 1
+fi
+rm -rf "$W/count"
+start=$(date +%s)
+TORTURE_W=$W seq 1 "$STRIDE" "$((total + 1))" | TORTURE_W=$W xargs -P "$JOBS" -n 1 sh "$0" --one "$SCEN"
+tried=$(seq 1 "$STRIDE" "$((total + 1))" | wc -l)
+bad=$(cat "$W"/verdict.* 2>/dev/null | grep -c FAIL)
+none=$(cat "$W"/verdict.* 2>/dev/null | grep -c ' none$')
+echo "$SCEN: $total allocations; $tried runs (N = 1..$((total + 1)) step $STRIDE), $((tried - none)) with a failure injected, $bad failed ($(($(date +%s) - start)) s, $JOBS jobs)"
+[ "$bad" -eq 0 ]
