@@ -1,0 +1,393 @@
+#!/bin/sh
+# vm-tests: a real first boot under QEMU with cloud-init (NoCloud), running
+# gpuboot from the project's own examples in cloud-init/ as users paste them:
+# the release's copies (make release, with GPUBOOT_RELEASE_URL pointing at a
+# second, read-only disk that holds the release files), its SHA256SUMS
+# pasted in. No network in the guest. Ends with
+# "N passed, N failed"; logs and status documents in build/vm-tests/.
+#
+# usage: vm-tests/run.sh [SCENARIO ...]   (default: all)
+# env:   GPUBOOT_VM_TIMEOUT  seconds per VM (default 1200)
+#        GPUBOOT_VM_ACCEL    qemu -accel (default tcg,thread=multi)
+set -u
+cd "$(dirname "$0")/.."
+GB=${GB_STATIC:-build/gpuboot}
+REL=${GPUBOOT_VM_RELEASE:-build/vm-release}
+LOGS=build/vm-tests
+TIMEOUT=${GPUBOOT_VM_TIMEOUT:-1200}
+ACCEL=${GPUBOOT_VM_ACCEL:-tcg,thread=multi}
+[ -x "$GB" ] || { echo "vm-tests: $GB missing (make static)"; exit 1; }
+[ -s "$REL/SHA256SUMS" ] && [ -s "$REL/gpuboot.yaml" ] || { echo "vm-tests: no release in $REL (make vm-test makes it)"; exit 1; }
+cmp -s "$GB" "$REL/gpuboot-x86_64" || { echo "vm-tests: $REL/gpuboot-x86_64 is not $GB (make vm-test)"; exit 1; }
+for t in qemu-system-x86_64 qemu-img mmdebstrap cloud-localds genisoimage; do
+	command -v "$t" >/dev/null || { echo "vm-tests: $t missing (scripts/install-deps.sh --vm)"; exit 1; }
+done
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+pass=0 fail=0 failed=""
+
+# section NAME FILE: the lines of one report section of the last boot
+section() {
+	awk -v s="$1-BEGIN" 'index($0, "VMTEST-BEGIN") {out=""} $0==s {on=1; next} $0=="END-SECTION" {on=0} on {print}' "$2"
+}
+check() { # description, then a shell test
+	d=$1
+	shift
+	if "$@"; then :; else
+		echo "      check failed: $d" >>"$dir/failures"
+	fi
+}
+
+# scenario NAME SUITE EXAMPLE BOOTS
+scenario() {
+	name=$1 suite=$2 example=$3 boots=$4
+	dir=$LOGS/$name
+	mkdir -p "$dir/media"
+	: >"$dir/failures"
+	img=$(vm-tests/build-image.sh "$suite" 2>"$dir/build-image.log" </dev/null) || {
+		echo "      image build failed (see $dir/build-image.log)" >>"$dir/failures"
+		return
+	}
+	cp "$GB" "$dir/media/gpuboot"
+	cp "$REL"/gpuboot-x86_64 "$REL"/gpuboot-aarch64 "$REL"/SHA256SUMS "$REL"/SHA256SUMS.sig "$dir/media/"
+	# Secure Boot scenarios: the site key travels on the media disk; the firmware is OVMF's
+	# Secure Boot build with a per-VM copy of its variables (Microsoft's keys, and for
+	# secboot-db the site certificate in db).
+	fw=""
+	case ${firmware:-} in
+	secboot*)
+		secureboot_prep || return
+		cp "$LOGS/secureboot/site.key" "$LOGS/secureboot/site.pem" "$dir/media/"
+		cp "$LOGS/secureboot/vars-$firmware.fd" "$dir/vars.fd"
+		fw="-machine q35,smm=on -global driver=cfi.pflash01,property=secure,value=on
+		    -drive if=pflash,format=raw,unit=0,file=$OVMF_CODE,readonly=on -drive if=pflash,format=raw,unit=1,file=$dir/vars.fd"
+		;;
+	esac
+	genisoimage -quiet -V GPUBOOT -r -o "$dir/media.iso" "$dir/media"
+	# The example as the release filled it in (its SHA256SUMS pasted, the release at the
+	# second disk), or a scenario's own user-data (vm-tests/userdata/*.yaml).
+	src=$REL/$example
+	[ -f "vm-tests/userdata/$example" ] && src=vm-tests/userdata/$example
+	cp "$src" "$dir/user-data"
+	printf 'instance-id: vmtest-%s-%s\nlocal-hostname: vmtest\n' "$name" "$$" >"$dir/meta-data"
+	cloud-localds "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
+	qemu-img create -q -f qcow2 -b "$img/disk.raw" -F raw "$dir/overlay.qcow2"
+	start=$(date +%s)
+	# shellcheck disable=SC2086
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
+		-display none -no-user-config -nic none \
+		-serial "file:$dir/console.log" -serial "file:$dir/report.log" \
+		-kernel "$img/vmlinuz${kernel:+-$kernel}" -initrd "$img/initrd.img${kernel:+-$kernel}" \
+		-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots" \
+		-drive "file=$dir/overlay.qcow2,if=virtio,format=qcow2" \
+		-drive "file=$dir/seed.iso,if=virtio,format=raw,readonly=on" \
+		-drive "file=$dir/media.iso,if=virtio,format=raw,readonly=on" >"$dir/qemu.log" 2>&1
+	rc=$?
+	echo "$name: qemu exited $rc after $(($(date +%s) - start)) s" >"$dir/timing"
+	rm -f "$dir/overlay.qcow2"
+	[ "$rc" -eq 0 ] || echo "      qemu exited $rc (timeout: 124)" >>"$dir/failures"
+	# The serial line turns \n into \r\n.
+	tr -d '\r' <"$dir/report.log" >"$dir/report.txt"
+	r=$dir/report.txt
+	check "the guest reported $boots boot(s)" [ "$(grep -c '^VMTEST-END' "$r" 2>/dev/null)" -eq "$boots" ]
+	# Boot 1: cloud-init ran the example; gpuboot detect, plan and run did their part.
+	awk '/^VMTEST-BEGIN boot=1/{on=1} on{print} /^VMTEST-END boot=1/{exit}' "$r" >"$dir/boot1.log"
+	section STATUSJSON "$dir/boot1.log" | sed '$d' >"$dir/status.json"
+	check "cloud-init finished without errors" grep -q "status: done" "$dir/boot1.log"
+	check "the status document is valid (docs/status.md)" sh -c "python3 tests/status_schema.py '$dir/status.json' docs/status.md >/dev/null"
+	"${checks:-checks_example}"
+}
+
+# The cloud-init examples on a guest without a GPU: detect, plan (exit 11), status.
+checks_example() {
+	check "gpuboot run: exit 11, no GPU, stages detect ok and plan refused" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 11 and d["result"] == "no-gpu", (d["command"], d["exit_code"], d["result"])
+st = {s["name"]: s for s in d["stages"]}
+assert st["detect"]["result"] == "ok" and st["plan"]["result"] == "refused", st
+assert "no NVIDIA GPU" in st["plan"]["error"]
+assert d["facts"]["gpus"] == [] and d["facts"]["os"]["id"] == "debian" and d["facts"]["cpu"]["arch"] == "x86_64"
+assert d["facts"]["kernel"]["release"] and d["facts"]["os"]["libc"] == "glibc"
+PY
+	check "gpuboot detect ran from user-data" grep -q "^gpus: *none" "$dir/boot1.log"
+	check "gpuboot plan ran and refused with exit 11" grep -q "REFUSED      exit 11" "$dir/boot1.log"
+	check "the example logged run's exit code" grep -q "gpuboot run exited 11" "$dir/boot1.log"
+	check "the static binary ran in the guest" grep -q "^gpuboot 0\." "$dir/boot1.log"
+	check "the example chose gpuboot-x86_64 by uname -m and verified its pasted sha256" \
+		grep -q "^gpuboot: gpuboot-x86_64 sha256 $(awk '$2 == "gpuboot-x86_64" {print $1}' "$REL/SHA256SUMS") verified" "$dir/boot1.log"
+	if [ "$boots" -ge 2 ]; then
+		awk '/^VMTEST-BEGIN boot=2/{on=1} on{print}' "$r" >"$dir/boot2.log"
+		check "second boot: runcmd did not run again, gpuboot status reads the first boot's document" \
+			grep -q "no-gpu (exit 11)" "$dir/boot2.log"
+		check "second boot: the status document survived the reboot" grep -q '"exit_code": 11' "$dir/boot2.log"
+		check "second boot: cloud-init done" grep -q "status: done" "$dir/boot2.log"
+	fi
+}
+
+# The Debian 12 image with Debian's NVIDIA driver installed by gpuboot at
+# build time (vm-tests/build-image.sh bookworm-nvidia): at first boot
+# `gpuboot run --target-gpu T4` keeps the driver and loads the real module
+# through libkmod; QEMU has no NVIDIA GPU, so the kernel refuses it, and the
+# status names the cause from the kernel's own line.
+checks_firstboot_load() {
+	check "gpuboot run: exit 11, load failed: no NVIDIA GPU the driver can drive" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 11, (d["command"], d["exit_code"], d["result"])
+st = {s["name"]: s for s in d["stages"]}
+assert st["plan"]["result"] == "ok" and d["plan"]["driver"]["action"] == "keep", d["plan"]["driver"]
+assert st["load"]["result"] == "failed", st["load"]
+assert "no NVIDIA GPU the driver can drive" in st["load"]["error"], st["load"]
+assert st["load"]["errno"] == "ENODEV", st["load"]["errno"]
+PY
+	check "the kernel's own NVRM line is in the status" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "NVRM" in json.dumps(d["load"]) and "No NVIDIA GPU found" in json.dumps(d["load"]), d["load"]
+PY
+	check "the installed module is the image's: Debian's 535.309.01, not loaded" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+i = d["plan"]["driver"]["installed"]
+assert i["version"] == "535.309.01" and not i["loaded"] and i["module_for_kernel"], i
+PY
+	check "nothing but the load was tried: prepare, fetch, install skipped" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s["result"] for s in d["stages"]}
+assert st["prepare"] == st["fetch"] == st["install"] == "skipped", st
+PY
+	check "the guest logged run's exit code" grep -q "gpuboot run exited 11" "$dir/boot1.log"
+}
+
+OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
+OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.ms.fd
+# The site key of the Secure Boot scenarios (made fresh for this run) and two
+# variable stores: Microsoft's keys only (secboot), and with the site
+# certificate in db (secboot-db), written by virt-fw-vars.
+secureboot_prep() {
+	sb=$LOGS/secureboot
+	[ -f "$sb/.done" ] && return 0
+	mkdir -p "$sb"
+	[ -f "$OVMF_CODE" ] && [ -f "$OVMF_VARS" ] || {
+		echo "      OVMF's Secure Boot firmware missing (scripts/install-deps.sh --vm installs ovmf)" >>"$dir/failures"
+		return 1
+	}
+	openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=gpuboot vm-test site key" \
+		-keyout "$sb/site.key" -out "$sb/site.pem" >"$sb/openssl.log" 2>&1 &&
+		cp "$OVMF_VARS" "$sb/vars-secboot.fd" &&
+		vm-tests/virt-fw-vars.sh --input "$OVMF_VARS" --output "$sb/vars-secboot-db.fd" \
+			--add-db 8f2f6b4e-1a5c-4d3b-9c1e-6b7a2d9e0f31 "$sb/site.pem" >"$sb/virt-fw-vars.log" 2>&1 || {
+		echo "      could not make the Secure Boot variable stores (see $sb/*.log)" >>"$dir/failures"
+		return 1
+	}
+	touch "$sb/.done"
+}
+
+# block NAME FILE: the lines between ==NAME and ==END-NAME of the example's log
+block() { awk -v b="==$1" -v e="==END-$1" '$0==e {on=0} on {print} $0==b {on=1}' "$2"; }
+
+# Secure Boot on, no trusted signing path: refused before any change; the
+# module as it is on disk (signed by DKMS's own key) classified from the
+# kernel's own errno and line.
+checks_secureboot() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	for s in run1 run2 repair; do block "STATUS-$s" "$dir/firstboot.log" >"$dir/status-$s.json"; done
+	check "run1: exit 10, refused at plan: Secure Boot and no signed modules" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 10, d["exit_code"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["plan"]["result"] == "refused" and "Secure Boot is on" in st["plan"]["error"], st["plan"]
+assert all(st[n]["result"] in ("skipped", "not-run") for n in st if n not in ("detect", "plan")), st
+assert d["facts"]["secure_boot"]["enabled"] is True and d["facts"]["secure_boot"]["lockdown"] == "integrity"
+keys = d["facts"]["secure_boot"]["kernel_keys"]
+assert any(k["name"] == "Microsoft Corporation UEFI CA 2011" for k in keys), keys
+PY
+	check "run2: exit 10, the site certificate named as not trusted by the kernel" python3 - "$dir/status-run2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 10, d["exit_code"]
+st = {s["name"]: s for s in d["stages"]}
+e = st["plan"]["error"]
+assert "does not trust the site certificate" in e and "gpuboot vm-test site key" in e and "virt-fw-vars" in e, e
+PY
+	check "runs 1 and 2 changed nothing on the machine" [ -z "$(block CHANGED "$dir/firstboot.log")" ]
+	check "repair: exit 14, EKEYREJECTED, signed by a key the kernel does not trust (the kernel's own line)" python3 - "$dir/status-repair.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 14, d["exit_code"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "EKEYREJECTED", st["load"]
+assert "signed by a key the kernel does not trust" in st["load"]["error"], st["load"]
+assert "Loading of module with unavailable key is rejected" in json.dumps(d["load"]), d["load"]
+PY
+	block CAPTURE "$dir/firstboot.log" | base64 -d >"$dir/capture.tgz" 2>/dev/null
+	mkdir -p "$dir/capture"
+	check "detect --capture in the guest: its files, /proc/keys and the SecureBoot variable among them" \
+		sh -c "tar -xzf '$dir/capture.tgz' -C '$dir/capture' && grep -q 'asymmetri Microsoft Corporation UEFI CA 2011' '$dir/capture/proc/keys' && ls '$dir/capture/sys/firmware/efi/efivars/' | grep -q '^SecureBoot-'"
+}
+
+# all_signed_by_site_key FILE: "<module>: <signer>" lines, at least one, every signer the site key
+all_signed_by_site_key() {
+	[ -s "$1" ] && [ "$(grep -c ': gpuboot vm-test site key$' "$1")" -eq "$(wc -l <"$1")" ]
+}
+
+# Secure Boot on with the site certificate in the firmware's db: trusted by
+# the kernel, the modules signed by gpuboot, the signature accepted.
+checks_secureboot_db() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	for s in run1 run2; do block "STATUS-$s" "$dir/firstboot.log" >"$dir/status-$s.json"; done
+	check "run1: plan trusts the site key (found in /proc/keys), modules signed, load fails only for want of a GPU (ENODEV, exit 11)" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 11, (d["exit_code"], d.get("result"))
+p = d["plan"]["secure_boot"]
+assert p["strategy"] == "sign-with-key" and "whose certificate the kernel trusts" in p["reason"], p
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV", st["load"]
+sig = d["load"]["signing"]
+assert sig["signed"] >= 4 and all(m["signed_now"] for m in sig["modules"]), sig
+PY
+	block SIGNER "$dir/firstboot.log" >"$dir/signers"
+	check "the modules are signed by the site key (modinfo signer)" all_signed_by_site_key "$dir/signers"
+	block KERNEL "$dir/firstboot.log" >"$dir/kernel-lines"
+	check "the kernel loaded the certificate from db into its keyring" grep -q "integrity: Loaded X.509 cert 'gpuboot vm-test site key" "$dir/kernel-lines"
+	check "the kernel found no GPU (the signature was accepted)" grep -q "NVRM: No NVIDIA GPU found" "$dir/kernel-lines"
+	check "run2: exit 11 again, nothing signed again" python3 - "$dir/status-run2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 11, d["exit_code"]
+sig = d["load"]["signing"]
+assert sig["signed"] == 0 and sig["modules"], sig
+PY
+}
+
+initramfs_before_ok() { grep -q 'drivers/gpu/drm/nouveau/nouveau.ko' "$1" && ! grep -q 'blacklist-nouveau' "$1"; }
+# first line: nouveau's count in /proc/modules; then the initramfs' nouveau and modprobe.d entries
+initramfs_after_ok() {
+	[ "$(head -n1 "$1")" = 0 ] || return 1
+	grep -q 'etc/modprobe.d/gpuboot-blacklist-nouveau.conf' "$1" || ! grep -q 'nouveau.ko' "$1"
+}
+blacklist_ok() { grep -qx 'blacklist nouveau' "$1" && grep -qx 'options nouveau modeset=0' "$1"; }
+# three mtimes of the initramfs: before run1, after run1, after run2
+written_by_run1_only() {
+	set -- $(cat "$1")
+	[ $# -eq 3 ] && [ "$1" != "$2" ] && [ "$2" = "$3" ]
+}
+
+# nouveau: loaded by hand and inside the initramfs (plymouth's hook copies the
+# DRM drivers); gpuboot unloads, blacklists, regenerates, and only once.
+checks_nouveau() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	for s in run1 run2; do block "STATUS-$s" "$dir/firstboot.log" >"$dir/status-$s.json"; done
+	block BEFORE "$dir/firstboot.log" >"$dir/initramfs-before"
+	block AFTER "$dir/firstboot.log" >"$dir/initramfs-after"
+	block MTIMES "$dir/firstboot.log" >"$dir/mtimes"
+	check "the image's initramfs holds nouveau.ko (plymouth's hook) and no blacklist" initramfs_before_ok "$dir/initramfs-before"
+	check "nouveau was loaded before gpuboot ran" [ "$(block LOADED "$dir/firstboot.log")" = 1 ]
+	check "run1: prepare unloaded nouveau, wrote the blacklist, found nouveau loadable in the initramfs and regenerated it" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+assert st["prepare"]["result"] == "ok", st["prepare"]
+p = d["prepare"]
+assert p["unloaded"] is True and p["blacklist_changed"] is True and p["rebuilt"] == 1, p
+i = p["initramfs"][0]
+assert i["before"] == "loads-nouveau" and i["after"] in ("no-nouveau", "nouveau-blacklisted") and i["rebuilt"], i
+PY
+	check "after run1: nouveau not loaded, the new initramfs carries gpuboot's blacklist (or no nouveau)" \
+		initramfs_after_ok "$dir/initramfs-after"
+	block BLACKLIST "$dir/firstboot.log" >"$dir/blacklist"
+	check "the blacklist says blacklist nouveau and options nouveau modeset=0" \
+		blacklist_ok "$dir/blacklist"
+	check "run1 then stops at the install (no network in the guest), naming it" python3 - "$dir/status-run1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+assert d["exit_code"] != 0 and st["install"]["result"] == "failed", (d["exit_code"], st["install"])
+PY
+	check "run2: prepare changed nothing: no unload, blacklist unchanged, no regeneration" python3 - "$dir/status-run2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["prepare"]
+assert p["rebuilt"] == 0 and p["blacklist_changed"] is False and not p.get("unloaded"), p
+assert all(not i["rebuilt"] and i["before"] in ("no-nouveau", "nouveau-blacklisted") for i in p["initramfs"]), p
+st = {s["name"]: s for s in d["stages"]}
+assert st["plan"]["result"] == "ok" and st["prepare"]["result"] == "ok", st  # the same plan, resumed
+PY
+	check "the initramfs was written by run1 only" written_by_run1_only "$dir/mtimes"
+}
+
+# The kernel upgrade: the module built for 6.12 by the hooks before it ever
+# booted; the guest boots 6.12; gpuboot-repair.service finds the module for
+# the running kernel and loads it (the kernel refuses it only for want of a GPU).
+checks_upgrade() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	block HOOK "$dir/firstboot.log" >"$dir/hook-status.json"
+	block BOOTSTATUS "$dir/firstboot.log" >"$dir/boot-status.json"
+	kver=$(block UNAME "$dir/firstboot.log")
+	check "the guest runs bookworm-backports' kernel (6.12), not the one gpuboot installed for" \
+		sh -c "case '$kver' in 6.12.*) exit 0 ;; *) exit 1 ;; esac"
+	check "the hook (image build, apt installing the kernel): --repair --kernel $kver --from-hook said it will come up with the GPU" \
+		python3 - "$dir/hook-status.json" "$kver" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "repair" and d["exit_code"] == 0, (d["command"], d["exit_code"], d.get("result"))
+r = d["install"]  # a repair's result is its install entry
+assert r["after"]["kernel"] == sys.argv[2] and r["after"]["module"] and r["after"]["verdict"] == "ok", r["after"]
+PY
+	check "no repair-needed marker" [ -z "$(block MARKERS "$dir/firstboot.log")" ]
+	block MODULES "$dir/firstboot.log" >"$dir/modules"
+	check "the module exists for both kernels (6.12's compressed by its DKMS)" [ "$(grep -c '^nvidia-current.ko' "$dir/modules")" -ge 2 ]
+	check "gpuboot-repair.service ran at boot: module found for the running kernel, not rebuilt, loaded: ENODEV (exit 11)" \
+		python3 - "$dir/boot-status.json" "$kver" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "repair", d["command"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV", st["load"]
+assert d["exit_code"] == 11, d["exit_code"]
+r = d["install"]
+assert r["after"]["kernel"] == sys.argv[2] and r["after"]["module"] and not r["built"], r
+PY
+}
+
+run_one() {
+	scenario "$@"
+	if [ -s "$LOGS/$1/failures" ]; then
+		fail=$((fail + 1))
+		failed="$failed $1"
+		echo "FAIL  vm/$1 ($(cat "$LOGS/$1/timing" 2>/dev/null))"
+		cat "$LOGS/$1/failures"
+		echo "      console (last 40 lines):"
+		tail -n 40 "$LOGS/$1/console.log" 2>/dev/null | sed 's/^/      | /'
+	else
+		pass=$((pass + 1))
+		echo "PASS  vm/$1 ($(cat "$LOGS/$1/timing"))"
+	fi
+}
+
+want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade"}
+for s in $want; do
+	case $s in
+	bookworm-cloud-config) firmware= kernel= checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
+	bookworm-shell) firmware= kernel= checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
+	trixie-cloud-config) firmware= kernel= checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-nvidia-firstboot) firmware= kernel= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-nouveau) firmware= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
+	bookworm-nvidia-upgrade) firmware= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
+	bookworm-nvidia-secureboot)
+		firmware=secboot kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
+	bookworm-nvidia-secureboot-db)
+		firmware=secboot-db kernel= checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
+	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
+	esac
+done
+echo
+[ -n "$failed" ] && echo "failed:$failed"
+echo "$pass passed, $fail failed"
+# A tier that ran nothing did not pass.
+[ $((pass + fail)) -gt 0 ] || { echo "no scenario ran"; exit 1; }
+[ "$fail" -eq 0 ]
