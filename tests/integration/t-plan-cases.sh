@@ -73,7 +73,11 @@ printf '\006\000\000\000\001' >"$TMP/sb/sys/firmware/efi/efivars/SecureBoot-8be4
 expect_exit 10 "$GB" --root "$TMP/sb" plan
 grep -q "signing_key" "$TMP/err" || fail "Secure Boot refusal does not name the fix"
 mkdir -p "$TMP/sb/etc/gpuboot"
-printf '[secure_boot]\nsigning_key = /var/lib/mok/MOK.priv\nsigning_cert = /var/lib/mok/MOK.der\n' >"$TMP/sb/etc/gpuboot/gpuboot.conf"
+# (a real key and certificate: the pair is checked before planning; this root has no /proc/keys,
+# so whether the kernel trusts it is decided when the module loads)
+openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=MOK" -keyout "$TMP/MOK.priv" \
+	-outform DER -out "$TMP/MOK.der" 2>/dev/null
+printf '[secure_boot]\nsigning_key = %s\nsigning_cert = %s\n' "$TMP/MOK.priv" "$TMP/MOK.der" >"$TMP/sb/etc/gpuboot/gpuboot.conf"
 expect_exit 0 "$GB" --root "$TMP/sb" plan --json
 [ "$(j 'd["secure_boot"]["strategy"]')" = "sign-with-key" ] || fail "signing key not used"
 
