@@ -13,6 +13,7 @@
 #include "context.h"
 #include "exit-codes.h"
 #include "repair/repair.h"
+#include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/tls.h"
 #include "shared/util.h"
@@ -388,6 +389,12 @@ static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char
 		r = GB_EXIT_USAGE;
 	else
 		r = cmd->fn(ctx, argc, argv);
+	/* The backstop: a command that lost a part of a JSON document to memory
+	 * (and wrote none, gb_json_text) has not succeeded. */
+	if (r == GB_EXIT_OK && gb_json_oom()) {
+		gb_log_error("Failed to build a JSON document: out of memory");
+		r = GB_EXIT_FAILED;
+	}
 	gb_root_free(ctx->root);
 	gb_ops_fake_free(ctx->ops);
 	return r;

@@ -7,12 +7,19 @@
 #include "detect/capture.h"
 #include "detect/detect.h"
 #include "exit-codes.h"
+#include "shared/json-util.h"
 #include "shared/log.h"
+#include "shared/util.h"
 
-void gb_cmd_print_json(json_object *o)
+int gb_cmd_print_json(json_object *o)
 {
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	                                           JSON_C_TO_STRING_NOSLASHESCAPE));
+	_cleanup_free_ char *text = NULL;
+	int r =
+	    gb_json_text(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE, &text);
+	if (r < 0)
+		return gb_log_error_errno(r, "Failed to make the JSON document: %m");
+	puts(text);
+	return 0;
 }
 
 int gb_cmd_no_args(const char *name, int argc, char **argv)
@@ -39,8 +46,12 @@ static int cmd_detect(struct gb_ctx *ctx, int argc, char **argv)
 	}
 	if (ctx->opt.json) {
 		json_object *o = gb_facts_to_json(&f);
-		gb_cmd_print_json(o);
+		r = gb_cmd_print_json(o);
 		json_object_put(o);
+		if (r < 0) {
+			gb_facts_done(&f);
+			return GB_EXIT_FAILED;
+		}
 	} else {
 		gb_facts_print(&f, stdout);
 	}

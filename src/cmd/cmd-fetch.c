@@ -16,26 +16,27 @@
 #include "run/stage.h"
 #include "shared/log.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 static json_object *artifacts_json(const struct gb_artifact *a, size_t n)
 {
-	json_object *arr = json_object_new_array();
+	json_object *arr = gb_json_new_array();
 	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_new_object();
+		json_object *o = gb_json_new_object();
 		bool ok = gb_artifact_ok(&a[i]);
-		json_object_object_add(o, "name", json_object_new_string(a[i].name));
-		json_object_object_add(o, "path", json_object_new_string(a[i].path));
-		json_object_object_add(o, "url", json_object_new_string(a[i].url));
-		json_object_object_add(o, "sha256", json_object_new_string(a[i].sha256));
-		json_object_object_add(o, "size", json_object_new_int64((int64_t)a[i].size));
-		json_object_object_add(o, "result", json_object_new_string(ok ? "verified" : "failed"));
-		json_object_object_add(o, "from_cache", json_object_new_boolean(a[i].from_cache));
-		json_object_object_add(o, "cache_path", ok ? json_object_new_string(a[i].cache_path) : NULL);
-		json_object_object_add(o, "error",
-		                       a[i].error[0] ? json_object_new_string(a[i].error)
-		                       : ok          ? NULL
-		                                     : json_object_new_string("not fetched"));
-		json_object_array_add(arr, o);
+		gb_json_add(o, "name", gb_json_new_string(a[i].name));
+		gb_json_add(o, "path", gb_json_new_string(a[i].path));
+		gb_json_add(o, "url", gb_json_new_string(a[i].url));
+		gb_json_add(o, "sha256", gb_json_new_string(a[i].sha256));
+		gb_json_add(o, "size", gb_json_new_int64((int64_t)a[i].size));
+		gb_json_add(o, "result", gb_json_new_string(ok ? "verified" : "failed"));
+		gb_json_add(o, "from_cache", gb_json_new_boolean(a[i].from_cache));
+		gb_json_add(o, "cache_path", ok ? gb_json_new_string(a[i].cache_path) : NULL);
+		gb_json_add(o, "error",
+		            a[i].error[0] ? gb_json_new_string(a[i].error)
+		            : ok          ? NULL
+		                          : gb_json_new_string("not fetched"));
+		gb_json_append(arr, o);
 	}
 	return arr;
 }

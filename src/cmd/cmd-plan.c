@@ -23,12 +23,13 @@ static int cmd_plan(struct gb_ctx *ctx, int argc, char **argv)
 	}
 	if (ctx->opt.json) {
 		json_object *o = gb_plan_to_json(&plan);
-		gb_cmd_print_json(o);
+		code = gb_cmd_print_json(o) < 0 ? GB_EXIT_FAILED : 0;
 		json_object_put(o);
 	} else {
 		gb_plan_print(&plan, stdout);
 	}
-	code = plan.refusal_code ? plan.refusal_code : GB_EXIT_OK;
+	if (!code)
+		code = plan.refusal_code ? plan.refusal_code : GB_EXIT_OK;
 	if (plan.refusal_code)
 		gb_log_error("%s", plan.refusal);
 	gb_plan_done(&plan);

@@ -13,18 +13,20 @@
 #include "run/verify-stage.h"
 #include "shared/log.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
-static void print_json(const char *tier, const struct gb_verify_result *res)
+static int print_json(const char *tier, const struct gb_verify_result *res)
 {
-	json_object *j = json_object_new_object();
-	json_object_object_add(j, "tier", json_object_new_string(tier));
-	json_object_object_add(j, "failed", json_object_new_int((int)res->failed));
-	json_object_object_add(j, "wall_ms", json_object_new_double(res->wall_ms));
-	json_object_object_add(j, "probe_ms", json_object_new_double(res->probe_ms));
-	json_object_object_add(j, "checks", gb_checks_to_json(res));
-	json_object_object_add(j, "probe", res->probe ? json_object_get(res->probe) : NULL);
-	gb_cmd_print_json(j);
+	json_object *j = gb_json_new_object();
+	gb_json_add(j, "tier", gb_json_new_string(tier));
+	gb_json_add(j, "failed", gb_json_new_int((int)res->failed));
+	gb_json_add(j, "wall_ms", gb_json_new_double(res->wall_ms));
+	gb_json_add(j, "probe_ms", gb_json_new_double(res->probe_ms));
+	gb_json_add(j, "checks", gb_checks_to_json(res));
+	gb_json_add(j, "probe", res->probe ? json_object_get(res->probe) : NULL);
+	int r = gb_cmd_print_json(j);
 	json_object_put(j);
+	return r;
 }
 
 /* The full tier checks the CUDA the plan installs (cuda.installed). */
@@ -75,9 +77,10 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 		expected_cuda(ctx, &in, cuda, sizeof(cuda));
 	stage = gb_stage_begin(ctx, &st, "verify");
 	code = gb_verify_stage(ctx, &in, tier, cuda[0] ? cuda : NULL, stage, &st, &res);
-	if (st.verify && ctx->opt.json)
-		print_json(tier, &res);
-	else if (st.verify)
+	if (st.verify && ctx->opt.json) {
+		if (print_json(tier, &res) < 0 && code == GB_EXIT_OK)
+			code = GB_EXIT_FAILED;
+	} else if (st.verify)
 		gb_verify_print(&res, stdout);
 out:
 	st.exit_code = code;

@@ -32,7 +32,8 @@ struct gb_cmd {
 extern const struct gb_cmd gb_cmd_run, gb_cmd_repair, gb_cmd_detect, gb_cmd_plan, gb_cmd_fetch, gb_cmd_verify,
     gb_cmd_status, gb_cmd_mirror;
 
-/* Print a JSON document the way every command prints one. */
-void gb_cmd_print_json(json_object *o);
+/* Print a JSON document the way every command prints one; -ENOMEM (logged)
+ * when it lost a part to memory (gb_json_text), and nothing printed. */
+int gb_cmd_print_json(json_object *o);
 /* "CMD takes no arguments": a usage error when argc > 0. */
 int gb_cmd_no_args(const char *name, int argc, char **argv);

@@ -79,6 +79,11 @@ int gb_detect_net(struct gb_ctx *ctx, struct gb_facts *f)
 			}
 			port->rate = port_attr(ctx, *d, *p, "rate");
 			port->link_layer = port_attr(ctx, *d, *p, "link_layer");
+			if (!port->device || (state && !port->state)) {
+				gb_strv_free(ports);
+				gb_strv_free(devs);
+				return -ENOMEM;
+			}
 		}
 		gb_strv_free(ports);
 	}

@@ -12,6 +12,7 @@
 #include "shared/log.h"
 #include "shared/root.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret_flavor)
 {
@@ -109,16 +110,11 @@ static int detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
 
 static char *json_version(const char *text)
 {
-	json_tokener *tok = json_tokener_new_ex(8);
 	json_object *o, *cuda, *ver;
 	char *r = NULL;
 
-	if (!tok)
-		return NULL;
-	o = json_tokener_parse_ex(tok, text, (int)strlen(text));
-	json_tokener_free(tok);
-	if (!o)
-		return NULL;
+	if (gb_json_parse(text, strlen(text), 8, &o) < 0)
+		return NULL; /* out of memory: the flag fails the command */
 	if (json_object_object_get_ex(o, "cuda", &cuda) && json_object_object_get_ex(cuda, "version", &ver) &&
 	    json_object_is_type(ver, json_type_string) && gb_version_valid(json_object_get_string(ver)))
 		r = strdup(json_object_get_string(ver));

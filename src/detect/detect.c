@@ -8,6 +8,7 @@
 
 #include "context.h"
 #include "shared/log.h"
+#include "shared/json-util.h"
 
 int gb_detect(struct gb_ctx *ctx, struct gb_facts *ret)
 {
@@ -92,48 +93,48 @@ void gb_facts_done(struct gb_facts *f)
 
 static json_object *jstr(const char *s)
 {
-	return s ? json_object_new_string(s) : NULL;
+	return s ? gb_json_new_string(s) : NULL;
 }
 
 static json_object *jint(int v)
 {
-	return v >= 0 ? json_object_new_int(v) : NULL;
+	return v >= 0 ? gb_json_new_int(v) : NULL;
 }
 
 /* 1, 0, -1 -> true, false, null */
 static json_object *jbool(int v)
 {
-	return v >= 0 ? json_object_new_boolean(v) : NULL;
+	return v >= 0 ? gb_json_new_boolean(v) : NULL;
 }
 
 static json_object *pci_fn_to_json(const struct gb_pci_fn *fn)
 {
-	json_object *o = json_object_new_object(), *link = json_object_new_object();
+	json_object *o = gb_json_new_object(), *link = gb_json_new_object();
 	char buf[32];
 
-	json_object_object_add(o, "pci_address", json_object_new_string(fn->address));
+	gb_json_add(o, "pci_address", gb_json_new_string(fn->address));
 	snprintf(buf, sizeof(buf), "%04x", fn->device);
-	json_object_object_add(o, "device_id", json_object_new_string(buf));
+	gb_json_add(o, "device_id", gb_json_new_string(buf));
 	if (fn->subsystem_vendor >= 0 && fn->subsystem_device >= 0) {
 		snprintf(buf, sizeof(buf), "%04x:%04x", (unsigned)fn->subsystem_vendor & 0xffffu,
 		         (unsigned)fn->subsystem_device & 0xffffu);
-		json_object_object_add(o, "subsystem_id", json_object_new_string(buf));
+		gb_json_add(o, "subsystem_id", gb_json_new_string(buf));
 	} else {
-		json_object_object_add(o, "subsystem_id", NULL);
+		gb_json_add(o, "subsystem_id", NULL);
 	}
 	snprintf(buf, sizeof(buf), "%06x", fn->class_code & 0xffffffu);
-	json_object_object_add(o, "class", json_object_new_string(buf));
-	json_object_object_add(o, "name", jstr(fn->catalog ? fn->catalog->name : NULL));
-	json_object_object_add(o, "chip", jstr(fn->catalog ? fn->catalog->chip : NULL));
-	json_object_object_add(o, "architecture", jstr(fn->catalog ? gb_arch_to_string(fn->catalog->arch) : NULL));
-	json_object_object_add(o, "compute_capability", jstr(fn->catalog ? fn->catalog->cc : NULL));
-	json_object_object_add(o, "bound_driver", jstr(fn->bound_driver));
-	json_object_object_add(o, "numa_node", fn->has_numa ? json_object_new_int(fn->numa_node) : NULL);
-	json_object_object_add(link, "current_gen", jint(fn->link.current_gen));
-	json_object_object_add(link, "max_gen", jint(fn->link.max_gen));
-	json_object_object_add(link, "current_width", jint(fn->link.current_width));
-	json_object_object_add(link, "max_width", jint(fn->link.max_width));
-	json_object_object_add(o, "link", link);
+	gb_json_add(o, "class", gb_json_new_string(buf));
+	gb_json_add(o, "name", jstr(fn->catalog ? fn->catalog->name : NULL));
+	gb_json_add(o, "chip", jstr(fn->catalog ? fn->catalog->chip : NULL));
+	gb_json_add(o, "architecture", jstr(fn->catalog ? gb_arch_to_string(fn->catalog->arch) : NULL));
+	gb_json_add(o, "compute_capability", jstr(fn->catalog ? fn->catalog->cc : NULL));
+	gb_json_add(o, "bound_driver", jstr(fn->bound_driver));
+	gb_json_add(o, "numa_node", fn->has_numa ? gb_json_new_int(fn->numa_node) : NULL);
+	gb_json_add(link, "current_gen", jint(fn->link.current_gen));
+	gb_json_add(link, "max_gen", jint(fn->link.max_gen));
+	gb_json_add(link, "current_width", jint(fn->link.current_width));
+	gb_json_add(link, "max_width", jint(fn->link.max_width));
+	gb_json_add(o, "link", link);
 	return o;
 }
 
@@ -143,34 +144,34 @@ static json_object *module_to_json(const struct gb_nvidia_module *m)
 
 	if (!m->path)
 		return NULL;
-	o = json_object_new_object();
-	json_object_object_add(o, "path", jstr(m->path));
-	json_object_object_add(o, "version", jstr(m->version));
-	json_object_object_add(o, "flavor", jstr(m->flavor));
-	json_object_object_add(o, "signer", jstr(m->signer));
+	o = gb_json_new_object();
+	gb_json_add(o, "path", jstr(m->path));
+	gb_json_add(o, "version", jstr(m->version));
+	gb_json_add(o, "flavor", jstr(m->flavor));
+	gb_json_add(o, "signer", jstr(m->signer));
 	return o;
 }
 
 static json_object *installed_to_json(const struct gb_facts *f)
 {
-	json_object *o = json_object_new_object(), *pkgs = json_object_new_array();
+	json_object *o = gb_json_new_object(), *pkgs = gb_json_new_array();
 	const struct gb_kernel_install *k = f->nvidia.installed.module_kernel;
 
-	json_object_object_add(o, "version", jstr(f->nvidia.installed.version));
-	json_object_object_add(o, "source", jstr(f->nvidia.installed.source));
-	json_object_object_add(o, "module_flavor", jstr(f->nvidia.installed.module_flavor));
-	json_object_object_add(o, "module_path", jstr(k ? k->nvidia.path : NULL));
-	json_object_object_add(o, "module_kernel", jstr(k ? k->release : NULL));
-	json_object_object_add(o, "module_signer", jstr(k ? k->nvidia.signer : NULL));
-	json_object_object_add(o, "userspace_version", jstr(f->nvidia.userspace_version));
-	json_object_object_add(o, "libcuda_version", jstr(f->nvidia.installed.libcuda_version));
+	gb_json_add(o, "version", jstr(f->nvidia.installed.version));
+	gb_json_add(o, "source", jstr(f->nvidia.installed.source));
+	gb_json_add(o, "module_flavor", jstr(f->nvidia.installed.module_flavor));
+	gb_json_add(o, "module_path", jstr(k ? k->nvidia.path : NULL));
+	gb_json_add(o, "module_kernel", jstr(k ? k->release : NULL));
+	gb_json_add(o, "module_signer", jstr(k ? k->nvidia.signer : NULL));
+	gb_json_add(o, "userspace_version", jstr(f->nvidia.userspace_version));
+	gb_json_add(o, "libcuda_version", jstr(f->nvidia.installed.libcuda_version));
 	for (size_t i = 0; i < f->nvidia.installed.n_packages; i++) {
-		json_object *p = json_object_new_object();
-		json_object_object_add(p, "name", jstr(f->nvidia.installed.packages[i].name));
-		json_object_object_add(p, "version", jstr(f->nvidia.installed.packages[i].version));
-		json_object_array_add(pkgs, p);
+		json_object *p = gb_json_new_object();
+		gb_json_add(p, "name", jstr(f->nvidia.installed.packages[i].name));
+		gb_json_add(p, "version", jstr(f->nvidia.installed.packages[i].version));
+		gb_json_append(pkgs, p);
 	}
-	json_object_object_add(o, "packages", pkgs);
+	gb_json_add(o, "packages", pkgs);
 	return o;
 }
 
@@ -180,114 +181,114 @@ static json_object *kernel_keys_json(const struct gb_facts *f)
 	json_object *a;
 	if (!f->secure_boot_state.keys_known)
 		return NULL;
-	a = json_object_new_array();
+	a = gb_json_new_array();
 	for (size_t i = 0; i < f->secure_boot_state.n_keys; i++) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", jstr(f->secure_boot_state.keys[i].name));
-		json_object_object_add(o, "key_id", jstr(f->secure_boot_state.keys[i].key_id));
-		json_object_array_add(a, o);
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "name", jstr(f->secure_boot_state.keys[i].name));
+		gb_json_add(o, "key_id", jstr(f->secure_boot_state.keys[i].key_id));
+		gb_json_append(a, o);
 	}
 	return a;
 }
 
 json_object *gb_facts_to_json(const struct gb_facts *f)
 {
-	json_object *root = json_object_new_object();
-	json_object *os = json_object_new_object(), *kernel = json_object_new_object();
-	json_object *cpu = json_object_new_object(), *sb = json_object_new_object();
-	json_object *cloud = json_object_new_object(), *gpus = json_object_new_array();
-	json_object *sw = json_object_new_array(), *net = json_object_new_object();
-	json_object *ib = json_object_new_array(), *nv = json_object_new_object();
-	json_object *cuda = json_object_new_array(), *eng = json_object_new_array();
-	json_object *nouveau = json_object_new_object(), *kernels = json_object_new_array();
+	json_object *root = gb_json_new_object();
+	json_object *os = gb_json_new_object(), *kernel = gb_json_new_object();
+	json_object *cpu = gb_json_new_object(), *sb = gb_json_new_object();
+	json_object *cloud = gb_json_new_object(), *gpus = gb_json_new_array();
+	json_object *sw = gb_json_new_array(), *net = gb_json_new_object();
+	json_object *ib = gb_json_new_array(), *nv = gb_json_new_object();
+	json_object *cuda = gb_json_new_array(), *eng = gb_json_new_array();
+	json_object *nouveau = gb_json_new_object(), *kernels = gb_json_new_array();
 
-	json_object_object_add(os, "id", jstr(f->os.id));
-	json_object_object_add(os, "version_id", jstr(f->os.version_id));
-	json_object_object_add(os, "id_like", jstr(f->os.id_like));
-	json_object_object_add(os, "version_codename", jstr(f->os.version_codename));
-	json_object_object_add(os, "pretty_name", jstr(f->os.pretty_name));
-	json_object_object_add(os, "libc", jstr(f->os.libc));
-	json_object_object_add(os, "package_manager", jstr(f->os.package_manager));
-	json_object_object_add(root, "os", os);
+	gb_json_add(os, "id", jstr(f->os.id));
+	gb_json_add(os, "version_id", jstr(f->os.version_id));
+	gb_json_add(os, "id_like", jstr(f->os.id_like));
+	gb_json_add(os, "version_codename", jstr(f->os.version_codename));
+	gb_json_add(os, "pretty_name", jstr(f->os.pretty_name));
+	gb_json_add(os, "libc", jstr(f->os.libc));
+	gb_json_add(os, "package_manager", jstr(f->os.package_manager));
+	gb_json_add(root, "os", os);
 
-	json_object_object_add(kernel, "release", jstr(f->kernel.release));
-	json_object_object_add(kernel, "flavour", jstr(f->kernel.flavour));
-	json_object_object_add(kernel, "headers", json_object_new_boolean(f->kernel.headers));
-	json_object_object_add(kernel, "cmdline", jstr(f->kernel.cmdline));
-	json_object_object_add(kernel, "target", jstr(f->kernel.target));
+	gb_json_add(kernel, "release", jstr(f->kernel.release));
+	gb_json_add(kernel, "flavour", jstr(f->kernel.flavour));
+	gb_json_add(kernel, "headers", gb_json_new_boolean(f->kernel.headers));
+	gb_json_add(kernel, "cmdline", jstr(f->kernel.cmdline));
+	gb_json_add(kernel, "target", jstr(f->kernel.target));
 	for (size_t i = 0; i < f->kernel.n_installed; i++) {
 		const struct gb_kernel_install *k = &f->kernel.installed[i];
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "release", jstr(k->release));
-		json_object_object_add(o, "running", json_object_new_boolean(k->running));
-		json_object_object_add(o, "headers", json_object_new_boolean(k->headers));
-		json_object_object_add(o, "nvidia_module", module_to_json(&k->nvidia));
-		json_object_array_add(kernels, o);
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "release", jstr(k->release));
+		gb_json_add(o, "running", gb_json_new_boolean(k->running));
+		gb_json_add(o, "headers", gb_json_new_boolean(k->headers));
+		gb_json_add(o, "nvidia_module", module_to_json(&k->nvidia));
+		gb_json_append(kernels, o);
 	}
-	json_object_object_add(kernel, "installed", kernels);
-	json_object_object_add(root, "kernel", kernel);
+	gb_json_add(kernel, "installed", kernels);
+	gb_json_add(root, "kernel", kernel);
 
-	json_object_object_add(cpu, "arch", jstr(f->cpu.arch));
-	json_object_object_add(cpu, "nvidia_platform", jstr(f->cpu.nvidia_platform));
-	json_object_object_add(root, "cpu", cpu);
+	gb_json_add(cpu, "arch", jstr(f->cpu.arch));
+	gb_json_add(cpu, "nvidia_platform", jstr(f->cpu.nvidia_platform));
+	gb_json_add(root, "cpu", cpu);
 
-	json_object_object_add(sb, "enabled", jbool(f->secure_boot));
-	json_object_object_add(sb, "shim_validation_disabled", jbool(f->secure_boot_state.shim_validation_disabled));
-	json_object_object_add(sb, "lockdown", jstr(f->secure_boot_state.lockdown));
-	json_object_object_add(sb, "enforcing", jbool(f->secure_boot_state.enforcing));
-	json_object_object_add(sb, "kernel_keys", kernel_keys_json(f));
-	json_object_object_add(root, "secure_boot", sb);
+	gb_json_add(sb, "enabled", jbool(f->secure_boot));
+	gb_json_add(sb, "shim_validation_disabled", jbool(f->secure_boot_state.shim_validation_disabled));
+	gb_json_add(sb, "lockdown", jstr(f->secure_boot_state.lockdown));
+	gb_json_add(sb, "enforcing", jbool(f->secure_boot_state.enforcing));
+	gb_json_add(sb, "kernel_keys", kernel_keys_json(f));
+	gb_json_add(root, "secure_boot", sb);
 
-	json_object_object_add(cloud, "provider", jstr(f->cloud.provider));
-	json_object_object_add(cloud, "hypervisor", jstr(f->cloud.hypervisor));
-	json_object_object_add(cloud, "sys_vendor", jstr(f->cloud.sys_vendor));
-	json_object_object_add(cloud, "product_name", jstr(f->cloud.product_name));
-	json_object_object_add(root, "cloud", cloud);
+	gb_json_add(cloud, "provider", jstr(f->cloud.provider));
+	gb_json_add(cloud, "hypervisor", jstr(f->cloud.hypervisor));
+	gb_json_add(cloud, "sys_vendor", jstr(f->cloud.sys_vendor));
+	gb_json_add(cloud, "product_name", jstr(f->cloud.product_name));
+	gb_json_add(root, "cloud", cloud);
 
 	for (size_t i = 0; i < f->n_gpus; i++)
-		json_object_array_add(gpus, pci_fn_to_json(&f->gpus[i]));
-	json_object_object_add(root, "gpus", gpus);
+		gb_json_append(gpus, pci_fn_to_json(&f->gpus[i]));
+	gb_json_add(root, "gpus", gpus);
 	for (size_t i = 0; i < f->n_nvswitches; i++)
-		json_object_array_add(sw, pci_fn_to_json(&f->nvswitches[i]));
-	json_object_object_add(root, "nvswitches", sw);
+		gb_json_append(sw, pci_fn_to_json(&f->nvswitches[i]));
+	gb_json_add(root, "nvswitches", sw);
 
-	json_object_object_add(net, "mellanox", json_object_new_int((int)f->network.mellanox));
+	gb_json_add(net, "mellanox", gb_json_new_int((int)f->network.mellanox));
 	for (size_t i = 0; i < f->network.n_ib; i++) {
 		const struct gb_ib_port *p = &f->network.ib[i];
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "device", jstr(p->device));
-		json_object_object_add(o, "port", json_object_new_int((int)p->port));
-		json_object_object_add(o, "state", jstr(p->state));
-		json_object_object_add(o, "rate", jstr(p->rate));
-		json_object_object_add(o, "link_layer", jstr(p->link_layer));
-		json_object_array_add(ib, o);
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "device", jstr(p->device));
+		gb_json_add(o, "port", gb_json_new_int((int)p->port));
+		gb_json_add(o, "state", jstr(p->state));
+		gb_json_add(o, "rate", jstr(p->rate));
+		gb_json_add(o, "link_layer", jstr(p->link_layer));
+		gb_json_append(ib, o);
 	}
-	json_object_object_add(net, "infiniband", ib);
-	json_object_object_add(root, "network", net);
+	gb_json_add(net, "infiniband", ib);
+	gb_json_add(root, "network", net);
 
-	json_object_object_add(nv, "loaded_version", jstr(f->nvidia.loaded_version));
-	json_object_object_add(nv, "module_flavor", jstr(f->nvidia.module_flavor));
-	json_object_object_add(nv, "userspace_version", jstr(f->nvidia.userspace_version));
+	gb_json_add(nv, "loaded_version", jstr(f->nvidia.loaded_version));
+	gb_json_add(nv, "module_flavor", jstr(f->nvidia.module_flavor));
+	gb_json_add(nv, "userspace_version", jstr(f->nvidia.userspace_version));
 	for (size_t i = 0; i < f->nvidia.n_cuda; i++) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "path", jstr(f->nvidia.cuda[i].path));
-		json_object_object_add(o, "version", jstr(f->nvidia.cuda[i].version));
-		json_object_array_add(cuda, o);
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "path", jstr(f->nvidia.cuda[i].path));
+		gb_json_add(o, "version", jstr(f->nvidia.cuda[i].version));
+		gb_json_append(cuda, o);
 	}
-	json_object_object_add(nv, "cuda_installs", cuda);
-	json_object_object_add(nv, "container_toolkit", jstr(f->nvidia.container_toolkit));
+	gb_json_add(nv, "cuda_installs", cuda);
+	gb_json_add(nv, "container_toolkit", jstr(f->nvidia.container_toolkit));
 	for (size_t i = 0; i < f->nvidia.n_engines; i++)
-		json_object_array_add(eng, json_object_new_string(f->nvidia.container_engines[i]));
-	json_object_object_add(nv, "container_engines", eng);
-	json_object_object_add(nv, "fabricmanager", json_object_new_boolean(f->nvidia.fabricmanager));
-	json_object_object_add(nv, "persistenced", json_object_new_boolean(f->nvidia.persistenced));
-	json_object_object_add(nv, "installed", installed_to_json(f));
-	json_object_object_add(root, "nvidia", nv);
+		gb_json_append(eng, gb_json_new_string(f->nvidia.container_engines[i]));
+	gb_json_add(nv, "container_engines", eng);
+	gb_json_add(nv, "fabricmanager", gb_json_new_boolean(f->nvidia.fabricmanager));
+	gb_json_add(nv, "persistenced", gb_json_new_boolean(f->nvidia.persistenced));
+	gb_json_add(nv, "installed", installed_to_json(f));
+	gb_json_add(root, "nvidia", nv);
 
-	json_object_object_add(nouveau, "loaded", json_object_new_boolean(f->nouveau.loaded));
-	json_object_object_add(nouveau, "blacklisted", json_object_new_boolean(f->nouveau.blacklisted));
-	json_object_object_add(root, "nouveau", nouveau);
-	json_object_object_add(root, "warnings", json_object_new_int((int)f->warnings));
+	gb_json_add(nouveau, "loaded", gb_json_new_boolean(f->nouveau.loaded));
+	gb_json_add(nouveau, "blacklisted", gb_json_new_boolean(f->nouveau.blacklisted));
+	gb_json_add(root, "nouveau", nouveau);
+	gb_json_add(root, "warnings", gb_json_new_int((int)f->warnings));
 	return root;
 }
 

@@ -67,20 +67,10 @@ static int push(struct gb_manifest *m, const struct gb_manifest_entry *e)
 
 static json_object *parse_json(const char *text, size_t len)
 {
-	json_tokener *tok;
 	json_object *o;
 	if (len > (16u << 20) || memchr(text, '\0', len))
 		return NULL;
-	tok = json_tokener_new_ex(16);
-	if (!tok)
-		return NULL;
-	o = json_tokener_parse_ex(tok, text, (int)len);
-	if (o && json_tokener_get_error(tok) != json_tokener_success) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(tok);
-	return o;
+	return gb_json_parse(text, len, 16, &o) < 0 ? NULL : o;
 }
 
 /* One {relative_path, sha256, size} entry. size is a string in NVIDIA's manifests. */
@@ -219,8 +209,8 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		r = -EBADMSG;
 		goto out;
 	}
-	for (size_t i = 0; i < json_object_array_length(arts); i++) {
-		json_object *a = json_object_array_get_idx(arts, i), *sz;
+	for (size_t i = 0; i < gb_json_len(arts); i++) {
+		json_object *a = gb_json_idx(arts, i), *sz;
 		struct gb_manifest_entry e;
 		const char *p = gb_json_get_str(a, "path"), *sha = gb_json_get_str(a, "sha256");
 		memset(&e, 0, sizeof(e));
@@ -257,24 +247,25 @@ int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, c
 	r = gb_sig_sign(key_file, "", 0, probe, kid, err, errsz);
 	if (r < 0)
 		return r;
-	root = json_object_new_object();
-	arts = json_object_new_array();
-	json_object_object_add(root, "format", json_object_new_string("gpuboot-mirror"));
-	json_object_object_add(root, "format_version", json_object_new_int(1));
-	json_object_object_add(root, "version", json_object_new_int64((int64_t)m->version));
-	json_object_object_add(root, "created", json_object_new_string(m->created));
-	json_object_object_add(root, "expires", json_object_new_string(m->expires));
-	json_object_object_add(root, "key_id", json_object_new_string(kid));
+	root = gb_json_new_object();
+	arts = gb_json_new_array();
+	gb_json_add(root, "format", gb_json_new_string("gpuboot-mirror"));
+	gb_json_add(root, "format_version", gb_json_new_int(1));
+	gb_json_add(root, "version", gb_json_new_int64((int64_t)m->version));
+	gb_json_add(root, "created", gb_json_new_string(m->created));
+	gb_json_add(root, "expires", gb_json_new_string(m->expires));
+	gb_json_add(root, "key_id", gb_json_new_string(kid));
 	for (size_t i = 0; i < m->n; i++) {
-		json_object *a = json_object_new_object();
-		json_object_object_add(a, "path", json_object_new_string(m->v[i].path));
-		json_object_object_add(a, "sha256", json_object_new_string(m->v[i].sha256));
-		json_object_object_add(a, "size", json_object_new_int64((int64_t)m->v[i].size));
-		json_object_array_add(arts, a);
+		json_object *a = gb_json_new_object();
+		gb_json_add(a, "path", gb_json_new_string(m->v[i].path));
+		gb_json_add(a, "sha256", gb_json_new_string(m->v[i].sha256));
+		gb_json_add(a, "size", gb_json_new_int64((int64_t)m->v[i].size));
+		gb_json_append(arts, a);
 	}
-	json_object_object_add(root, "artifacts", arts);
-	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+	gb_json_add(root, "artifacts", arts);
+	if (gb_json_text(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+	                 &text) < 0)
+		text = NULL;
 	json_object_put(root);
 	hex = malloc(GB_SIG_HEX_LEN);
 	if (!text || !hex) {

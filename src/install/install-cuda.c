@@ -27,6 +27,7 @@
 #include "shared/util.h"
 #include "tree.h"
 #include "unpack.h"
+#include "shared/json-util.h"
 
 #define STAGE "install"
 #define MARKER ".gpuboot-cuda"
@@ -245,17 +246,17 @@ static void space_message(struct cuda *s, int r, const char *what)
 
 static json_object *tree_detail(struct cuda *s, const char *staging)
 {
-	json_object *d = json_object_new_object(), *c = json_object_new_array();
+	json_object *d = gb_json_new_object(), *c = gb_json_new_array();
 	char path[64];
 	snprintf(path, sizeof(path), "usr/local/%s", s->name);
-	json_object_object_add(d, "path", json_object_new_string(path));
-	json_object_object_add(d, "staging", json_object_new_string(staging));
+	gb_json_add(d, "path", gb_json_new_string(path));
+	gb_json_add(d, "staging", gb_json_new_string(staging));
 	for (size_t i = 0; i < s->in->n_components; i++) {
 		char x[128];
 		snprintf(x, sizeof(x), "%s %s", s->parts[i].name, s->parts[i].version);
-		json_object_array_add(c, json_object_new_string(x));
+		gb_json_append(c, gb_json_new_string(x));
 	}
-	json_object_object_add(d, "components", c);
+	gb_json_add(d, "components", c);
 	return d;
 }
 
@@ -326,10 +327,10 @@ static int unpack_tree(struct cuda *s)
 		s->j->n_effects++;
 	}
 	{
-		json_object *d = json_object_new_object();
-		json_object_object_add(d, "bytes", json_object_new_int64((int64_t)s->ret->bytes));
-		json_object_object_add(d, "files", json_object_new_int64((int64_t)s->ret->files));
-		json_object_object_add(d, "replaced", json_object_new_boolean(s->ret->replaced));
+		json_object *d = gb_json_new_object();
+		gb_json_add(d, "bytes", gb_json_new_int64((int64_t)s->ret->bytes));
+		gb_json_add(d, "files", gb_json_new_int64((int64_t)s->ret->files));
+		gb_json_add(d, "replaced", gb_json_new_boolean(s->ret->replaced));
 		return gb_journal_end(s->j, id, r, d) < 0 && r >= 0 ? -EIO : r;
 	}
 }
@@ -351,10 +352,10 @@ static int point_link(struct cuda *s)
 	} else if (fstatat(s->local_fd, "cuda", &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		return FAIL(s, -EEXIST, "%s/cuda is not a link (a toolkit installed otherwise?): left alone", s->local);
 	}
-	d = json_object_new_object();
-	json_object_object_add(d, "path", json_object_new_string("usr/local/cuda"));
-	json_object_object_add(d, "target", json_object_new_string(s->name));
-	json_object_object_add(d, "target_before", old[0] ? json_object_new_string(old) : NULL);
+	d = gb_json_new_object();
+	gb_json_add(d, "path", gb_json_new_string("usr/local/cuda"));
+	gb_json_add(d, "target", gb_json_new_string(s->name));
+	gb_json_add(d, "target_before", old[0] ? gb_json_new_string(old) : NULL);
 	r = gb_journal_begin(s->j, STAGE, "link:usr/local/cuda", "symlink", d);
 	if (r != 0)
 		return r < 0 ? r : 0;
@@ -466,20 +467,20 @@ int gb_install_cuda(struct gb_ctx *ctx, const struct gb_cuda_input *in, struct g
 
 json_object *gb_cuda_result_to_json(const struct gb_cuda_result *r)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "dir", json_object_new_string(r->dir));
-	json_object_object_add(o, "image", json_object_new_boolean(r->image));
-	json_object_object_add(o, "tree_changed", json_object_new_boolean(r->tree_changed));
-	json_object_object_add(o, "replaced", json_object_new_boolean(r->replaced));
-	json_object_object_add(o, "link_changed", json_object_new_boolean(r->link_changed));
-	json_object_object_add(o, "config_changed", json_object_new_boolean(r->config_changed));
-	json_object_object_add(o, "ldconfig_ran", json_object_new_boolean(r->ldconfig_ran));
-	json_object_object_add(o, "threads", json_object_new_int((int)r->threads));
-	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
-	json_object_object_add(o, "files", json_object_new_int64((int64_t)r->files));
-	json_object_object_add(o, "unpack_seconds", json_object_new_double(r->unpack_s));
-	json_object_object_add(o, "needed_bytes", r->needed ? json_object_new_int64((int64_t)r->needed) : NULL);
-	json_object_object_add(o, "free_bytes", r->needed ? json_object_new_int64((int64_t)r->free_bytes) : NULL);
-	json_object_object_add(o, "error", r->error[0] ? json_object_new_string(r->error) : NULL);
+	json_object *o = gb_json_new_object();
+	gb_json_add(o, "dir", gb_json_new_string(r->dir));
+	gb_json_add(o, "image", gb_json_new_boolean(r->image));
+	gb_json_add(o, "tree_changed", gb_json_new_boolean(r->tree_changed));
+	gb_json_add(o, "replaced", gb_json_new_boolean(r->replaced));
+	gb_json_add(o, "link_changed", gb_json_new_boolean(r->link_changed));
+	gb_json_add(o, "config_changed", gb_json_new_boolean(r->config_changed));
+	gb_json_add(o, "ldconfig_ran", gb_json_new_boolean(r->ldconfig_ran));
+	gb_json_add(o, "threads", gb_json_new_int((int)r->threads));
+	gb_json_add(o, "bytes", gb_json_new_int64((int64_t)r->bytes));
+	gb_json_add(o, "files", gb_json_new_int64((int64_t)r->files));
+	gb_json_add(o, "unpack_seconds", gb_json_new_double(r->unpack_s));
+	gb_json_add(o, "needed_bytes", r->needed ? gb_json_new_int64((int64_t)r->needed) : NULL);
+	gb_json_add(o, "free_bytes", r->needed ? gb_json_new_int64((int64_t)r->free_bytes) : NULL);
+	gb_json_add(o, "error", r->error[0] ? gb_json_new_string(r->error) : NULL);
 	return o;
 }

@@ -29,6 +29,7 @@
 #include "shared/util.h"
 #include "tree.h"
 #include "unpack.h"
+#include "shared/json-util.h"
 
 #define STAGE "install"
 #define MARKER_PATH "var/lib/gpuboot/runfile-driver"
@@ -471,21 +472,21 @@ int gb_install_runfile(struct gb_ctx *ctx, const struct gb_runfile_input *in, st
 
 json_object *gb_runfile_result_to_json(const struct gb_runfile_result *r)
 {
-	json_object *o = json_object_new_object(), *k = json_object_new_array();
-	json_object_object_add(o, "method", json_object_new_string("runfile"));
-	json_object_object_add(o, "image", json_object_new_boolean(r->image));
-	json_object_object_add(o, "version", json_object_new_string(r->version));
-	json_object_object_add(o, "flavor", json_object_new_string(r->flavor));
-	json_object_object_add(o, "dkms", json_object_new_boolean(r->dkms));
-	json_object_object_add(o, "changed", json_object_new_boolean(r->changed));
+	json_object *o = gb_json_new_object(), *k = gb_json_new_array();
+	gb_json_add(o, "method", gb_json_new_string("runfile"));
+	gb_json_add(o, "image", gb_json_new_boolean(r->image));
+	gb_json_add(o, "version", gb_json_new_string(r->version));
+	gb_json_add(o, "flavor", gb_json_new_string(r->flavor));
+	gb_json_add(o, "dkms", gb_json_new_boolean(r->dkms));
+	gb_json_add(o, "changed", gb_json_new_boolean(r->changed));
 	for (size_t i = 0; i < r->n_kernels; i++) {
-		json_object *x = json_object_new_object();
-		json_object_object_add(x, "kernel", json_object_new_string(r->kernels[i]));
-		json_object_object_add(x, "path", r->modules[i][0] ? json_object_new_string(r->modules[i]) : NULL);
-		json_object_array_add(k, x);
+		json_object *x = gb_json_new_object();
+		gb_json_add(x, "kernel", gb_json_new_string(r->kernels[i]));
+		gb_json_add(x, "path", r->modules[i][0] ? gb_json_new_string(r->modules[i]) : NULL);
+		gb_json_append(k, x);
 	}
-	json_object_object_add(o, "modules", k);
-	json_object_object_add(o, "log", r->log[0] ? json_object_new_string(r->log) : NULL);
-	json_object_object_add(o, "error", r->error[0] ? json_object_new_string(r->error) : NULL);
+	gb_json_add(o, "modules", k);
+	gb_json_add(o, "log", r->log[0] ? gb_json_new_string(r->log) : NULL);
+	gb_json_add(o, "error", r->error[0] ? gb_json_new_string(r->error) : NULL);
 	return o;
 }

@@ -14,6 +14,7 @@
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 static const char *const load_order[] = { "nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem" };
 
@@ -118,10 +119,10 @@ static void describe_failure(struct gb_ctx *ctx, const char *module, int err, st
 
 static json_object *failure_detail(const struct gb_load_result *ret)
 {
-	json_object *d = json_object_new_object();
-	json_object_object_add(d, "cause", json_object_new_string(ret->cause.info->id));
+	json_object *d = gb_json_new_object();
+	gb_json_add(d, "cause", gb_json_new_string(ret->cause.info->id));
 	if (ret->cause.detail[0])
-		json_object_object_add(d, "kernel_line", json_object_new_string(ret->cause.detail));
+		gb_json_add(d, "kernel_line", gb_json_new_string(ret->cause.detail));
 	return d;
 }
 
@@ -131,15 +132,15 @@ static json_object *failure_detail(const struct gb_load_result *ret)
  * happens. Returns 0 or a negative errno. */
 static int step_begin(struct gb_journal *j, const char *id, const struct gb_load_module *m)
 {
-	json_object *d = json_object_new_object();
+	json_object *d = gb_json_new_object();
 	int r;
 
-	json_object_object_add(d, "module", json_object_new_string(m->name));
-	json_object_object_add(d, "params", m->params ? json_object_new_string(m->params) : NULL);
+	gb_json_add(d, "module", gb_json_new_string(m->name));
+	gb_json_add(d, "params", m->params ? gb_json_new_string(m->params) : NULL);
 	r = gb_journal_begin(j, "load", id, "module", d);
 	if (r == 1) {
-		d = json_object_new_object();
-		json_object_object_add(d, "note", json_object_new_string("done before, not live now: loaded again"));
+		d = gb_json_new_object();
+		gb_json_add(d, "note", gb_json_new_string("done before, not live now: loaded again"));
 		r = gb_journal_end(j, id, -ESTALE, d);
 		if (r >= 0)
 			r = gb_journal_begin(j, "load", id, "module", NULL);
@@ -233,39 +234,38 @@ int gb_load(struct gb_ctx *ctx, const struct gb_load_input *in, struct gb_journa
 
 json_object *gb_load_result_to_json(const struct gb_load_result *r)
 {
-	json_object *o = json_object_new_object(), *mods = json_object_new_array(), *lines;
+	json_object *o = gb_json_new_object(), *mods = gb_json_new_array(), *lines;
 	char eb[16];
 
 	for (size_t i = 0; i < r->n_modules; i++) {
-		json_object *m = json_object_new_object();
-		json_object_object_add(m, "name", json_object_new_string(r->modules[i].name));
-		json_object_object_add(m, "state", json_object_new_string(gb_load_state_name(r->modules[i].state)));
+		json_object *m = gb_json_new_object();
+		gb_json_add(m, "name", gb_json_new_string(r->modules[i].name));
+		gb_json_add(m, "state", gb_json_new_string(gb_load_state_name(r->modules[i].state)));
 		if (r->modules[i].err)
-			json_object_object_add(
-			    m, "errno", json_object_new_string(gb_load_errno_name(r->modules[i].err, eb, sizeof(eb))));
-		json_object_array_add(mods, m);
+			gb_json_add(m, "errno",
+			            gb_json_new_string(gb_load_errno_name(r->modules[i].err, eb, sizeof(eb))));
+		gb_json_append(mods, m);
 	}
-	json_object_object_add(o, "modules", mods);
-	json_object_object_add(o, "loaded_this_run", json_object_new_int((int)r->n_loaded));
-	json_object_object_add(o, "modprobe_conf", json_object_new_string(GB_LOAD_CONF_PATH));
-	json_object_object_add(o, "modprobe_conf_changed", json_object_new_boolean(r->conf_changed));
-	json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+	gb_json_add(o, "modules", mods);
+	gb_json_add(o, "loaded_this_run", gb_json_new_int((int)r->n_loaded));
+	gb_json_add(o, "modprobe_conf", gb_json_new_string(GB_LOAD_CONF_PATH));
+	gb_json_add(o, "modprobe_conf_changed", gb_json_new_boolean(r->conf_changed));
+	gb_json_add(o, "exit_code", gb_json_new_int(r->exit_code));
 	if (!r->failed_module)
 		return o;
-	json_object_object_add(o, "failed_module", json_object_new_string(r->failed_module));
-	json_object_object_add(o, "cause", json_object_new_string(r->cause.info->id));
-	json_object_object_add(o, "summary", json_object_new_string(r->cause.info->summary));
-	json_object_object_add(o, "hint", json_object_new_string(r->hint));
-	json_object_object_add(o, "errno", json_object_new_string(gb_load_errno_name(r->err, eb, sizeof(eb))));
-	json_object_object_add(o, "kernel_errno",
-	                       json_object_new_string(gb_load_errno_name(r->cause.err, eb, sizeof(eb))));
+	gb_json_add(o, "failed_module", gb_json_new_string(r->failed_module));
+	gb_json_add(o, "cause", gb_json_new_string(r->cause.info->id));
+	gb_json_add(o, "summary", gb_json_new_string(r->cause.info->summary));
+	gb_json_add(o, "hint", gb_json_new_string(r->hint));
+	gb_json_add(o, "errno", gb_json_new_string(gb_load_errno_name(r->err, eb, sizeof(eb))));
+	gb_json_add(o, "kernel_errno", gb_json_new_string(gb_load_errno_name(r->cause.err, eb, sizeof(eb))));
 	if (r->cause.detail[0])
-		json_object_object_add(o, "detail", json_object_new_string(r->cause.detail));
-	lines = json_object_new_array();
+		gb_json_add(o, "detail", gb_json_new_string(r->cause.detail));
+	lines = gb_json_new_array();
 	for (size_t i = 0; i < r->kernel.n; i++)
-		json_object_array_add(lines, json_object_new_string(r->kernel.line[i].text));
-	json_object_object_add(o, "kernel_lines", lines);
+		gb_json_append(lines, gb_json_new_string(r->kernel.line[i].text));
+	gb_json_add(o, "kernel_lines", lines);
 	if (r->kernel.dropped)
-		json_object_object_add(o, "kernel_lines_dropped", json_object_new_int((int)r->kernel.dropped));
+		gb_json_add(o, "kernel_lines_dropped", gb_json_new_int((int)r->kernel.dropped));
 	return o;
 }

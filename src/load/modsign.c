@@ -20,6 +20,7 @@
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 #define MAGIC "~Module signature appended~\n"
 #define MAGIC_LEN (sizeof(MAGIC) - 1)
@@ -347,17 +348,17 @@ int gb_modsign_dir(struct gb_ctx *ctx, struct gb_journal *j, const char *dir, co
 
 json_object *gb_modsign_result_to_json(const struct gb_modsign_result *r)
 {
-	json_object *o = json_object_new_object(), *a = json_object_new_array();
-	json_object_object_add(o, "dir", json_object_new_string(r->dir));
+	json_object *o = gb_json_new_object(), *a = gb_json_new_array();
+	gb_json_add(o, "dir", gb_json_new_string(r->dir));
 	for (size_t i = 0; i < r->n_files; i++) {
-		json_object *f = json_object_new_object();
-		json_object_object_add(f, "module", json_object_new_string(r->files[i].name));
-		json_object_object_add(f, "signed_now", json_object_new_boolean(r->files[i].signed_now));
-		json_object_array_add(a, f);
+		json_object *f = gb_json_new_object();
+		gb_json_add(f, "module", gb_json_new_string(r->files[i].name));
+		gb_json_add(f, "signed_now", gb_json_new_boolean(r->files[i].signed_now));
+		gb_json_append(a, f);
 	}
-	json_object_object_add(o, "modules", a);
-	json_object_object_add(o, "signed", json_object_new_int((int)r->n_signed));
+	gb_json_add(o, "modules", a);
+	gb_json_add(o, "signed", gb_json_new_int((int)r->n_signed));
 	if (r->error[0])
-		json_object_object_add(o, "error", json_object_new_string(r->error));
+		gb_json_add(o, "error", gb_json_new_string(r->error));
 	return o;
 }

@@ -4,50 +4,50 @@
 
 #include "plan.h"
 #include "shared/macro.h"
+#include "shared/json-util.h"
 
 static json_object *jstr(const char *s)
 {
-	return s && *s ? json_object_new_string(s) : NULL;
+	return s && *s ? gb_json_new_string(s) : NULL;
 }
 
 static json_object *named_array(const struct gb_plan_named *a, size_t n, const char *value_key)
 {
-	json_object *arr = json_object_new_array();
+	json_object *arr = gb_json_new_array();
 	for (size_t i = 0; i < n; i++) {
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, value_key ? "module" : "name", json_object_new_string(a[i].name));
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, value_key ? "module" : "name", gb_json_new_string(a[i].name));
 		if (value_key)
-			json_object_object_add(o, value_key, json_object_new_string(a[i].value));
-		json_object_object_add(o, "reason", json_object_new_string(a[i].reason));
-		json_object_array_add(arr, o);
+			gb_json_add(o, value_key, gb_json_new_string(a[i].value));
+		gb_json_add(o, "reason", gb_json_new_string(a[i].reason));
+		gb_json_append(arr, o);
 	}
 	return arr;
 }
 
 static json_object *gpus_json(const struct gb_plan *p)
 {
-	json_object *gpus = json_object_new_array();
+	json_object *gpus = gb_json_new_array();
 
 	for (size_t i = 0; i < p->n_gpus; i++) {
 		const struct gb_plan_gpu *g = &p->gpus[i];
-		json_object *o = json_object_new_object();
+		json_object *o = gb_json_new_object();
 		char id[8];
 		snprintf(id, sizeof(id), "%04x", g->device);
-		json_object_object_add(o, "device_id", json_object_new_string(id));
-		json_object_object_add(o, "name", json_object_new_string(g->name));
-		json_object_object_add(o, "count", json_object_new_int((int)g->count));
-		json_object_object_add(o, "architecture", jstr(gb_arch_to_string(g->arch)));
-		json_object_object_add(o, "compute_capability", jstr(g->cc));
-		json_object_object_add(o, "open_module",
-		                       json_object_new_string(g->open_required        ? "required"
-		                                              : g->open == GB_OPEN_NO ? "unsupported"
-		                                                                      : "supported"));
-		json_object_object_add(o, "min_branch", g->min_branch ? json_object_new_int((int)g->min_branch) : NULL);
-		json_object_object_add(o, "last_branch",
-		                       g->last_branch ? json_object_new_int((int)g->last_branch) : NULL);
-		json_object_object_add(o, "held_back", json_object_new_boolean(g->held_back));
-		json_object_object_add(o, "source", json_object_new_string(g->source));
-		json_object_array_add(gpus, o);
+		gb_json_add(o, "device_id", gb_json_new_string(id));
+		gb_json_add(o, "name", gb_json_new_string(g->name));
+		gb_json_add(o, "count", gb_json_new_int((int)g->count));
+		gb_json_add(o, "architecture", jstr(gb_arch_to_string(g->arch)));
+		gb_json_add(o, "compute_capability", jstr(g->cc));
+		gb_json_add(o, "open_module",
+		            gb_json_new_string(g->open_required        ? "required"
+		                               : g->open == GB_OPEN_NO ? "unsupported"
+		                                                       : "supported"));
+		gb_json_add(o, "min_branch", g->min_branch ? gb_json_new_int((int)g->min_branch) : NULL);
+		gb_json_add(o, "last_branch", g->last_branch ? gb_json_new_int((int)g->last_branch) : NULL);
+		gb_json_add(o, "held_back", gb_json_new_boolean(g->held_back));
+		gb_json_add(o, "source", gb_json_new_string(g->source));
+		gb_json_append(gpus, o);
 	}
 	return gpus;
 }
@@ -58,141 +58,139 @@ static json_object *installed_json(const struct gb_plan *p)
 	json_object *o;
 	if (!p->in.installed.version[0])
 		return NULL;
-	o = json_object_new_object();
-	json_object_object_add(o, "version", json_object_new_string(p->in.installed.version));
-	json_object_object_add(o, "flavor", jstr(p->in.installed.flavor));
-	json_object_object_add(o, "source", jstr(p->in.installed.source));
-	json_object_object_add(o, "loaded", json_object_new_boolean(p->in.installed.loaded));
-	json_object_object_add(o, "module_for_kernel", json_object_new_boolean(p->in.installed.module));
+	o = gb_json_new_object();
+	gb_json_add(o, "version", gb_json_new_string(p->in.installed.version));
+	gb_json_add(o, "flavor", jstr(p->in.installed.flavor));
+	gb_json_add(o, "source", jstr(p->in.installed.source));
+	gb_json_add(o, "loaded", gb_json_new_boolean(p->in.installed.loaded));
+	gb_json_add(o, "module_for_kernel", gb_json_new_boolean(p->in.installed.module));
 	return o;
 }
 
 static json_object *driver_json(const struct gb_plan *p)
 {
-	json_object *d = json_object_new_object(), *pk = json_object_new_array();
+	json_object *d = gb_json_new_object(), *pk = gb_json_new_array();
 	const struct gb_runfile *rf = p->driver.runfile;
-	json_object_object_add(d, "version", json_object_new_string(p->driver.version));
-	json_object_object_add(d, "branch", json_object_new_int((int)p->driver.branch));
-	json_object_object_add(d, "branch_type", jstr(p->driver.branch_type));
-	json_object_object_add(d, "end_of_life", jstr(p->driver.eol));
-	json_object_object_add(d, "module_flavor", json_object_new_string(p->driver.flavor));
-	json_object_object_add(d, "method", json_object_new_string(p->driver.method));
-	json_object_object_add(d, "repository", jstr(p->driver.repo));
-	json_object_object_add(d, "repository_arch", jstr(p->driver.repo_arch));
+	gb_json_add(d, "version", gb_json_new_string(p->driver.version));
+	gb_json_add(d, "branch", gb_json_new_int((int)p->driver.branch));
+	gb_json_add(d, "branch_type", jstr(p->driver.branch_type));
+	gb_json_add(d, "end_of_life", jstr(p->driver.eol));
+	gb_json_add(d, "module_flavor", gb_json_new_string(p->driver.flavor));
+	gb_json_add(d, "method", gb_json_new_string(p->driver.method));
+	gb_json_add(d, "repository", jstr(p->driver.repo));
+	gb_json_add(d, "repository_arch", jstr(p->driver.repo_arch));
 	for (size_t i = 0; i < p->driver.n_packages; i++)
-		json_object_array_add(pk, json_object_new_string(p->driver.packages[i]));
-	json_object_object_add(d, "packages", pk);
-	json_object_object_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
-	json_object_object_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
-	json_object_object_add(d, "size", rf ? json_object_new_int64((int64_t)rf->size) : NULL);
-	json_object_object_add(d, "reason", json_object_new_string(p->driver.reason));
-	json_object_object_add(d, "module_flavor_reason", json_object_new_string(p->driver.flavor_reason));
-	json_object_object_add(d, "method_reason", json_object_new_string(p->driver.method_reason));
-	json_object_object_add(d, "action", jstr(p->driver.action));
-	json_object_object_add(d, "action_reason", jstr(p->driver.action_reason));
-	json_object_object_add(d, "installed", installed_json(p));
+		gb_json_append(pk, gb_json_new_string(p->driver.packages[i]));
+	gb_json_add(d, "packages", pk);
+	gb_json_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
+	gb_json_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
+	gb_json_add(d, "size", rf ? gb_json_new_int64((int64_t)rf->size) : NULL);
+	gb_json_add(d, "reason", gb_json_new_string(p->driver.reason));
+	gb_json_add(d, "module_flavor_reason", gb_json_new_string(p->driver.flavor_reason));
+	gb_json_add(d, "method_reason", gb_json_new_string(p->driver.method_reason));
+	gb_json_add(d, "action", jstr(p->driver.action));
+	gb_json_add(d, "action_reason", jstr(p->driver.action_reason));
+	gb_json_add(d, "installed", installed_json(p));
 	return d;
 }
 
 json_object *gb_plan_to_json(const struct gb_plan *p)
 {
-	json_object *root = json_object_new_object();
-	json_object *target = json_object_new_object(), *gpus = gpus_json(p);
+	json_object *root = gb_json_new_object();
+	json_object *target = gb_json_new_object(), *gpus = gpus_json(p);
 	bool refused = p->refusal_code != 0;
 
-	json_object_object_add(root, "profile", json_object_new_string(p->profile));
-	json_object_object_add(root, "profile_source", json_object_new_string(p->profile_source));
-	json_object_object_add(root, "date", json_object_new_string(p->today));
-	json_object_object_add(target, "os", jstr(p->in.os_id));
-	json_object_object_add(target, "version", jstr(p->in.os_version));
-	json_object_object_add(target, "arch", jstr(p->in.arch));
-	json_object_object_add(target, "kernel", jstr(p->in.kernel_release));
-	json_object_object_add(target, "source", json_object_new_string(p->in.target_os ? "target" : "detected"));
-	json_object_object_add(target, "gpus_source", json_object_new_string(p->in.target_gpu ? "target" : "detected"));
-	json_object_object_add(root, "target", target);
-	json_object_object_add(root, "gpus", gpus);
+	gb_json_add(root, "profile", gb_json_new_string(p->profile));
+	gb_json_add(root, "profile_source", gb_json_new_string(p->profile_source));
+	gb_json_add(root, "date", gb_json_new_string(p->today));
+	gb_json_add(target, "os", jstr(p->in.os_id));
+	gb_json_add(target, "version", jstr(p->in.os_version));
+	gb_json_add(target, "arch", jstr(p->in.arch));
+	gb_json_add(target, "kernel", jstr(p->in.kernel_release));
+	gb_json_add(target, "source", gb_json_new_string(p->in.target_os ? "target" : "detected"));
+	gb_json_add(target, "gpus_source", gb_json_new_string(p->in.target_gpu ? "target" : "detected"));
+	gb_json_add(root, "target", target);
+	gb_json_add(root, "gpus", gpus);
 
 	if (refused) {
-		json_object *r = json_object_new_object();
-		json_object_object_add(r, "code", json_object_new_int(p->refusal_code));
-		json_object_object_add(r, "reason", json_object_new_string(p->refusal));
-		json_object_object_add(root, "refusal", r);
+		json_object *r = gb_json_new_object();
+		gb_json_add(r, "code", gb_json_new_int(p->refusal_code));
+		gb_json_add(r, "reason", gb_json_new_string(p->refusal));
+		gb_json_add(root, "refusal", r);
 		return root;
 	}
-	json_object_object_add(root, "refusal", NULL);
+	gb_json_add(root, "refusal", NULL);
 
-	json_object_object_add(root, "driver", driver_json(p));
+	gb_json_add(root, "driver", driver_json(p));
 	{
-		json_object *c = json_object_new_object(), *comp = json_object_new_array();
-		json_object_object_add(c, "version", jstr(p->cuda.version));
-		json_object_object_add(c, "min_driver", jstr(p->cuda.release ? p->cuda.release->min_driver : NULL));
-		json_object_object_add(c, "manifest_sha256",
-		                       jstr(p->cuda.release ? p->cuda.release->manifest_sha256 : NULL));
-		json_object_object_add(c, "platform", jstr(p->cuda.release ? p->in.platform : NULL));
+		json_object *c = gb_json_new_object(), *comp = gb_json_new_array();
+		gb_json_add(c, "version", jstr(p->cuda.version));
+		gb_json_add(c, "min_driver", jstr(p->cuda.release ? p->cuda.release->min_driver : NULL));
+		gb_json_add(c, "manifest_sha256", jstr(p->cuda.release ? p->cuda.release->manifest_sha256 : NULL));
+		gb_json_add(c, "platform", jstr(p->cuda.release ? p->in.platform : NULL));
 		for (char **x = p->cuda.components; x && *x; x++)
-			json_object_array_add(comp, json_object_new_string(*x));
-		json_object_object_add(c, "components", comp);
-		json_object_object_add(c, "reason", json_object_new_string(p->cuda.reason));
-		json_object_object_add(c, "action", jstr(p->cuda.action));
-		json_object_object_add(c, "action_reason", jstr(p->cuda.action_reason));
+			gb_json_append(comp, gb_json_new_string(*x));
+		gb_json_add(c, "components", comp);
+		gb_json_add(c, "reason", gb_json_new_string(p->cuda.reason));
+		gb_json_add(c, "action", jstr(p->cuda.action));
+		gb_json_add(c, "action_reason", jstr(p->cuda.action_reason));
 		{
-			json_object *inst = json_object_new_array();
+			json_object *inst = gb_json_new_array();
 			for (size_t i = 0; i < p->in.n_cuda_installed; i++)
-				json_object_array_add(inst, json_object_new_string(p->in.cuda_installed[i]));
-			json_object_object_add(c, "installed", inst);
+				gb_json_append(inst, gb_json_new_string(p->in.cuda_installed[i]));
+			gb_json_add(c, "installed", inst);
 		}
-		json_object_object_add(root, "cuda", c);
+		gb_json_add(root, "cuda", c);
 	}
 	{
-		json_object *t = json_object_new_object();
-		json_object_object_add(t, "version", jstr(p->toolkit.version));
-		json_object_object_add(t, "reason", json_object_new_string(p->toolkit.reason));
-		json_object_object_add(t, "action", jstr(p->toolkit.action));
-		json_object_object_add(t, "action_reason", jstr(p->toolkit.action_reason));
-		json_object_object_add(t, "installed", jstr(p->in.toolkit_installed));
-		json_object_object_add(root, "toolkit", t);
+		json_object *t = gb_json_new_object();
+		gb_json_add(t, "version", jstr(p->toolkit.version));
+		gb_json_add(t, "reason", gb_json_new_string(p->toolkit.reason));
+		gb_json_add(t, "action", jstr(p->toolkit.action));
+		gb_json_add(t, "action_reason", jstr(p->toolkit.action_reason));
+		gb_json_add(t, "installed", jstr(p->in.toolkit_installed));
+		gb_json_add(root, "toolkit", t);
 	}
 	{
-		json_object *k = json_object_new_object();
-		json_object_object_add(k, "action", json_object_new_string(p->kernel.action));
-		json_object_object_add(k, "package", jstr(p->kernel.package));
-		json_object_object_add(k, "minimum", jstr(p->kernel.minimum));
-		json_object_object_add(k, "reboot_required", json_object_new_boolean(p->kernel.reboot_required));
-		json_object_object_add(k, "reason", json_object_new_string(p->kernel.reason));
-		json_object_object_add(root, "kernel", k);
+		json_object *k = gb_json_new_object();
+		gb_json_add(k, "action", gb_json_new_string(p->kernel.action));
+		gb_json_add(k, "package", jstr(p->kernel.package));
+		gb_json_add(k, "minimum", jstr(p->kernel.minimum));
+		gb_json_add(k, "reboot_required", gb_json_new_boolean(p->kernel.reboot_required));
+		gb_json_add(k, "reason", gb_json_new_string(p->kernel.reason));
+		gb_json_add(root, "kernel", k);
 	}
 	{
-		json_object *n = json_object_new_object();
-		json_object_object_add(n, "action", json_object_new_string(p->nouveau.action));
-		json_object_object_add(n, "reason", json_object_new_string(p->nouveau.reason));
-		json_object_object_add(root, "nouveau", n);
+		json_object *n = gb_json_new_object();
+		gb_json_add(n, "action", gb_json_new_string(p->nouveau.action));
+		gb_json_add(n, "reason", gb_json_new_string(p->nouveau.reason));
+		gb_json_add(root, "nouveau", n);
 	}
 	{
-		json_object *s = json_object_new_object();
-		json_object_object_add(s, "strategy", json_object_new_string(p->secure_boot.strategy));
-		json_object_object_add(s, "package", jstr(p->secure_boot.package));
-		json_object_object_add(s, "reason", json_object_new_string(p->secure_boot.reason));
-		json_object_object_add(root, "secure_boot", s);
+		json_object *s = gb_json_new_object();
+		gb_json_add(s, "strategy", gb_json_new_string(p->secure_boot.strategy));
+		gb_json_add(s, "package", jstr(p->secure_boot.package));
+		gb_json_add(s, "reason", gb_json_new_string(p->secure_boot.reason));
+		gb_json_add(root, "secure_boot", s);
 	}
-	json_object_object_add(root, "daemons", named_array(p->daemons, p->n_daemons, NULL));
-	json_object_object_add(root, "modules", named_array(p->modules, p->n_modules, NULL));
-	json_object_object_add(root, "module_params", named_array(p->params, p->n_params, "params"));
+	gb_json_add(root, "daemons", named_array(p->daemons, p->n_daemons, NULL));
+	gb_json_add(root, "modules", named_array(p->modules, p->n_modules, NULL));
+	gb_json_add(root, "module_params", named_array(p->params, p->n_params, "params"));
 	{
-		json_object *v = json_object_new_object(), *skip = json_object_new_array();
-		json_object_object_add(v, "tier", json_object_new_string(p->verify.tier));
-		json_object_object_add(v, "min_gpu_memory_gib", json_object_new_double(p->verify.min_gpu_memory_gib));
-		json_object_object_add(v, "fp64_gate", json_object_new_boolean(p->verify.fp64_gate));
-		json_object_object_add(v, "ecc_required", json_object_new_boolean(p->verify.ecc_required));
-		json_object_object_add(v, "min_network_gbps", json_object_new_double(p->verify.min_network_gbps));
-		json_object_object_add(v, "min_disk_write_mbps", json_object_new_double(p->verify.min_disk_write_mbps));
+		json_object *v = gb_json_new_object(), *skip = gb_json_new_array();
+		gb_json_add(v, "tier", gb_json_new_string(p->verify.tier));
+		gb_json_add(v, "min_gpu_memory_gib", gb_json_new_double(p->verify.min_gpu_memory_gib));
+		gb_json_add(v, "fp64_gate", gb_json_new_boolean(p->verify.fp64_gate));
+		gb_json_add(v, "ecc_required", gb_json_new_boolean(p->verify.ecc_required));
+		gb_json_add(v, "min_network_gbps", gb_json_new_double(p->verify.min_network_gbps));
+		gb_json_add(v, "min_disk_write_mbps", gb_json_new_double(p->verify.min_disk_write_mbps));
 		for (char **x = p->verify.skip; x && *x; x++)
-			json_object_array_add(skip, json_object_new_string(*x));
-		json_object_object_add(v, "skip", skip);
-		json_object_object_add(v, "reason", json_object_new_string(p->verify.reason));
-		json_object_object_add(v, "network_gate_applies",
-		                       json_object_new_boolean(p->verify.network_gate_applies));
-		json_object_object_add(v, "gates_reason", jstr(p->verify.gates_reason));
-		json_object_object_add(root, "verify", v);
+			gb_json_append(skip, gb_json_new_string(*x));
+		gb_json_add(v, "skip", skip);
+		gb_json_add(v, "reason", gb_json_new_string(p->verify.reason));
+		gb_json_add(v, "network_gate_applies", gb_json_new_boolean(p->verify.network_gate_applies));
+		gb_json_add(v, "gates_reason", jstr(p->verify.gates_reason));
+		gb_json_add(root, "verify", v);
 	}
 	return root;
 }

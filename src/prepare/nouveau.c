@@ -19,6 +19,7 @@
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 #define NOUVEAU_DRIVER_DIR "sys/bus/pci/drivers/nouveau"
 #define REGEN_TIMEOUT_MS (15u * 60u * 1000u)
@@ -84,12 +85,12 @@ static bool nouveau_held(struct gb_ctx *ctx, char *why, size_t whysz)
 static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr)
 {
 	char id[64];
-	json_object *d = json_object_new_object();
+	json_object *d = gb_json_new_object();
 	int r;
 
 	snprintf(id, sizeof(id), "unbind:nouveau:%s", addr);
-	json_object_object_add(d, "path", json_object_new_string(NOUVEAU_DRIVER_DIR "/unbind"));
-	json_object_object_add(d, "device", json_object_new_string(addr));
+	gb_json_add(d, "path", gb_json_new_string(NOUVEAU_DRIVER_DIR "/unbind"));
+	gb_json_add(d, "device", gb_json_new_string(addr));
 	r = gb_journal_begin(j, "prepare", id, "sysfs", d);
 	if (r != 0)
 		return r < 0 ? r : 0;
@@ -176,8 +177,8 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 		need_reboot(ret, NULL); /* the cause says which device */
 		return 0;
 	}
-	json_object *d = json_object_new_object();
-	json_object_object_add(d, "module", json_object_new_string("nouveau"));
+	json_object *d = gb_json_new_object();
+	gb_json_add(d, "module", gb_json_new_string("nouveau"));
 	r = gb_journal_begin(j, "prepare", "module-unload:nouveau", "module", d);
 	if (r < 0)
 		return r;
@@ -422,33 +423,33 @@ int gb_prepare_nouveau(struct gb_ctx *ctx, struct gb_journal *j, const struct gb
 json_object *gb_prepare_result_to_json(const struct gb_prepare_result *r)
 {
 	static const char *const states[] = { "absent", "live", "coming", "going", "builtin" };
-	json_object *o = json_object_new_object(), *imgs = json_object_new_array();
+	json_object *o = gb_json_new_object(), *imgs = gb_json_new_array();
 
-	json_object_object_add(o, "nouveau_state",
-	                       json_object_new_string((size_t)r->state < ARRAY_SIZE(states) ? states[r->state] : "?"));
-	json_object_object_add(o, "unbound", json_object_new_int((int)r->n_unbound));
-	json_object_object_add(o, "unloaded", json_object_new_boolean(r->unloaded));
-	json_object_object_add(o, "blacklist", json_object_new_string(GB_PREPARE_BLACKLIST_PATH));
-	json_object_object_add(o, "blacklist_changed", json_object_new_boolean(r->blacklist_changed));
+	gb_json_add(o, "nouveau_state",
+	            gb_json_new_string((size_t)r->state < ARRAY_SIZE(states) ? states[r->state] : "?"));
+	gb_json_add(o, "unbound", gb_json_new_int((int)r->n_unbound));
+	gb_json_add(o, "unloaded", gb_json_new_boolean(r->unloaded));
+	gb_json_add(o, "blacklist", gb_json_new_string(GB_PREPARE_BLACKLIST_PATH));
+	gb_json_add(o, "blacklist_changed", gb_json_new_boolean(r->blacklist_changed));
 	for (size_t i = 0; i < r->n_images; i++) {
 		const struct gb_prepare_image *m = &r->images[i];
-		json_object *e = json_object_new_object();
-		json_object_object_add(e, "kernel", json_object_new_string(m->kver));
-		json_object_object_add(e, "path", json_object_new_string(m->path));
-		json_object_object_add(e, "before", json_object_new_string(gb_initramfs_verdict_name(m->before)));
+		json_object *e = gb_json_new_object();
+		gb_json_add(e, "kernel", gb_json_new_string(m->kver));
+		gb_json_add(e, "path", gb_json_new_string(m->path));
+		gb_json_add(e, "before", gb_json_new_string(gb_initramfs_verdict_name(m->before)));
 		if (m->rebuilt)
-			json_object_object_add(e, "after", json_object_new_string(gb_initramfs_verdict_name(m->after)));
-		json_object_object_add(e, "rebuilt", json_object_new_boolean(m->rebuilt));
+			gb_json_add(e, "after", gb_json_new_string(gb_initramfs_verdict_name(m->after)));
+		gb_json_add(e, "rebuilt", gb_json_new_boolean(m->rebuilt));
 		if (m->detail[0])
-			json_object_object_add(e, "detail", json_object_new_string(m->detail));
-		json_object_array_add(imgs, e);
+			gb_json_add(e, "detail", gb_json_new_string(m->detail));
+		gb_json_append(imgs, e);
 	}
-	json_object_object_add(o, "initramfs", imgs);
-	json_object_object_add(o, "rebuilt", json_object_new_int((int)r->n_rebuilt));
-	json_object_object_add(o, "reboot_needed", json_object_new_boolean(r->reboot_needed));
+	gb_json_add(o, "initramfs", imgs);
+	gb_json_add(o, "rebuilt", gb_json_new_int((int)r->n_rebuilt));
+	gb_json_add(o, "reboot_needed", gb_json_new_boolean(r->reboot_needed));
 	if (r->reboot_reason)
-		json_object_object_add(o, "reboot_reason", json_object_new_string(r->reboot_reason));
+		gb_json_add(o, "reboot_reason", gb_json_new_string(r->reboot_reason));
 	if (r->cause[0])
-		json_object_object_add(o, "cause", json_object_new_string(r->cause));
+		gb_json_add(o, "cause", gb_json_new_string(r->cause));
 	return o;
 }

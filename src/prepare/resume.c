@@ -29,9 +29,8 @@ int gb_prepare_reboot_allowed(json_object *doc, const char *reason, char *why, s
 
 	if (boots < 1)
 		boots = 1;
-	for (size_t i = 0; steps && json_object_is_type(steps, json_type_array) && i < json_object_array_length(steps);
-	     i++) {
-		json_object *s = json_object_array_get_idx(steps, i);
+	for (size_t i = 0; steps && json_object_is_type(steps, json_type_array) && i < gb_json_len(steps); i++) {
+		json_object *s = gb_json_idx(steps, i);
 		const char *kind = gb_json_get_str(s, "kind"), *r = gb_json_get_str(s, "reason");
 		int boot = json_object_get_int(gb_json_get(s, "boot"));
 		if (!kind || !streq(kind, "reboot") || !r)
@@ -215,16 +214,16 @@ int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *
 		return r;
 	}
 	snprintf(id, sizeof(id), "reboot:%s", reason);
-	d = json_object_new_object();
-	json_object_object_add(d, "reason", json_object_new_string(reason));
-	json_object_object_add(d, "boot", json_object_new_int(json_object_get_int(gb_json_get(j->doc, "boots"))));
+	d = gb_json_new_object();
+	gb_json_add(d, "reason", gb_json_new_string(reason));
+	gb_json_add(d, "boot", gb_json_new_int(json_object_get_int(gb_json_get(j->doc, "boots"))));
 	r = gb_journal_begin(j, "prepare", id, "reboot", d);
 	if (r < 0)
 		return r;
 	r = gb_journal_write_file(j, "prepare", GB_PREPARE_RESUME_PATH, text, len, 0644);
 	if (r >= 0) {
-		d = json_object_new_object();
-		json_object_object_add(d, "unit", json_object_new_string(GB_PREPARE_RESUME_UNIT));
+		d = gb_json_new_object();
+		gb_json_add(d, "unit", gb_json_new_string(GB_PREPARE_RESUME_UNIT));
 		r = step(j,
 		         ctx->root->is_host ? "systemctl:enable:" GB_PREPARE_RESUME_UNIT
 		                            : "link:" GB_PREPARE_RESUME_WANTS,

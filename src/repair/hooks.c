@@ -19,6 +19,7 @@
 #include "shared/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 #define STAGE "install"
 #define UNIT_TARGET "/etc/systemd/system/" GB_REPAIR_UNIT
@@ -123,8 +124,8 @@ static int enable(struct gb_ctx *ctx, struct gb_journal *j)
 
 	if (gb_root_readlink(ctx->root, GB_REPAIR_UNIT_WANTS, &target) == 0 && streq(target, UNIT_TARGET))
 		return 0;
-	d = json_object_new_object();
-	json_object_object_add(d, "unit", json_object_new_string(GB_REPAIR_UNIT));
+	d = gb_json_new_object();
+	gb_json_add(d, "unit", gb_json_new_string(GB_REPAIR_UNIT));
 	r = gb_journal_begin(j, STAGE, id, ctx->root->is_host ? "command" : "file", d);
 	if (r != 0)
 		return r < 0 ? r : 0;

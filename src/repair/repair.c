@@ -20,6 +20,7 @@
 #include "shared/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
+#include "shared/json-util.h"
 
 #define STAGE "repair"
 #define FAIL(ret, r, ...) (snprintf((ret)->error, sizeof((ret)->error), __VA_ARGS__), (r))
@@ -162,45 +163,45 @@ int gb_repair(struct gb_ctx *ctx, const char *kver, struct gb_journal *j, struct
 
 static json_object *jstr(const char *s)
 {
-	return s && s[0] ? json_object_new_string(s) : NULL;
+	return s && s[0] ? gb_json_new_string(s) : NULL;
 }
 
 json_object *gb_repair_state_to_json(const struct gb_repair_state *s)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "kernel", jstr(s->kver));
-	json_object_object_add(o, "verdict", json_object_new_string(gb_repair_verdict_name(s->verdict)));
-	json_object_object_add(o, "running", json_object_new_boolean(s->running));
-	json_object_object_add(o, "no_driver", json_object_new_boolean(s->no_driver));
-	json_object_object_add(o, "loaded_version", jstr(s->loaded_version));
-	json_object_object_add(o, "installed_version", jstr(s->installed_version));
-	json_object_object_add(o, "installed_from", jstr(s->installed_from));
-	json_object_object_add(o, "module", jstr(s->module_path));
-	json_object_object_add(o, "module_version", jstr(s->module_version));
-	json_object_object_add(o, "headers", json_object_new_boolean(s->headers));
+	json_object *o = gb_json_new_object();
+	gb_json_add(o, "kernel", jstr(s->kver));
+	gb_json_add(o, "verdict", gb_json_new_string(gb_repair_verdict_name(s->verdict)));
+	gb_json_add(o, "running", gb_json_new_boolean(s->running));
+	gb_json_add(o, "no_driver", gb_json_new_boolean(s->no_driver));
+	gb_json_add(o, "loaded_version", jstr(s->loaded_version));
+	gb_json_add(o, "installed_version", jstr(s->installed_version));
+	gb_json_add(o, "installed_from", jstr(s->installed_from));
+	gb_json_add(o, "module", jstr(s->module_path));
+	gb_json_add(o, "module_version", jstr(s->module_version));
+	gb_json_add(o, "headers", gb_json_new_boolean(s->headers));
 	if (s->dkms_source) {
-		json_object_object_add(o, "dkms_name", jstr(s->dkms_name));
-		json_object_object_add(o, "dkms_version", jstr(s->dkms_version));
-		json_object_object_add(o, "dkms_added", json_object_new_boolean(s->dkms_added));
+		gb_json_add(o, "dkms_name", jstr(s->dkms_name));
+		gb_json_add(o, "dkms_version", jstr(s->dkms_version));
+		gb_json_add(o, "dkms_added", gb_json_new_boolean(s->dkms_added));
 	}
-	json_object_object_add(o, "headers_package", jstr(s->headers_package));
-	json_object_object_add(o, "custom_kernel", json_object_new_boolean(s->custom_kernel));
-	json_object_object_add(o, "marker", json_object_new_boolean(s->marker));
-	json_object_object_add(o, "reason", jstr(s->reason));
-	json_object_object_add(o, "hint", jstr(s->hint));
+	gb_json_add(o, "headers_package", jstr(s->headers_package));
+	gb_json_add(o, "custom_kernel", gb_json_new_boolean(s->custom_kernel));
+	gb_json_add(o, "marker", gb_json_new_boolean(s->marker));
+	gb_json_add(o, "reason", jstr(s->reason));
+	gb_json_add(o, "hint", jstr(s->hint));
 	return o;
 }
 
 json_object *gb_repair_result_to_json(const struct gb_repair_result *r)
 {
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "before", gb_repair_state_to_json(&r->before));
-	json_object_object_add(o, "after", gb_repair_state_to_json(&r->after));
-	json_object_object_add(o, "built", json_object_new_boolean(r->built));
-	json_object_object_add(o, "marker_removed", json_object_new_boolean(r->marker_removed));
-	json_object_object_add(o, "error", jstr(r->error));
-	json_object_object_add(o, "hint", jstr(r->hint));
-	json_object_object_add(o, "dkms_output", jstr(r->dkms_output));
-	json_object_object_add(o, "exit_code", json_object_new_int(r->exit_code));
+	json_object *o = gb_json_new_object();
+	gb_json_add(o, "before", gb_repair_state_to_json(&r->before));
+	gb_json_add(o, "after", gb_repair_state_to_json(&r->after));
+	gb_json_add(o, "built", gb_json_new_boolean(r->built));
+	gb_json_add(o, "marker_removed", gb_json_new_boolean(r->marker_removed));
+	gb_json_add(o, "error", jstr(r->error));
+	gb_json_add(o, "hint", jstr(r->hint));
+	gb_json_add(o, "dkms_output", jstr(r->dkms_output));
+	gb_json_add(o, "exit_code", gb_json_new_int(r->exit_code));
 	return o;
 }

@@ -28,7 +28,7 @@ static json_object *iso_now(struct gb_ctx *ctx)
 	char buf[32];
 	if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
 		return NULL;
-	return json_object_new_string(buf);
+	return gb_json_new_string(buf);
 }
 
 /* What a plan says about the machine as it is now, not about where it is
@@ -52,21 +52,21 @@ static json_object *decisions(json_object *o)
 {
 	json_object *c;
 	if (json_object_is_type(o, json_type_array)) {
-		c = json_object_new_array();
-		for (size_t i = 0; i < json_object_array_length(o); i++)
-			json_object_array_add(c, decisions(json_object_array_get_idx(o, i)));
+		c = gb_json_new_array();
+		for (size_t i = 0; i < gb_json_len(o); i++)
+			gb_json_append(c, decisions(gb_json_idx(o, i)));
 		return c;
 	}
 	if (!json_object_is_type(o, json_type_object))
 		return json_object_get(o);
-	c = json_object_new_object();
+	c = gb_json_new_object();
 	for (struct json_object_iterator it = json_object_iter_begin(o), end = json_object_iter_end(o);
 	     !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
 		const char *k = json_object_iter_peek_name(&it);
 		size_t n = strlen(k);
 		if (streq(k, "date") || (n >= 6 && streq(k + n - 6, "reason")) || state_key(k))
 			continue;
-		json_object_object_add(c, k, decisions(json_object_iter_peek_value(&it)));
+		gb_json_add(c, k, decisions(json_object_iter_peek_value(&it)));
 	}
 	return c;
 }
@@ -74,9 +74,14 @@ static json_object *decisions(json_object *o)
 int gb_plan_hash(json_object *plan, char ret_hex[65])
 {
 	json_object *d = decisions(plan);
-	const char *s = json_object_to_json_string_ext(d, JSON_C_TO_STRING_PLAIN);
+	_cleanup_free_ char *s = NULL;
 	struct gb_sha256 h;
-	int r = gb_sha256_init(&h);
+	int r = gb_json_text(d, JSON_C_TO_STRING_PLAIN, &s);
+	if (r < 0) {
+		json_object_put(d);
+		return r;
+	}
+	r = gb_sha256_init(&h);
 	if (r >= 0)
 		r = gb_sha256_update(&h, s, strlen(s));
 	if (r >= 0)
@@ -88,9 +93,12 @@ int gb_plan_hash(json_object *plan, char ret_hex[65])
 
 static int journal_save(struct gb_journal *j)
 {
-	const char *text = json_object_to_json_string_ext(j->doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
-	int r = gb_write_file_atomic(j->path, text, strlen(text), 0600);
+	_cleanup_free_ char *text = NULL;
+	int r = gb_json_text(j->doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+	                     &text);
+	if (r < 0)
+		return gb_log_error_errno(r, "Failed to make the journal '%s': %m", j->path);
+	r = gb_write_file_atomic(j->path, text, strlen(text), 0600);
 	if (r == -ENOSPC)
 		return gb_log_error_errno(r, "Failed to write the journal '%s': %m (need %zu bytes, %llu available)",
 		                          j->path, strlen(text), gb_fs_available(j->path));
@@ -112,8 +120,8 @@ static int journal_save(struct gb_journal *j)
 
 static json_object *find_step(struct gb_journal *j, const char *id)
 {
-	for (size_t i = 0; i < json_object_array_length(j->steps); i++) {
-		json_object *s = json_object_array_get_idx(j->steps, i);
+	for (size_t i = 0; i < gb_json_len(j->steps); i++) {
+		json_object *s = gb_json_idx(j->steps, i);
 		const char *sid = gb_json_get_str(s, "id");
 		if (sid && streq(sid, id))
 			return s;
@@ -125,8 +133,8 @@ static json_object *find_step(struct gb_journal *j, const char *id)
 static bool changed_something(json_object *doc)
 {
 	json_object *steps = gb_json_get(doc, "steps");
-	for (size_t i = 0; steps && i < json_object_array_length(steps); i++) {
-		json_object *s = json_object_array_get_idx(steps, i);
+	for (size_t i = 0; steps && i < gb_json_len(steps); i++) {
+		json_object *s = gb_json_idx(steps, i);
 		const char *kind = gb_json_get_str(s, "kind"), *state = gb_json_get_str(s, "state");
 		if (kind && !streq(kind, "stage") && state && !streq(state, "failed") &&
 		    !gb_json_get_bool(s, "unchanged", false))
@@ -138,20 +146,20 @@ static bool changed_something(json_object *doc)
 static void new_doc(struct gb_journal *j, json_object *plan, const char *command)
 {
 	_cleanup_free_ char *boot = NULL;
-	j->doc = json_object_new_object();
-	json_object_object_add(j->doc, "schema_version", json_object_new_int(GB_JOURNAL_SCHEMA));
-	json_object_object_add(j->doc, "gpuboot_version", json_object_new_string(GPUBOOT_VERSION));
-	json_object_object_add(j->doc, "command", json_object_new_string(command));
-	json_object_object_add(j->doc, "state", json_object_new_string("running"));
-	json_object_object_add(j->doc, "started_at", iso_now(j->ctx));
+	j->doc = gb_json_new_object();
+	gb_json_add(j->doc, "schema_version", gb_json_new_int(GB_JOURNAL_SCHEMA));
+	gb_json_add(j->doc, "gpuboot_version", gb_json_new_string(GPUBOOT_VERSION));
+	gb_json_add(j->doc, "command", gb_json_new_string(command));
+	gb_json_add(j->doc, "state", gb_json_new_string("running"));
+	gb_json_add(j->doc, "started_at", iso_now(j->ctx));
 	if (gb_root_read_attr(j->ctx->root, "proc/sys/kernel/random/boot_id", &boot) < 0)
 		boot = NULL;
-	json_object_object_add(j->doc, "boot_id", boot ? json_object_new_string(boot) : NULL);
-	json_object_object_add(j->doc, "boots", json_object_new_int(1));
-	json_object_object_add(j->doc, "plan_hash", json_object_new_string(j->plan_hash));
-	json_object_object_add(j->doc, "plan", json_object_get(plan));
-	j->steps = json_object_new_array();
-	json_object_object_add(j->doc, "steps", j->steps);
+	gb_json_add(j->doc, "boot_id", boot ? gb_json_new_string(boot) : NULL);
+	gb_json_add(j->doc, "boots", gb_json_new_int(1));
+	gb_json_add(j->doc, "plan_hash", gb_json_new_string(j->plan_hash));
+	gb_json_add(j->doc, "plan", json_object_get(plan));
+	j->steps = gb_json_new_array();
+	gb_json_add(j->doc, "steps", j->steps);
 }
 
 /* An unfinished journal of the same plan continues; count a new boot. */
@@ -163,12 +171,11 @@ static void resume_doc(struct gb_journal *j, json_object *old)
 	j->steps = gb_json_get(old, "steps");
 	j->resumed = true;
 	if (gb_root_read_attr(j->ctx->root, "proc/sys/kernel/random/boot_id", &boot) == 0 && was && !streq(was, boot)) {
-		json_object_object_add(old, "boot_id", json_object_new_string(boot));
-		json_object_object_add(old, "boots",
-		                       json_object_new_int(json_object_get_int(gb_json_get(old, "boots")) + 1));
+		gb_json_add(old, "boot_id", gb_json_new_string(boot));
+		gb_json_add(old, "boots", gb_json_new_int(json_object_get_int(gb_json_get(old, "boots")) + 1));
 	}
-	json_object_object_add(old, "state", json_object_new_string("running"));
-	json_object_object_add(old, "resumed_at", iso_now(j->ctx));
+	gb_json_add(old, "state", gb_json_new_string("running"));
+	gb_json_add(old, "resumed_at", iso_now(j->ctx));
 }
 
 /* Keep the previous journal beside the new one, for the record. */
@@ -197,7 +204,11 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 		snprintf(err, errsz, "cannot read the journal '%s': %s", j->path, strerror(-r));
 		return r;
 	}
-	old = json_tokener_parse(text);
+	r = gb_json_parse(text, len, JSON_TOKENER_DEFAULT_DEPTH, &old);
+	if (r == -ENOMEM) {
+		snprintf(err, errsz, "cannot read the journal '%s': %s", j->path, strerror(-r));
+		return r;
+	}
 	state = gb_json_get_str(old, "state");
 	hash = gb_json_get_str(old, "plan_hash");
 	if (!old || !json_object_is_type(old, json_type_object) || !state || !hash || !gb_json_get(old, "steps") ||
@@ -267,8 +278,7 @@ static void merge(json_object *into, json_object *detail)
 		return;
 	struct json_object_iterator it = json_object_iter_begin(detail), end = json_object_iter_end(detail);
 	for (; !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
-		json_object_object_add(into, json_object_iter_peek_name(&it),
-		                       json_object_get(json_object_iter_peek_value(&it)));
+		gb_json_add(into, json_object_iter_peek_name(&it), json_object_get(json_object_iter_peek_value(&it)));
 	json_object_put(detail);
 }
 
@@ -282,18 +292,17 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 			return 1;
 		}
 		/* Started and not finished (killed), or failed: redo it. */
-		json_object_object_add(s, "attempts",
-		                       json_object_new_int(json_object_get_int(gb_json_get(s, "attempts")) + 1));
+		gb_json_add(s, "attempts", gb_json_new_int(json_object_get_int(gb_json_get(s, "attempts")) + 1));
 	} else {
-		s = json_object_new_object();
-		json_object_object_add(s, "id", json_object_new_string(id));
-		json_object_object_add(s, "stage", json_object_new_string(stage));
-		json_object_object_add(s, "kind", json_object_new_string(kind));
-		json_object_object_add(s, "attempts", json_object_new_int(1));
-		json_object_array_add(j->steps, s);
+		s = gb_json_new_object();
+		gb_json_add(s, "id", gb_json_new_string(id));
+		gb_json_add(s, "stage", gb_json_new_string(stage));
+		gb_json_add(s, "kind", gb_json_new_string(kind));
+		gb_json_add(s, "attempts", gb_json_new_int(1));
+		gb_json_append(j->steps, s);
 	}
-	json_object_object_add(s, "state", json_object_new_string("started"));
-	json_object_object_add(s, "started_at", iso_now(j->ctx));
+	gb_json_add(s, "state", gb_json_new_string("started"));
+	gb_json_add(s, "started_at", iso_now(j->ctx));
 	json_object_object_del(s, "finished_at");
 	json_object_object_del(s, "errno");
 	merge(s, detail);
@@ -307,20 +316,20 @@ int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *d
 		json_object_put(detail);
 		return -ENOENT;
 	}
-	json_object_object_add(s, "state", json_object_new_string(err ? "failed" : "done"));
-	json_object_object_add(s, "finished_at", iso_now(j->ctx));
+	gb_json_add(s, "state", gb_json_new_string(err ? "failed" : "done"));
+	gb_json_add(s, "finished_at", iso_now(j->ctx));
 	if (err)
-		json_object_object_add(s, "errno", json_object_new_int(err < 0 ? -err : err));
+		gb_json_add(s, "errno", gb_json_new_int(err < 0 ? -err : err));
 	merge(s, detail);
 	return journal_save(j);
 }
 
 int gb_journal_finish(struct gb_journal *j, const char *state, int exit_code)
 {
-	json_object_object_add(j->doc, "state", json_object_new_string(state));
-	json_object_object_add(j->doc, "finished_at", iso_now(j->ctx));
-	json_object_object_add(j->doc, "exit_code", json_object_new_int(exit_code));
-	json_object_object_add(j->doc, "effects_this_run", json_object_new_int((int)j->n_effects));
+	gb_json_add(j->doc, "state", gb_json_new_string(state));
+	gb_json_add(j->doc, "finished_at", iso_now(j->ctx));
+	gb_json_add(j->doc, "exit_code", gb_json_new_int(exit_code));
+	gb_json_add(j->doc, "effects_this_run", gb_json_new_int((int)j->n_effects));
 	return journal_save(j);
 }
 
@@ -329,7 +338,7 @@ int gb_journal_write_file(struct gb_journal *j, const char *stage, const char *p
 {
 	char before[65] = "", after[65] = "", id[4200];
 	mode_t old_mode = 0;
-	json_object *d = json_object_new_object();
+	json_object *d = gb_json_new_object();
 	struct gb_sha256 h;
 	int r;
 
@@ -347,17 +356,17 @@ int gb_journal_write_file(struct gb_journal *j, const char *stage, const char *p
 		json_object_put(d);
 		return r;
 	}
-	json_object_object_add(d, "path", json_object_new_string(path));
-	json_object_object_add(d, "mode", json_object_new_int((int)mode));
-	json_object_object_add(d, "sha256_before", before[0] ? json_object_new_string(before) : NULL);
-	json_object_object_add(d, "mode_before", before[0] ? json_object_new_int((int)old_mode) : NULL);
-	json_object_object_add(d, "sha256_after", json_object_new_string(after));
+	gb_json_add(d, "path", gb_json_new_string(path));
+	gb_json_add(d, "mode", gb_json_new_int((int)mode));
+	gb_json_add(d, "sha256_before", before[0] ? gb_json_new_string(before) : NULL);
+	gb_json_add(d, "mode_before", before[0] ? gb_json_new_int((int)old_mode) : NULL);
+	gb_json_add(d, "sha256_after", gb_json_new_string(after));
 	r = gb_journal_begin(j, stage, id, "file", d);
 	if (r != 0)
 		return r;
 	if (streq(before, after) && old_mode == (mode & 07777)) {
-		json_object *u = json_object_new_object();
-		json_object_object_add(u, "unchanged", json_object_new_boolean(true));
+		json_object *u = gb_json_new_object();
+		gb_json_add(u, "unchanged", gb_json_new_boolean(true));
 		return gb_journal_end(j, id, 0, u);
 	}
 	r = gb_root_write_file(j->ctx->root, path, data, len, mode);
@@ -369,43 +378,41 @@ int gb_journal_write_file(struct gb_journal *j, const char *stage, const char *p
 int gb_journal_run(struct gb_journal *j, const char *stage, const char *id, const struct gb_cmd_spec *spec,
                    struct gb_cmd_result *ret)
 {
-	json_object *d = json_object_new_object(), *argv = json_object_new_array(), *after;
+	json_object *d = gb_json_new_object(), *argv = gb_json_new_array(), *after;
 	int r;
 
 	for (size_t i = 0; spec->argv[i]; i++)
-		json_object_array_add(argv, json_object_new_string(spec->argv[i]));
-	json_object_object_add(d, "argv", argv);
-	json_object_object_add(d, "chroot", spec->chroot_dir ? json_object_new_string(spec->chroot_dir) : NULL);
+		gb_json_append(argv, gb_json_new_string(spec->argv[i]));
+	gb_json_add(d, "argv", argv);
+	gb_json_add(d, "chroot", spec->chroot_dir ? gb_json_new_string(spec->chroot_dir) : NULL);
 	r = gb_journal_begin(j, stage, id, "command", d);
 	if (r != 0)
 		return r;
 	r = j->ctx->ops->run_command(j->ctx->ops, spec, ret);
 	gb_kill_point("command");
-	after = json_object_new_object();
+	after = gb_json_new_object();
 	if (r == 0) {
 		j->n_effects++;
 		if (WIFEXITED(ret->status))
-			json_object_object_add(after, "exit_status", json_object_new_int(WEXITSTATUS(ret->status)));
+			gb_json_add(after, "exit_status", gb_json_new_int(WEXITSTATUS(ret->status)));
 		else
-			json_object_object_add(after, "signal", json_object_new_int(WTERMSIG(ret->status)));
+			gb_json_add(after, "signal", gb_json_new_int(WTERMSIG(ret->status)));
 		if (!WIFEXITED(ret->status) || WEXITSTATUS(ret->status) != 0)
 			r = -EIO;
 	}
 	/* a bounded tail: the last 1 KiB says why a package manager failed */
-	json_object_object_add(
-	    after, "output_tail",
-	    json_object_new_string(ret->output_len > 1024 ? ret->output + ret->output_len - 1024 : ret->output));
+	gb_json_add(after, "output_tail",
+	            gb_json_new_string(ret->output_len > 1024 ? ret->output + ret->output_len - 1024 : ret->output));
 	return gb_journal_end(j, id, r, after) < 0 ? -EIO : r;
 }
 
 json_object *gb_journal_summary(json_object *doc)
 {
-	json_object *o = json_object_new_object(), *steps = gb_json_get(doc, "steps"), *last = NULL;
+	json_object *o = gb_json_new_object(), *steps = gb_json_get(doc, "steps"), *last = NULL;
 	unsigned done = 0, started = 0, failed = 0;
 
-	for (size_t i = 0; steps && json_object_is_type(steps, json_type_array) && i < json_object_array_length(steps);
-	     i++) {
-		json_object *s = json_object_array_get_idx(steps, i);
+	for (size_t i = 0; steps && json_object_is_type(steps, json_type_array) && i < gb_json_len(steps); i++) {
+		json_object *s = gb_json_idx(steps, i);
 		const char *st = gb_json_get_str(s, "state");
 		if (!st)
 			continue;
@@ -414,19 +421,16 @@ json_object *gb_journal_summary(json_object *doc)
 		failed += streq(st, "failed");
 		last = s;
 	}
-	json_object_object_add(
-	    o, "state", gb_json_get_str(doc, "state") ? json_object_new_string(gb_json_get_str(doc, "state")) : NULL);
-	json_object_object_add(
-	    o, "plan_hash",
-	    gb_json_get_str(doc, "plan_hash") ? json_object_new_string(gb_json_get_str(doc, "plan_hash")) : NULL);
-	json_object_object_add(o, "boots", json_object_new_int(json_object_get_int(gb_json_get(doc, "boots"))));
-	json_object_object_add(o, "steps_done", json_object_new_int((int)done));
-	json_object_object_add(o, "steps_started", json_object_new_int((int)started));
-	json_object_object_add(o, "steps_failed", json_object_new_int((int)failed));
-	json_object_object_add(
-	    o, "last_step",
-	    last ? json_object_new_string(gb_json_get_str(last, "id") ? gb_json_get_str(last, "id") : "?") : NULL);
-	json_object_object_add(o, "last_step_state",
-	                       last ? json_object_new_string(gb_json_get_str(last, "state")) : NULL);
+	gb_json_add(o, "state",
+	            gb_json_get_str(doc, "state") ? gb_json_new_string(gb_json_get_str(doc, "state")) : NULL);
+	gb_json_add(o, "plan_hash",
+	            gb_json_get_str(doc, "plan_hash") ? gb_json_new_string(gb_json_get_str(doc, "plan_hash")) : NULL);
+	gb_json_add(o, "boots", gb_json_new_int(json_object_get_int(gb_json_get(doc, "boots"))));
+	gb_json_add(o, "steps_done", gb_json_new_int((int)done));
+	gb_json_add(o, "steps_started", gb_json_new_int((int)started));
+	gb_json_add(o, "steps_failed", gb_json_new_int((int)failed));
+	gb_json_add(o, "last_step",
+	            last ? gb_json_new_string(gb_json_get_str(last, "id") ? gb_json_get_str(last, "id") : "?") : NULL);
+	gb_json_add(o, "last_step_state", last ? gb_json_new_string(gb_json_get_str(last, "state")) : NULL);
 	return o;
 }

@@ -27,6 +27,7 @@
 #include "shared/log.h"
 #include "shared/util.h"
 #include "version.h"
+#include "shared/json-util.h"
 
 struct run {
 	struct gb_ctx *ctx;
@@ -222,8 +223,8 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		code = sign_modules(r, st, &signing);
 		if (code) {
 			json_object_put(r->st.load);
-			r->st.load = json_object_new_object();
-			json_object_object_add(r->st.load, "signing", signing);
+			r->st.load = gb_json_new_object();
+			gb_json_add(r->st.load, "signing", signing);
 			return code;
 		}
 	}
@@ -240,7 +241,7 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	json_object_put(r->st.load);
 	r->st.load = gb_load_result_to_json(res);
 	if (signing)
-		json_object_object_add(r->st.load, "signing", signing);
+		gb_json_add(r->st.load, "signing", signing);
 	if (k == 0) {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
 		code = 0;
@@ -551,7 +552,7 @@ static int install_failed(struct run *r, struct gb_stage *st, int k, const char 
 
 static int stage_install(struct run *r, struct gb_stage *st)
 {
-	json_object *out = json_object_new_object(), *part = NULL;
+	json_object *out = gb_json_new_object(), *part = NULL;
 	char err[768] = "";
 	int k = 0, code = 0;
 
@@ -566,7 +567,7 @@ static int stage_install(struct run *r, struct gb_stage *st)
 	if (driver_installs(r)) {
 		k = streq(r->plan.driver.method, "runfile") ? install_runfile(r, err, sizeof(err), &part)
 		                                            : install_distro(r, err, sizeof(err), &part);
-		json_object_object_add(out, "driver", part);
+		gb_json_add(out, "driver", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the driver", err);
 		else if ((k = gb_repair_install_hooks(r->ctx, r->journal, r->plan.in.os_id)) < 0 && k != -EOPNOTSUPP)
@@ -575,7 +576,7 @@ static int stage_install(struct run *r, struct gb_stage *st)
 	if (!code && cuda_installs(r)) {
 		part = NULL;
 		k = install_cuda(r, err, sizeof(err), &part);
-		json_object_object_add(out, "cuda", part);
+		gb_json_add(out, "cuda", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "CUDA", err);
 	}

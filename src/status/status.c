@@ -47,7 +47,7 @@ static json_object *iso8601(uint64_t ns)
 	char buf[32];
 	if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm))
 		return NULL;
-	return json_object_new_string(buf);
+	return gb_json_new_string(buf);
 }
 
 static const char *errno_name(int e)
@@ -84,46 +84,46 @@ static const char *errno_name(int e)
 
 static json_object *stage_json(const struct gb_stage *st)
 {
-	json_object *j = json_object_new_object();
-	json_object_object_add(j, "name", json_object_new_string(st->name));
-	json_object_object_add(j, "result", json_object_new_string(st->result));
-	json_object_object_add(j, "duration_ms", json_object_new_double(st->duration_ms));
-	json_object_object_add(j, "errno", errno_name(st->err) ? json_object_new_string(errno_name(st->err)) : NULL);
-	json_object_object_add(j, "error", st->error[0] ? json_object_new_string(st->error) : NULL);
-	json_object_object_add(j, "hint", st->hint[0] ? json_object_new_string(st->hint) : NULL);
+	json_object *j = gb_json_new_object();
+	gb_json_add(j, "name", gb_json_new_string(st->name));
+	gb_json_add(j, "result", gb_json_new_string(st->result));
+	gb_json_add(j, "duration_ms", gb_json_new_double(st->duration_ms));
+	gb_json_add(j, "errno", errno_name(st->err) ? gb_json_new_string(errno_name(st->err)) : NULL);
+	gb_json_add(j, "error", st->error[0] ? gb_json_new_string(st->error) : NULL);
+	gb_json_add(j, "hint", st->hint[0] ? gb_json_new_string(st->hint) : NULL);
 	return j;
 }
 
 /* The last verification: what verify (or run) found, and when. */
 static json_object *verification_json(const struct gb_status *s)
 {
-	json_object *v = json_object_new_object(), *flags = json_object_new_object();
-	json_object_object_add(v, "at", iso8601(s->finished_ns));
-	json_object_object_add(v, "command", json_object_new_string(s->command));
-	json_object_object_add(v, "tier", s->tier ? json_object_new_string(s->tier) : NULL);
-	json_object_object_add(v, "exit_code", json_object_new_int(s->exit_code));
-	json_object_object_add(flags, "driver_ready", json_object_new_boolean(s->driver_ready));
-	json_object_object_add(flags, "cuda_ready", json_object_new_boolean(s->cuda_ready));
-	json_object_object_add(flags, "toolkit_ready", json_object_new_boolean(s->toolkit_ready));
-	json_object_object_add(flags, "verified", json_object_new_boolean(s->verified));
-	json_object_object_add(v, "ready", flags);
-	json_object_object_add(v, "checks", s->verify ? gb_checks_to_json(s->verify) : json_object_new_array());
+	json_object *v = gb_json_new_object(), *flags = gb_json_new_object();
+	gb_json_add(v, "at", iso8601(s->finished_ns));
+	gb_json_add(v, "command", gb_json_new_string(s->command));
+	gb_json_add(v, "tier", s->tier ? gb_json_new_string(s->tier) : NULL);
+	gb_json_add(v, "exit_code", gb_json_new_int(s->exit_code));
+	gb_json_add(flags, "driver_ready", gb_json_new_boolean(s->driver_ready));
+	gb_json_add(flags, "cuda_ready", gb_json_new_boolean(s->cuda_ready));
+	gb_json_add(flags, "toolkit_ready", gb_json_new_boolean(s->toolkit_ready));
+	gb_json_add(flags, "verified", gb_json_new_boolean(s->verified));
+	gb_json_add(v, "ready", flags);
+	gb_json_add(v, "checks", s->verify ? gb_checks_to_json(s->verify) : gb_json_new_array());
 	return v;
 }
 
 static json_object *never_verified(void)
 {
-	json_object *v = json_object_new_object(), *flags = json_object_new_object();
-	json_object_object_add(v, "at", NULL);
-	json_object_object_add(v, "command", NULL);
-	json_object_object_add(v, "tier", NULL);
-	json_object_object_add(v, "exit_code", NULL);
-	json_object_object_add(flags, "driver_ready", json_object_new_boolean(false));
-	json_object_object_add(flags, "cuda_ready", json_object_new_boolean(false));
-	json_object_object_add(flags, "toolkit_ready", json_object_new_boolean(false));
-	json_object_object_add(flags, "verified", json_object_new_boolean(false));
-	json_object_object_add(v, "ready", flags);
-	json_object_object_add(v, "checks", json_object_new_array());
+	json_object *v = gb_json_new_object(), *flags = gb_json_new_object();
+	gb_json_add(v, "at", NULL);
+	gb_json_add(v, "command", NULL);
+	gb_json_add(v, "tier", NULL);
+	gb_json_add(v, "exit_code", NULL);
+	gb_json_add(flags, "driver_ready", gb_json_new_boolean(false));
+	gb_json_add(flags, "cuda_ready", gb_json_new_boolean(false));
+	gb_json_add(flags, "toolkit_ready", gb_json_new_boolean(false));
+	gb_json_add(flags, "verified", gb_json_new_boolean(false));
+	gb_json_add(v, "ready", flags);
+	gb_json_add(v, "checks", gb_json_new_array());
 	return v;
 }
 
@@ -144,41 +144,40 @@ static json_object *part(json_object *mine, json_object *prev, const char *key, 
 
 static json_object *status_doc(const struct gb_status *s, json_object *prev)
 {
-	json_object *o = json_object_new_object(), *stages = json_object_new_array(), *ver;
+	json_object *o = gb_json_new_object(), *stages = gb_json_new_array(), *ver;
 	const struct gb_exit_info *e = gb_exit_info(s->exit_code);
 
-	json_object_object_add(o, "schema_version", json_object_new_int(GB_STATUS_SCHEMA));
-	json_object_object_add(o, "gpuboot_version", json_object_new_string(GPUBOOT_VERSION));
-	json_object_object_add(o, "command", json_object_new_string(s->command));
-	json_object_object_add(o, "started_at", iso8601(s->started_ns));
-	json_object_object_add(o, "finished_at", s->finished_ns ? iso8601(s->finished_ns) : NULL);
-	json_object_object_add(
-	    o, "duration_ms",
-	    json_object_new_double(s->finished_ns ? (double)(s->finished_ns - s->started_ns) / 1e6 : 0));
-	json_object_object_add(o, "exit_code", s->finished_ns ? json_object_new_int(s->exit_code) : NULL);
-	json_object_object_add(o, "result", json_object_new_string(s->finished_ns ? e->result : "running"));
+	gb_json_add(o, "schema_version", gb_json_new_int(GB_STATUS_SCHEMA));
+	gb_json_add(o, "gpuboot_version", gb_json_new_string(GPUBOOT_VERSION));
+	gb_json_add(o, "command", gb_json_new_string(s->command));
+	gb_json_add(o, "started_at", iso8601(s->started_ns));
+	gb_json_add(o, "finished_at", s->finished_ns ? iso8601(s->finished_ns) : NULL);
+	gb_json_add(o, "duration_ms",
+	            gb_json_new_double(s->finished_ns ? (double)(s->finished_ns - s->started_ns) / 1e6 : 0));
+	gb_json_add(o, "exit_code", s->finished_ns ? gb_json_new_int(s->exit_code) : NULL);
+	gb_json_add(o, "result", gb_json_new_string(s->finished_ns ? e->result : "running"));
 	for (size_t i = 0; i < s->n_stages; i++)
-		json_object_array_add(stages, stage_json(s->stages[i]));
+		gb_json_append(stages, stage_json(s->stages[i]));
 	if (s->stages_lost)
-		json_object_array_add(stages, stage_json(&s->lost));
-	json_object_object_add(o, "stages", stages);
-	json_object_object_add(o, "facts", part(s->facts, prev, "facts", NULL));
-	json_object_object_add(o, "plan", part(s->plan, prev, "plan", NULL));
-	json_object_object_add(o, "artifacts", part(s->artifacts, prev, "artifacts", json_object_new_array()));
-	json_object_object_add(o, "journal", s->journal ? json_object_get(s->journal) : NULL);
-	json_object_object_add(o, "prepare", s->prepare ? json_object_get(s->prepare) : NULL);
-	json_object_object_add(o, "install", s->install ? json_object_get(s->install) : NULL);
-	json_object_object_add(o, "load", s->load ? json_object_get(s->load) : NULL);
+		gb_json_append(stages, stage_json(&s->lost));
+	gb_json_add(o, "stages", stages);
+	gb_json_add(o, "facts", part(s->facts, prev, "facts", NULL));
+	gb_json_add(o, "plan", part(s->plan, prev, "plan", NULL));
+	gb_json_add(o, "artifacts", part(s->artifacts, prev, "artifacts", gb_json_new_array()));
+	gb_json_add(o, "journal", s->journal ? json_object_get(s->journal) : NULL);
+	gb_json_add(o, "prepare", s->prepare ? json_object_get(s->prepare) : NULL);
+	gb_json_add(o, "install", s->install ? json_object_get(s->install) : NULL);
+	gb_json_add(o, "load", s->load ? json_object_get(s->load) : NULL);
 	/* The last verification is this command's, or carried over unchanged. */
 	ver = s->verify && s->finished_ns ? verification_json(s) : NULL;
 	if (!ver) {
 		json_object *p = gb_json_get(prev, "verification");
 		ver = p && json_object_is_type(p, json_type_object) ? json_object_get(p) : never_verified();
 	}
-	json_object_object_add(o, "verification", ver);
+	gb_json_add(o, "verification", ver);
 	/* Shortcuts kept from schema 1: the last verification's flags and checks. */
-	json_object_object_add(o, "ready", json_object_get(gb_json_get(ver, "ready")));
-	json_object_object_add(o, "checks", json_object_get(gb_json_get(ver, "checks")));
+	gb_json_add(o, "ready", json_object_get(gb_json_get(ver, "ready")));
+	gb_json_add(o, "checks", json_object_get(gb_json_get(ver, "checks")));
 	return o;
 }
 
@@ -245,8 +244,8 @@ static void label(struct sbuf *b, const char *v)
 static void numeric_metric(struct sbuf *b, json_object *checks, const char *key, const char *help)
 {
 	sb(b, "# HELP gpuboot_check_%s %s\n# TYPE gpuboot_check_%s gauge\n", key, help, key);
-	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
-		json_object *c = json_object_array_get_idx(checks, i), *v = gb_json_get(c, key);
+	for (size_t i = 0; checks && i < gb_json_len(checks); i++) {
+		json_object *c = gb_json_idx(checks, i), *v = gb_json_get(c, key);
 		if (!v || json_object_is_type(v, json_type_null))
 			continue;
 		sb(b, "gpuboot_check_%s{check=", key);
@@ -297,12 +296,12 @@ char *gb_status_prometheus(json_object *doc)
 	if (facts) {
 		json_object *g = gb_json_get_array(facts, "gpus");
 		sb(&b, "# HELP gpuboot_gpus NVIDIA GPUs found on PCI.\n# TYPE gpuboot_gpus gauge\n");
-		sb(&b, "gpuboot_gpus %zu\n", g ? json_object_array_length(g) : 0);
+		sb(&b, "gpuboot_gpus %zu\n", g ? gb_json_len(g) : 0);
 	}
 	sb(&b, "# HELP gpuboot_check_passed 1 when a check passed, 0 when it failed (skipped and informational checks "
 	       "are left out).\n# TYPE gpuboot_check_passed gauge\n");
-	for (size_t i = 0; checks && i < json_object_array_length(checks); i++) {
-		json_object *c = json_object_array_get_idx(checks, i);
+	for (size_t i = 0; checks && i < gb_json_len(checks); i++) {
+		json_object *c = gb_json_idx(checks, i);
 		const char *res = gb_json_get_str(c, "result");
 		if (!res || (!streq(res, "pass") && !streq(res, "fail")))
 			continue;
@@ -368,9 +367,9 @@ static char *nfd_features(json_object *doc)
 	if (drv)
 		sb(&b, "gpuboot.dev/driver-version=%s\n", drv);
 	if (gpus && json_object_is_type(gpus, json_type_array)) {
-		sb(&b, "gpuboot.dev/gpu-count=%zu\n", json_object_array_length(gpus));
-		if (json_object_array_length(gpus) > 0) {
-			const char *arch = gb_json_get_str(json_object_array_get_idx(gpus, 0), "architecture");
+		sb(&b, "gpuboot.dev/gpu-count=%zu\n", gb_json_len(gpus));
+		if (gb_json_len(gpus) > 0) {
+			const char *arch = gb_json_get_str(gb_json_idx(gpus, 0), "architecture");
 			if (arch)
 				sb(&b, "gpuboot.dev/gpu-architecture=%s\n", arch);
 		}
@@ -393,7 +392,8 @@ static json_object *previous_doc(struct gb_ctx *ctx)
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
 	if (gb_read_file(path, 64u << 20, &text, &len) < 0)
 		return NULL;
-	doc = json_tokener_parse(text);
+	if (gb_json_parse(text, len, JSON_TOKENER_DEFAULT_DEPTH, &doc) < 0)
+		return NULL; /* out of memory: the flag keeps the new document from being written */
 	if (!doc || !json_object_is_type(doc, json_type_object) ||
 	    json_object_get_int(gb_json_get(doc, "schema_version")) < 1 ||
 	    json_object_get_int(gb_json_get(doc, "schema_version")) > GB_STATUS_SCHEMA) {
@@ -419,15 +419,17 @@ static int write_doc(struct gb_ctx *ctx, json_object *doc)
 {
 	char path[4200];
 	int r;
+	_cleanup_free_ char *text = NULL;
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
-	r = write_text(path,
-	               json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-	                                                       JSON_C_TO_STRING_NOSLASHESCAPE),
-	               true);
+	r = gb_json_text(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+	                 &text);
+	if (r < 0)
+		return gb_log_error_errno(r, "Failed to make the status document '%s': %m", path);
+	r = write_text(path, text, true);
 	if (r == -ENOSPC)
 		return gb_log_error_errno(
 		    r, "Failed to write the status document '%s': %m (need about %zu bytes, %llu available)", path,
-		    strlen(json_object_to_json_string(doc)), gb_fs_available(path));
+		    strlen(text), gb_fs_available(path));
 	if (r < 0)
 		return gb_log_error_errno(r, "Failed to write the status document '%s': %m", path);
 	gb_kill_point("status");
@@ -453,7 +455,8 @@ static int write_exports(struct gb_ctx *ctx, json_object *doc)
 	char path[4200];
 	int r, first = 0;
 
-	if (!prom || !nfd)
+	/* a document with a part lost to memory renders incomplete metrics */
+	if (!prom || !nfd || gb_json_oom())
 		return gb_log_error_errno(-ENOMEM, "Failed to render the metrics: %m");
 	snprintf(path, sizeof(path), "%s/gpuboot.prom", ctx->opt.state_dir);
 	r = write_text(path, prom, false);
@@ -502,9 +505,8 @@ static const char *str_or(json_object *o, const char *k, const char *def)
 static void show_cause(json_object *doc)
 {
 	json_object *stages = gb_json_get(doc, "stages");
-	for (size_t i = 0;
-	     stages && json_object_is_type(stages, json_type_array) && i < json_object_array_length(stages); i++) {
-		json_object *st = json_object_array_get_idx(stages, i);
+	for (size_t i = 0; stages && json_object_is_type(stages, json_type_array) && i < gb_json_len(stages); i++) {
+		json_object *st = gb_json_idx(stages, i);
 		const char *res = gb_json_get_str(st, "result"), *err = gb_json_get_str(st, "error");
 		if (!res || streq(res, "ok") || streq(res, "skipped") || streq(res, "running"))
 			continue;
@@ -541,9 +543,8 @@ static void show_text(json_object *doc)
 	printf("%-12s %s at %s (tier %s, by '%s')\n",
 	       "verified:", gb_json_get_bool(gb_json_get(ver, "ready"), "verified", false) ? "yes" : "no",
 	       gb_json_get_str(ver, "at"), str_or(ver, "tier", "?"), str_or(ver, "command", "?"));
-	for (size_t i = 0;
-	     checks && json_object_is_type(checks, json_type_array) && i < json_object_array_length(checks); i++) {
-		json_object *c = json_object_array_get_idx(checks, i);
+	for (size_t i = 0; checks && json_object_is_type(checks, json_type_array) && i < gb_json_len(checks); i++) {
+		json_object *c = gb_json_idx(checks, i);
 		const char *res = gb_json_get_str(c, "result");
 		total++;
 		if (res && streq(res, "fail")) {
@@ -570,7 +571,11 @@ int gb_status_show(struct gb_ctx *ctx)
 		gb_log_error_errno(r, "No status at '%s': %m; gpuboot has not run here yet (or use --state-dir)", path);
 		return 1;
 	}
-	doc = json_tokener_parse(text);
+	r = gb_json_parse(text, len, JSON_TOKENER_DEFAULT_DEPTH, &doc);
+	if (r == -ENOMEM) {
+		gb_log_error_errno(r, "Failed to read the status at '%s': %m", path);
+		return 1;
+	}
 	schema = json_object_get_int(gb_json_get(doc, "schema_version"));
 	if (!doc || !json_object_is_type(doc, json_type_object) || schema < 1 || schema > GB_STATUS_SCHEMA ||
 	    !gb_json_get_str(doc, "result") || !gb_json_get_str(doc, "command")) {

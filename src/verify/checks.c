@@ -570,8 +570,8 @@ static void nvlink_summary(json_object *g, const char *peer_bus, struct nvl_summ
 	size_t o = 0;
 
 	memset(ns, 0, sizeof(*ns));
-	for (size_t i = 0; links && i < json_object_array_length(links); i++) {
-		json_object *l = json_object_array_get_idx(links, i);
+	for (size_t i = 0; links && i < gb_json_len(links); i++) {
+		json_object *l = gb_json_idx(links, i);
 		const char *rb = gb_json_get_str(l, "remote_bus_id"), *rt = gb_json_get_str(l, "remote_type");
 		double num_l = 0, ver = 0;
 		bool known = false;
@@ -703,8 +703,8 @@ static void peer_pcie(struct gb_verify_result *r, const char *subj, double gbps,
 
 static json_object *active_entry(json_object *act, unsigned idx)
 {
-	for (size_t i = 0; act && i < json_object_array_length(act); i++) {
-		json_object *ai = json_object_array_get_idx(act, i);
+	for (size_t i = 0; act && i < gb_json_len(act); i++) {
+		json_object *ai = gb_json_idx(act, i);
 		double v = -1;
 		if (gb_json_get_num(ai, "index", &v) && v == idx)
 			return gb_json_get(ai, "active");
@@ -716,10 +716,10 @@ static json_object *active_entry(json_object *act, unsigned idx)
  * gate of the path NVML reports between them. */
 static void check_peers(struct gb_verify_result *r, json_object *peers, json_object *gpus, json_object *act)
 {
-	size_t ng = gpus ? json_object_array_length(gpus) : 0;
+	size_t ng = gpus ? gb_json_len(gpus) : 0;
 
-	for (size_t i = 0; peers && i < json_object_array_length(peers); i++) {
-		json_object *pi = json_object_array_get_idx(peers, i);
+	for (size_t i = 0; peers && i < gb_json_len(peers); i++) {
+		json_object *pi = gb_json_idx(peers, i);
 		const char *path = gb_json_get_str(pi, "path");
 		double a = 0, b = 0, gbps = 0;
 		struct gb_check *c;
@@ -738,12 +738,10 @@ static void check_peers(struct gb_verify_result *r, json_object *peers, json_obj
 			if (c)
 				set_hint(c, "peer access is reported but the copy failed: check dmesg for XIDs");
 		} else if (path && streq(path, "nvlink")) {
-			peer_nvlink(r, subj, gbps, json_object_array_get_idx(gpus, (size_t)a),
-			            json_object_array_get_idx(gpus, (size_t)b), active_entry(act, (unsigned)a),
-			            (unsigned)b);
+			peer_nvlink(r, subj, gbps, gb_json_idx(gpus, (size_t)a), gb_json_idx(gpus, (size_t)b),
+			            active_entry(act, (unsigned)a), (unsigned)b);
 		} else {
-			peer_pcie(r, subj, gbps, json_object_array_get_idx(gpus, (size_t)a),
-			          json_object_array_get_idx(gpus, (size_t)b));
+			peer_pcie(r, subj, gbps, gb_json_idx(gpus, (size_t)a), gb_json_idx(gpus, (size_t)b));
 		}
 	}
 }
@@ -753,7 +751,7 @@ static void check_peers(struct gb_verify_result *r, json_object *peers, json_obj
 static void check_parallel(struct gb_verify_result *r, json_object *act)
 {
 	json_object *t = gb_json_get(r->probe, "timings_ms");
-	size_t n = act ? json_object_array_length(act) : 0;
+	size_t n = act ? gb_json_len(act) : 0;
 	unsigned most = 0;
 	double workers = 0, peers = 0, cuinit = 0, contexts = 0, teardown = 0;
 	struct gb_check *c;
@@ -761,11 +759,11 @@ static void check_parallel(struct gb_verify_result *r, json_object *act)
 	for (size_t i = 0; i < n; i++) {
 		double si = 0, ei = 0;
 		unsigned at = 0;
-		json_object *ai = gb_json_get(json_object_array_get_idx(act, i), "active");
+		json_object *ai = gb_json_get(gb_json_idx(act, i), "active");
 		if (!gb_json_get_num(ai, "worker_start_ms", &si) || !gb_json_get_num(ai, "worker_end_ms", &ei))
 			continue;
 		for (size_t k = 0; k < n; k++) {
-			json_object *ak = gb_json_get(json_object_array_get_idx(act, k), "active");
+			json_object *ak = gb_json_get(gb_json_idx(act, k), "active");
 			double sk = 0, ek = 0;
 			if (gb_json_get_num(ak, "worker_start_ms", &sk) && gb_json_get_num(ak, "worker_end_ms", &ek))
 				at += sk <= si && si < ek;
@@ -789,11 +787,11 @@ static void check_parallel(struct gb_verify_result *r, json_object *act)
 static void check_requested(struct gb_verify_result *r, json_object *gpus)
 {
 	json_object *req = gb_json_get_array(r->probe, "gpus_requested");
-	size_t ng = gpus ? json_object_array_length(gpus) : 0;
+	size_t ng = gpus ? gb_json_len(gpus) : 0;
 	struct gb_check *c;
 
-	for (size_t i = 0; req && i < json_object_array_length(req); i++) {
-		int idx = json_object_get_int(json_object_array_get_idx(req, i));
+	for (size_t i = 0; req && i < gb_json_len(req); i++) {
+		int idx = json_object_get_int(gb_json_idx(req, i));
 		if (idx >= 0 && (size_t)idx < ng)
 			continue;
 		/* The narrowing's own entry turns into the failure. */
@@ -826,13 +824,12 @@ static void active_checks(const struct gb_verify_opts *o, struct gb_verify_resul
 			             ? "start nvidia-fabricmanager (NVSwitch systems need it before CUDA works)"
 			             : "CUDA cannot initialise: check dmesg and the driver installation");
 	}
-	for (size_t i = 0; act && i < json_object_array_length(act); i++) {
-		json_object *ai = json_object_array_get_idx(act, i);
+	for (size_t i = 0; act && i < gb_json_len(act); i++) {
+		json_object *ai = gb_json_idx(act, i);
 		double idx = 0;
 		gb_json_get_num(ai, "index", &idx);
-		if (gpus && idx < json_object_array_length(gpus))
-			active_gpu(o, r, json_object_array_get_idx(gpus, (size_t)idx), gb_json_get(ai, "active"),
-			           (unsigned)idx);
+		if (gpus && idx < gb_json_len(gpus))
+			active_gpu(o, r, gb_json_idx(gpus, (size_t)idx), gb_json_get(ai, "active"), (unsigned)idx);
 	}
 	check_parallel(r, act);
 	check_requested(r, gpus);
@@ -971,9 +968,9 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 			         "RmInitAdapter / XID 79) or is bound to another driver",
 			         v, f->n_gpus);
 	}
-	for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++) {
-		passive_gpu(o, r, json_object_array_get_idx(gpus, i), (unsigned)i, f);
-		check_nvlink_gpu(r, json_object_array_get_idx(gpus, i), (unsigned)i);
+	for (size_t i = 0; gpus && i < gb_json_len(gpus); i++) {
+		passive_gpu(o, r, gb_json_idx(gpus, i), (unsigned)i, f);
+		check_nvlink_gpu(r, gb_json_idx(gpus, i), (unsigned)i);
 	}
 	if (active)
 		active_checks(o, r, gpus);
@@ -998,21 +995,21 @@ tail:
 
 json_object *gb_checks_to_json(const struct gb_verify_result *r)
 {
-	json_object *arr = json_object_new_array();
+	json_object *arr = gb_json_new_array();
 	for (size_t i = 0; i < r->n; i++) {
 		const struct gb_check *c = &r->checks[i];
-		json_object *o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(c->name));
-		json_object_object_add(o, "subject", json_object_new_string(c->subject));
-		json_object_object_add(o, "result", json_object_new_string(gb_check_state_to_string(c->state)));
-		json_object_object_add(o, "value", c->has_value ? json_object_new_double(c->value) : NULL);
-		json_object_object_add(o, "text", c->text[0] ? json_object_new_string(c->text) : NULL);
-		json_object_object_add(o, "op", c->has_threshold ? json_object_new_string(c->op) : NULL);
-		json_object_object_add(o, "threshold", c->has_threshold ? json_object_new_double(c->threshold) : NULL);
-		json_object_object_add(o, "unit", c->unit[0] ? json_object_new_string(c->unit) : NULL);
-		json_object_object_add(o, "threshold_source", c->source[0] ? json_object_new_string(c->source) : NULL);
-		json_object_object_add(o, "hint", c->hint[0] ? json_object_new_string(c->hint) : NULL);
-		json_object_array_add(arr, o);
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "name", gb_json_new_string(c->name));
+		gb_json_add(o, "subject", gb_json_new_string(c->subject));
+		gb_json_add(o, "result", gb_json_new_string(gb_check_state_to_string(c->state)));
+		gb_json_add(o, "value", c->has_value ? gb_json_new_double(c->value) : NULL);
+		gb_json_add(o, "text", c->text[0] ? gb_json_new_string(c->text) : NULL);
+		gb_json_add(o, "op", c->has_threshold ? gb_json_new_string(c->op) : NULL);
+		gb_json_add(o, "threshold", c->has_threshold ? gb_json_new_double(c->threshold) : NULL);
+		gb_json_add(o, "unit", c->unit[0] ? gb_json_new_string(c->unit) : NULL);
+		gb_json_add(o, "threshold_source", c->source[0] ? gb_json_new_string(c->source) : NULL);
+		gb_json_add(o, "hint", c->hint[0] ? gb_json_new_string(c->hint) : NULL);
+		gb_json_append(arr, o);
 	}
 	return arr;
 }

@@ -21,6 +21,7 @@
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "verify.h"
+#include "shared/json-util.h"
 
 extern const unsigned char gb_probe_blob[];
 extern const unsigned long long gb_probe_blob_size;
@@ -283,8 +284,8 @@ static int probe_wait(struct gb_ctx *ctx, pid_t pid, uint64_t deadline, int time
 static int probe_result(int status, int exec_errno, struct probe_io *io, json_object **ret, int *ret_exit, char *err,
                         size_t errsz)
 {
-	json_tokener *tok;
 	json_object *o;
+	int r;
 
 	if (exec_errno == ENOENT) {
 		snprintf(
@@ -307,11 +308,12 @@ static int probe_result(int status, int exec_errno, struct probe_io *io, json_ob
 		         io->elen ? io->ebuf : "no message");
 		return -ENOENT;
 	}
-	tok = json_tokener_new_ex(32);
-	o = tok ? json_tokener_parse_ex(tok, io->buf, (int)io->len) : NULL;
-	if (tok)
-		json_tokener_free(tok);
-	if (!o || !json_object_is_type(o, json_type_object)) {
+	r = gb_json_parse(io->buf, io->len, 32, &o);
+	if (r == -ENOMEM) {
+		snprintf(err, errsz, "reading the probe's output: out of memory");
+		return r;
+	}
+	if (r < 0 || !json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
 		snprintf(err, errsz, "the probe's output is not JSON (exit %d)%s%.200s", *ret_exit,
 		         io->elen ? ": " : "", io->ebuf);

@@ -1,7 +1,7 @@
 # Allocation-failure torture, the short version (docs/reliability.md): plan
 # of a bundled fixture with the Nth allocation failing, for every 4th N of
-# an undisturbed run's allocations (make soak-alloc: every N, and verify
-# and the journal too). No N may crash, leak, or end in exit 0 after its
+# an undisturbed run's allocations, and verify --tier active for every
+# 250th (make soak-alloc: every N, and the journal too). No N may crash, leak, or end in exit 0 after its
 # allocation failed; a run with no failure injected must still succeed.
 . tests/integration/lib.sh
 [ -f build/alloc/failalloc.so ] || fail "build/alloc/failalloc.so missing (make test builds it)"
@@ -14,3 +14,5 @@ set -e
 [ "$rc" -ne 0 ] && grep -q "^injected 1 " "$TMP/log" ||
 	fail "the first allocation was to fail: exit $rc, log '$(head -n1 "$TMP/log" 2>/dev/null)': the shim is not working"
 tests/alloc/torture.sh plan 4 2 || fail "plan under allocation failures (see above)"
+[ -d build/fake-nvidia ] || fail "build/fake-nvidia missing (make test builds it)"
+tests/alloc/torture.sh verify 250 2 || fail "verify under allocation failures (see above)"
