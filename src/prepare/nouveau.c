@@ -82,7 +82,9 @@ static bool nouveau_held(struct gb_ctx *ctx, char *why, size_t whysz)
 	return false;
 }
 
-static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr)
+/* *journal_failed: the failure is the journal's (out of memory, a full
+ * disk), which a reboot does not fix, not the kernel's answer to the unbind. */
+static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr, bool *journal_failed)
 {
 	char id[64];
 	json_object *d = gb_json_new_object();
@@ -92,6 +94,7 @@ static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr
 	gb_json_add(d, "path", gb_json_new_string(NOUVEAU_DRIVER_DIR "/unbind"));
 	gb_json_add(d, "device", gb_json_new_string(addr));
 	r = gb_journal_begin(j, "prepare", id, "sysfs", d);
+	*journal_failed = r < 0;
 	if (r != 0)
 		return r < 0 ? r : 0;
 	/* A sysfs attribute, not a file to replace: one write(2) is the
@@ -105,12 +108,16 @@ static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr
 	} else {
 		r = fd;
 	}
-	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
+	if (gb_journal_end(j, id, r, NULL) < 0) {
+		*journal_failed = true;
+		return -EIO;
+	}
+	return r;
 }
 
 /* Unbind nouveau from every PCI function it drives. Returns the number
  * unbound, or the first failure's negative errno. */
-static int unbind_all(struct gb_ctx *ctx, struct gb_journal *j, struct gb_prepare_result *ret)
+static int unbind_all(struct gb_ctx *ctx, struct gb_journal *j, struct gb_prepare_result *ret, bool *journal_failed)
 {
 	char **names = NULL;
 	size_t n = 0;
@@ -123,10 +130,10 @@ static int unbind_all(struct gb_ctx *ctx, struct gb_journal *j, struct gb_prepar
 	for (size_t i = 0; i < n && ret->n_unbound < GB_PREPARE_MAX_GPUS; i++) {
 		if (!pci_address_ok(names[i]))
 			continue;
-		r = unbind_one(ctx, j, names[i]);
+		r = unbind_one(ctx, j, names[i], journal_failed);
 		if (r < 0) {
-			snprintf(ret->cause, sizeof(ret->cause), "could not unbind nouveau from %s: %s", names[i],
-			         strerror(-r));
+			snprintf(ret->cause, sizeof(ret->cause), "could not %s nouveau from %s: %s",
+			         *journal_failed ? "journal the unbind of" : "unbind", names[i], strerror(-r));
 			break;
 		}
 		ret->n_unbound++;
@@ -150,6 +157,7 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
                          struct gb_prepare_result *ret)
 {
 	char why[256];
+	bool journal_failed = false;
 	int r = ctx->ops->module_state(ctx->ops, "nouveau", &ret->state);
 
 	if (r < 0) {
@@ -172,7 +180,9 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 		need_reboot(ret, why);
 		return 0;
 	}
-	r = unbind_all(ctx, j, ret);
+	r = unbind_all(ctx, j, ret, &journal_failed);
+	if (r < 0 && journal_failed)
+		return r; /* not the kernel's answer: a reboot would not help */
 	if (r < 0) {
 		need_reboot(ret, NULL); /* the cause says which device */
 		return 0;
@@ -180,8 +190,10 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 	json_object *d = gb_json_new_object();
 	gb_json_add(d, "module", gb_json_new_string("nouveau"));
 	r = gb_journal_begin(j, "prepare", "module-unload:nouveau", "module", d);
-	if (r < 0)
+	if (r < 0) {
+		snprintf(ret->cause, sizeof(ret->cause), "could not journal the unload of nouveau: %s", strerror(-r));
 		return r;
+	}
 	if (r == 1)
 		return 0;
 	r = ctx->ops->module_unload(ctx->ops, "nouveau");

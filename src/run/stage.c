@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "shared/json-util.h"
 #include "shared/util.h"
 
 struct gb_stage *gb_stage_begin(struct gb_ctx *ctx, struct gb_status *s, const char *name)
@@ -18,6 +19,7 @@ struct gb_stage *gb_stage_begin(struct gb_ctx *ctx, struct gb_status *s, const c
 	if (!st || !v) {
 		free(st);
 		s->stages_lost = true;
+		gb_json_set_oom(); /* the command must not end in success (main's backstop) */
 		st = &s->lost;
 		memset(st, 0, sizeof(*st));
 	} else {

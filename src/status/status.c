@@ -388,9 +388,13 @@ static json_object *previous_doc(struct gb_ctx *ctx)
 	char path[4200];
 	json_object *doc;
 	size_t len;
+	int r;
 
 	snprintf(path, sizeof(path), "%s/status.json", ctx->opt.state_dir);
-	if (gb_read_file(path, 64u << 20, &text, &len) < 0)
+	r = gb_read_file(path, 64u << 20, &text, &len);
+	if (r == -ENOMEM)
+		gb_json_set_oom(); /* the previous document is not lost quietly: nothing is written */
+	if (r < 0)
 		return NULL;
 	if (gb_json_parse(text, len, JSON_TOKENER_DEFAULT_DEPTH, &doc) < 0)
 		return NULL; /* out of memory: the flag keeps the new document from being written */
