@@ -30,6 +30,7 @@
 
 #define STAGE "install"
 #define MARKER ".gpuboot-cuda"
+#define LINK_TMP ".cuda.link-"
 #define LDCONF_PATH "etc/ld.so.conf.d/gpuboot-cuda.conf"
 #define PROFILE_PATH "etc/profile.d/gpuboot-cuda.sh"
 #define LDCONFIG_TIMEOUT_MS (5 * 60 * 1000)
@@ -126,7 +127,8 @@ static void random_hex(struct cuda *s, char out[13])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-/* What a run killed half-way left: staging and old trees of this version. */
+/* What a run killed half-way left: staging and old trees of this version,
+ * a temp link never renamed over usr/local/cuda. */
 static void remove_stale(struct cuda *s)
 {
 	char staging[48], old[48];
@@ -144,6 +146,8 @@ static void remove_stale(struct cuda *s)
 	while ((e = readdir(d)))
 		if (gb_startswith(e->d_name, staging) || gb_startswith(e->d_name, old))
 			(void)gb_tree_remove_at(s->local_fd, e->d_name);
+		else if (gb_startswith(e->d_name, LINK_TMP))
+			(void)unlinkat(s->local_fd, e->d_name, 0);
 	closedir(d);
 }
 
@@ -359,8 +363,9 @@ static int point_link(struct cuda *s)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	random_hex(s, hex);
-	snprintf(tmp, sizeof(tmp), ".cuda.link-%s", hex);
+	snprintf(tmp, sizeof(tmp), LINK_TMP "%s", hex);
 	r = symlinkat(s->name, s->local_fd, tmp) < 0 ? negative_errno() : 0;
+	gb_kill_point("link");
 	if (r >= 0 && renameat(s->local_fd, tmp, s->local_fd, "cuda") < 0) {
 		r = negative_errno();
 		unlinkat(s->local_fd, tmp, 0);

@@ -16,6 +16,7 @@
 #include "context.h"
 #include "prepare/initramfs.h"
 #include "run/journal.h"
+#include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
@@ -104,6 +105,7 @@ static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr
 	} else {
 		r = fd;
 	}
+	gb_kill_point("effect");
 	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
 }
 
@@ -184,6 +186,7 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 	if (r == 1)
 		return 0;
 	r = ctx->ops->module_unload(ctx->ops, "nouveau");
+	gb_kill_point("module");
 	if (gb_journal_end(j, "module-unload:nouveau", r, NULL) < 0)
 		return -EIO;
 	if (r < 0) {

@@ -315,8 +315,26 @@ int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *d
 	return journal_save(j);
 }
 
+/* A resumed run that ends done reached every stage's end state: a step the
+ * killed run began and this run found in effect (a module already loaded,
+ * nothing left for ldconfig) is done, not started forever. */
+static void settle_started(struct gb_journal *j)
+{
+	for (size_t i = 0; i < json_object_array_length(j->steps); i++) {
+		json_object *s = json_object_array_get_idx(j->steps, i);
+		const char *st = gb_json_get_str(s, "state");
+		if (!st || !streq(st, "started"))
+			continue;
+		json_object_object_add(s, "state", json_object_new_string("done"));
+		json_object_object_add(s, "finished_at", iso_now(j->ctx));
+		json_object_object_add(s, "found_in_effect", json_object_new_boolean(true));
+	}
+}
+
 int gb_journal_finish(struct gb_journal *j, const char *state, int exit_code)
 {
+	if (j->resumed && streq(state, "done"))
+		settle_started(j);
 	json_object_object_add(j->doc, "state", json_object_new_string(state));
 	json_object_object_add(j->doc, "finished_at", iso_now(j->ctx));
 	json_object_object_add(j->doc, "exit_code", json_object_new_int(exit_code));
