@@ -134,11 +134,11 @@ scenario() {
 		$KP after-kill "$D/s" docs/status.md >"$D/why" 2>&1 || bad "$sc $p: $(cat "$D/why")"
 		if [ "$MODE" = all ]; then
 			# Kill the resumed run once more, at a seeded journal record.
-			n=$((($(echo "$SEED $sc $i" | cksum | cut -d' ' -f1) % 12) + 1))
-			gbrun "$sc" "$D" GPUBOOT_KILL_AT="journal:$n"
+			again=$((($(echo "$SEED $sc $i" | cksum | cut -d' ' -f1) % 12) + 1))
+			gbrun "$sc" "$D" GPUBOOT_KILL_AT="journal:$again"
 			if [ "$rc" -eq 137 ]; then
 				kills=$((kills + 1))
-				$KP after-kill "$D/s" docs/status.md >"$D/why" 2>&1 || bad "$sc $p then journal:$n: $(cat "$D/why")"
+				$KP after-kill "$D/s" docs/status.md >"$D/why" 2>&1 || bad "$sc $p then journal:$again: $(cat "$D/why")"
 			fi
 		fi
 		gbrun "$sc" "$D"
@@ -172,10 +172,10 @@ start=$(date +%s)
 g=0
 while [ "$g" -lt "$JOBS" ]; do
 	(
-		n=0
-		for sc in $SCENARIOS; do
-			[ $((n % JOBS)) -eq "$g" ] && scenario "$sc"
-			n=$((n + 1))
+		nth=0
+		for one in $SCENARIOS; do
+			if [ $((nth % JOBS)) -eq "$g" ]; then scenario "$one"; fi
+			nth=$((nth + 1))
 		done
 	) &
 	g=$((g + 1))
