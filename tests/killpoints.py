@@ -4,7 +4,8 @@
   killpoints.py points TRACE MODE SEED SITES  the kill points to try, "site:n" a line:
                                             every passage of TRACE (MODE all), or a
                                             seeded sample: one passage of each of SITES
-                                            and two journal records (MODE short)
+                                            and two journal records, and for CUDA the
+                                            record before ldconfig's (MODE short)
   killpoints.py digest MACHINE STATE RECORD the end state, one line per fact, on stdout
   killpoints.py after-kill STATE SCHEMA_MD  what a kill may leave: exit 1 with the reason
 """
@@ -34,6 +35,11 @@ def points(trace, mode, seed, sites):
     for site in sites.split(",") + ["journal"]:
         mine = [p for p in pts if p.startswith(site + ":")]
         keep.update(rng.sample(mine, min(len(mine), 2 if site == "journal" else 1)))
+    if "link" in seen:
+        # CUDA: the record before ldconfig's (the configuration written): the
+        # rerun finds everything in place and still owes the loader's cache
+        last = max(i for i, p in enumerate(pts) if p.startswith("command:"))
+        keep.add("journal:%d" % (sum(p.startswith("journal:") for p in pts[:last]) - 1))
     return sorted(keep, key=pts.index)
 
 

@@ -408,6 +408,21 @@ static int write_config(struct cuda *s)
 	return 0;
 }
 
+/* A killed run that changed the tree, the link or the loader's
+ * configuration and did not finish its ldconfig: this run, finding them
+ * in place, still owes the loader's cache its update. */
+static bool ldconfig_owed(struct cuda *s)
+{
+	char tree[96];
+
+	if (!s->j->resumed || gb_journal_step_changed(s->j, "ldconfig:cuda"))
+		return false;
+	snprintf(tree, sizeof(tree), "tree:usr/local/%s", s->name);
+	return gb_journal_step_changed(s->j, tree) || gb_journal_step_changed(s->j, "link:usr/local/cuda") ||
+	       gb_journal_step_changed(s->j, "file:" LDCONF_PATH) ||
+	       gb_journal_step_changed(s->j, "file:" PROFILE_PATH);
+}
+
 static int run_ldconfig(struct cuda *s, const char *chroot_dir)
 {
 	static const char *const argv[] = { "ldconfig", NULL };
@@ -463,7 +478,7 @@ int gb_install_cuda(struct gb_ctx *ctx, const struct gb_cuda_input *in, struct g
 		r = point_link(s);
 	if (r >= 0)
 		r = write_config(s);
-	if (r >= 0 && (ret->tree_changed || ret->link_changed || ret->config_changed))
+	if (r >= 0 && (ret->tree_changed || ret->link_changed || ret->config_changed || ldconfig_owed(s)))
 		r = run_ldconfig(s, ret->image ? dir : NULL);
 	close(s->local_fd);
 	return r;

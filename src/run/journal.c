@@ -300,6 +300,13 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 	return journal_save(j);
 }
 
+bool gb_journal_step_changed(struct gb_journal *j, const char *id)
+{
+	json_object *s = find_step(j, id);
+	const char *state = s ? gb_json_get_str(s, "state") : NULL;
+	return state && streq(state, "done") && !gb_json_get_bool(s, "unchanged", false);
+}
+
 int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *detail)
 {
 	json_object *s = find_step(j, id);
