@@ -193,7 +193,7 @@ lint:
 SOAK_BUILD = $(MAKE) $(ASAN)/gpuboot $(ASAN)/tools/fetch-tool
 soak-kill:
 	$(SOAK_BUILD)
-	KILLPOINTS=all sh tests/integration/t-killpoints.sh
+	KILLPOINTS=all KILL_JOBS=2 sh tests/integration/t-killpoints.sh
 
 soak-mirror:
 	$(SOAK_BUILD)

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Helpers of tests/integration/t-killpoints.sh.
 
-  killpoints.py points TRACE MODE SEED      the kill points to try, "site:n" a line:
+  killpoints.py points TRACE MODE SEED SITES  the kill points to try, "site:n" a line:
                                             every passage of TRACE (MODE all), or a
-                                            seeded sample holding every site (MODE short)
+                                            seeded sample: one passage of each of SITES
+                                            and two journal records, and for CUDA the
+                                            record before ldconfig's (MODE short)
   killpoints.py digest MACHINE STATE RECORD the end state, one line per fact, on stdout
   killpoints.py after-kill STATE SCHEMA_MD  what a kill may leave: exit 1 with the reason
 """
@@ -19,7 +21,7 @@ STAGES = ["detect", "plan", "prepare", "fetch", "install", "load", "verify"]
 FLAGS = ["driver-ready", "cuda-ready", "toolkit-ready", "verified-ready"]
 
 
-def points(trace, mode, seed):
+def points(trace, mode, seed, sites):
     seen = {}
     pts = []
     for site in open(trace).read().split():
@@ -27,11 +29,17 @@ def points(trace, mode, seed):
         pts.append("%s:%d" % (site, seen[site]))
     if mode == "all":
         return pts
+    # short: one seeded passage of each of SITES (a scenario's own), two records
     rng = random.Random(seed)
-    keep = [p for p in pts if not p.startswith(("journal:", "status:"))]
-    rest = [p for p in pts if p not in keep]
-    # every site inside downloads, unpacks and the install, and a sample of the records
-    keep += rng.sample(rest, min(len(rest), 8))
+    keep = set()
+    for site in sites.split(",") + ["journal"]:
+        mine = [p for p in pts if p.startswith(site + ":")]
+        keep.update(rng.sample(mine, min(len(mine), 2 if site == "journal" else 1)))
+    if "link" in seen:
+        # CUDA: the record before ldconfig's (the configuration written): the
+        # rerun finds everything in place and still owes the loader's cache
+        last = max(i for i, p in enumerate(pts) if p.startswith("command:"))
+        keep.add("journal:%d" % (sum(p.startswith("journal:") for p in pts[:last]) - 1))
     return sorted(keep, key=pts.index)
 
 
@@ -114,7 +122,7 @@ def after_kill(state, schema):
 
 def main():
     if sys.argv[1] == "points":
-        print("\n".join(points(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+        print("\n".join(points(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])))
     elif sys.argv[1] == "digest":
         print("\n".join(digest(sys.argv[2], sys.argv[3], sys.argv[4])))
     elif sys.argv[1] == "after-kill":

@@ -31,6 +31,7 @@
 
 #define STAGE "install"
 #define MARKER ".gpuboot-cuda"
+#define LINK_TMP ".cuda.link-"
 #define LDCONF_PATH "etc/ld.so.conf.d/gpuboot-cuda.conf"
 #define PROFILE_PATH "etc/profile.d/gpuboot-cuda.sh"
 #define LDCONFIG_TIMEOUT_MS (5 * 60 * 1000)
@@ -127,7 +128,8 @@ static void random_hex(struct cuda *s, char out[13])
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-/* What a run killed half-way left: staging and old trees of this version. */
+/* What a run killed half-way left: staging and old trees of this version,
+ * a temp link never renamed over usr/local/cuda. */
 static void remove_stale(struct cuda *s)
 {
 	char staging[48], old[48];
@@ -145,6 +147,8 @@ static void remove_stale(struct cuda *s)
 	while ((e = readdir(d)))
 		if (gb_startswith(e->d_name, staging) || gb_startswith(e->d_name, old))
 			(void)gb_tree_remove_at(s->local_fd, e->d_name);
+		else if (gb_startswith(e->d_name, LINK_TMP))
+			(void)unlinkat(s->local_fd, e->d_name, 0);
 	closedir(d);
 }
 
@@ -360,8 +364,9 @@ static int point_link(struct cuda *s)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	random_hex(s, hex);
-	snprintf(tmp, sizeof(tmp), ".cuda.link-%s", hex);
+	snprintf(tmp, sizeof(tmp), LINK_TMP "%s", hex);
 	r = symlinkat(s->name, s->local_fd, tmp) < 0 ? negative_errno() : 0;
+	gb_kill_point("link");
 	if (r >= 0 && renameat(s->local_fd, tmp, s->local_fd, "cuda") < 0) {
 		r = negative_errno();
 		unlinkat(s->local_fd, tmp, 0);
@@ -402,6 +407,21 @@ static int write_config(struct cuda *s)
 		return FAIL(s, r, "Failed to write %s in %s: %s", PROFILE_PATH, s->ctx->root->path, strerror(-r));
 	s->ret->config_changed = s->j->n_effects != before;
 	return 0;
+}
+
+/* A killed run that changed the tree, the link or the loader's
+ * configuration and did not finish its ldconfig: this run, finding them
+ * in place, still owes the loader's cache its update. */
+static bool ldconfig_owed(struct cuda *s)
+{
+	char tree[96];
+
+	if (!s->j->resumed || gb_journal_step_changed(s->j, "ldconfig:cuda"))
+		return false;
+	snprintf(tree, sizeof(tree), "tree:usr/local/%s", s->name);
+	return gb_journal_step_changed(s->j, tree) || gb_journal_step_changed(s->j, "link:usr/local/cuda") ||
+	       gb_journal_step_changed(s->j, "file:" LDCONF_PATH) ||
+	       gb_journal_step_changed(s->j, "file:" PROFILE_PATH);
 }
 
 static int run_ldconfig(struct cuda *s, const char *chroot_dir)
@@ -459,7 +479,7 @@ int gb_install_cuda(struct gb_ctx *ctx, const struct gb_cuda_input *in, struct g
 		r = point_link(s);
 	if (r >= 0)
 		r = write_config(s);
-	if (r >= 0 && (ret->tree_changed || ret->link_changed || ret->config_changed))
+	if (r >= 0 && (ret->tree_changed || ret->link_changed || ret->config_changed || ldconfig_owed(s)))
 		r = run_ldconfig(s, ret->image ? dir : NULL);
 	close(s->local_fd);
 	return r;

@@ -11,6 +11,7 @@
 
 #include "context.h"
 #include "run/journal.h"
+#include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
@@ -170,6 +171,7 @@ static int load_one(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_lo
 		return r;
 	gb_kmsg_mark(ctx->root, &mark);
 	r = ops->module_load(ops, m->name, m->params);
+	gb_kill_point("module");
 	if (r == 0) {
 		gb_kmsg_mark_close(&mark);
 		res->state = GB_LOAD_LOADED;

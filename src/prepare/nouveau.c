@@ -16,6 +16,7 @@
 #include "context.h"
 #include "prepare/initramfs.h"
 #include "run/journal.h"
+#include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
@@ -108,6 +109,7 @@ static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr
 	} else {
 		r = fd;
 	}
+	gb_kill_point("effect");
 	if (gb_journal_end(j, id, r, NULL) < 0) {
 		*journal_failed = true;
 		return -EIO;
@@ -197,6 +199,7 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 	if (r == 1)
 		return 0;
 	r = ctx->ops->module_unload(ctx->ops, "nouveau");
+	gb_kill_point("module");
 	if (gb_journal_end(j, "module-unload:nouveau", r, NULL) < 0)
 		return -EIO;
 	if (r < 0) {

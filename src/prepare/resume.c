@@ -15,6 +15,7 @@
 #include "context.h"
 #include "run/journal.h"
 #include "shared/json-util.h"
+#include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/root-write.h"
 #include "shared/root.h"
@@ -174,6 +175,7 @@ static int step(struct gb_journal *j, const char *id, const char *kind, json_obj
 	if (r != 0)
 		return r < 0 ? r : 0;
 	r = fn(j->ctx, arg);
+	gb_kill_point("effect");
 	if (r == 0)
 		j->n_effects++;
 	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;

@@ -309,6 +309,13 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 	return journal_save(j);
 }
 
+bool gb_journal_step_changed(struct gb_journal *j, const char *id)
+{
+	json_object *s = find_step(j, id);
+	const char *state = s ? gb_json_get_str(s, "state") : NULL;
+	return state && streq(state, "done") && !gb_json_get_bool(s, "unchanged", false);
+}
+
 int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *detail)
 {
 	json_object *s = find_step(j, id);
@@ -324,8 +331,26 @@ int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *d
 	return journal_save(j);
 }
 
+/* A resumed run that ends done reached every stage's end state: a step the
+ * killed run began and this run found in effect (a module already loaded,
+ * nothing left for ldconfig) is done, not started forever. */
+static void settle_started(struct gb_journal *j)
+{
+	for (size_t i = 0; i < gb_json_len(j->steps); i++) {
+		json_object *s = gb_json_idx(j->steps, i);
+		const char *st = gb_json_get_str(s, "state");
+		if (!st || !streq(st, "started"))
+			continue;
+		gb_json_add(s, "state", gb_json_new_string("done"));
+		gb_json_add(s, "finished_at", iso_now(j->ctx));
+		gb_json_add(s, "found_in_effect", gb_json_new_boolean(true));
+	}
+}
+
 int gb_journal_finish(struct gb_journal *j, const char *state, int exit_code)
 {
+	if (j->resumed && streq(state, "done"))
+		settle_started(j);
 	gb_json_add(j->doc, "state", gb_json_new_string(state));
 	gb_json_add(j->doc, "finished_at", iso_now(j->ctx));
 	gb_json_add(j->doc, "exit_code", gb_json_new_int(exit_code));

@@ -52,6 +52,9 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 /* Record the step's end: err 0 for done, else failed with the errno;
  * detail (owned, may be NULL) is merged into the record. */
 int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *detail);
+/* Whether step id changed the machine: recorded done (in this run or a
+ * killed run this one resumes), not as unchanged. */
+bool gb_journal_step_changed(struct gb_journal *j, const char *id);
 /* The run's end: state is "done", "failed" or "reboot-pending". */
 int gb_journal_finish(struct gb_journal *j, const char *state, int exit_code);
 

@@ -14,7 +14,8 @@
 #include "macro.h"
 #include "util.h"
 
-static const char *const sites[] = { "journal", "download", "cache", "unpack", "swap", "command", "status" };
+static const char *const sites[] = { "journal", "download", "cache", "unpack", "swap",  "command",
+	                             "status",  "write",    "link",  "module", "effect" };
 static unsigned counts[ARRAY_SIZE(sites)];
 
 void gb_kill_point(const char *site)

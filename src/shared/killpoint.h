@@ -10,8 +10,12 @@
  * cache's temp file), cache (renamed into the cache, before the directory
  * sync), unpack (an archive entry written), swap (between moving the old
  * tree aside and the new one into place), command (a journaled command ran,
- * before its end record), status (a status document in place). Release
- * builds compile the calls away. */
+ * before its end record), status (a status document in place), write (a
+ * file's temp copy written and synced, before its rename into place), link
+ * (CUDA's temp link made, before its rename), module (a module inserted or
+ * unloaded, before its end record), effect (another journaled effect done,
+ * before its end record: a sysfs unbind, the resume unit). Release builds
+ * compile the calls away. */
 #ifdef GB_TEST_HOOKS
 void gb_kill_point(const char *site);
 #else

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "root-write.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -13,6 +14,7 @@
 
 #include "fetch/digest.h"
 #include "fileio.h"
+#include "killpoint.h"
 #include "macro.h"
 #include "root.h"
 #include "util.h"
@@ -93,6 +95,25 @@ int gb_root_open_parent(struct gb_root *root, const char *path, bool create, con
 	return open_dir_in_root(root, dir, O_RDONLY);
 }
 
+/* A temp copy of NAME a killed writer left (".#NAME." and 8 hex digits):
+ * removed before the next write, never left beside the file for good. */
+static void remove_stale_temps(int dfd, const char *name)
+{
+	_cleanup_close_ int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t n = strlen(name);
+	struct dirent *e;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd)))
+		return;
+	fd = -1; /* the DIR owns it */
+	while ((e = readdir(d)))
+		if (gb_startswith(e->d_name, ".#") && strneq(e->d_name + 2, name, n) && e->d_name[2 + n] == '.' &&
+		    strlen(e->d_name + 3 + n) == 8 && strspn(e->d_name + 3 + n, "0123456789abcdef") == 8)
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
 int gb_root_write_file(struct gb_root *root, const char *path, const void *data, size_t len, mode_t mode)
 {
 	_cleanup_close_ int dfd = -1;
@@ -105,6 +126,7 @@ int gb_root_write_file(struct gb_root *root, const char *path, const void *data,
 		return dfd;
 	if (strlen(name) > 200)
 		return -ENAMETOOLONG;
+	remove_stale_temps(dfd, name);
 	for (int tries = 0;; tries++) {
 		snprintf(tmp, sizeof(tmp), ".#%s.%08x", name, (unsigned)(getpid() ^ (tries * 2654435761u)));
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
@@ -118,6 +140,8 @@ int gb_root_write_file(struct gb_root *root, const char *path, const void *data,
 		r = negative_errno();
 	if (close(fd) < 0 && r == 0)
 		r = negative_errno();
+	if (r == 0)
+		gb_kill_point("write");
 	/* rename replaces a symlink at the target itself; it never follows it. */
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = negative_errno();

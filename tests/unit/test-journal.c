@@ -42,6 +42,15 @@ static void test_root_write(void)
 	t = slurp(p);
 	CHECK_STREQ(t, "blacklist nouveau\n");
 	free(t);
+	/* A temp copy a killed writer left is removed by the next write of that
+	 * file; a name that only looks alike is not ours and stays. */
+	snprintf(p, sizeof(p), "%s/root/etc/modprobe.d/.#gpuboot.conf.0000abcd", base);
+	CHECK_INT(gb_write_file_atomic(p, "half", 4, 0644), 0);
+	snprintf(outside, sizeof(outside), "%s/root/etc/modprobe.d/.#gpuboot.conf.keep", base);
+	CHECK_INT(gb_write_file_atomic(outside, "x", 1, 0644), 0);
+	CHECK_INT(gb_root_write_file(root, "etc/modprobe.d/gpuboot.conf", "blacklist nouveau\n", 18, 0644), 0);
+	CHECK(access(p, F_OK) < 0);
+	CHECK(access(outside, F_OK) == 0);
 
 	/* A link out of the tree resolves inside it: the host is never written. */
 	snprintf(outside, sizeof(outside), "%s/outside", base);
@@ -157,8 +166,21 @@ static void test_journal(void)
 	          1);
 	CHECK_INT(gb_journal_begin(j, "install", "package:nvidia-driver", "package", NULL), 0);
 	CHECK_INT(gb_journal_end(j, "package:nvidia-driver", 0, NULL), 0);
+	/* killed after an insert, before its end record: this run finds it loaded */
+	CHECK_INT(gb_journal_begin(j, "load", "module:nvidia", "module", NULL), 0);
+	gb_journal_free(j);
+	CHECK_INT(gb_journal_open(&ctx, plan, "run", &j, err, sizeof(err)), 0);
+	if (!j)
+		return;
 	CHECK_INT(gb_journal_finish(j, "done", 0), 0);
 	CHECK_INT(j->n_effects, 0);
+	{
+		/* the run ended done: the step it found in effect is done, and says so */
+		json_object *s = json_object_array_get_idx(j->steps, 2);
+		CHECK_STREQ(gb_json_get_str(s, "id"), "module:nvidia");
+		CHECK_STREQ(gb_json_get_str(s, "state"), "done");
+		CHECK(gb_json_get_bool(s, "found_in_effect", false));
+	}
 	gb_journal_free(j);
 
 	/* A finished journal: a new run starts afresh; the same file is unchanged, no effect. */
