@@ -417,7 +417,7 @@ int gb_prepare_nouveau(struct gb_ctx *ctx, struct gb_journal *j, const struct gb
 		r = write_conf(j, GB_PREPARE_DRACUT_PATH, GB_PREPARE_DRACUT_TEXT, ret);
 	if (r < 0)
 		return r;
-	r = handle_loaded(ctx, j, in, ret);
+	r = in->image ? 0 : handle_loaded(ctx, j, in, ret);
 	if (r < 0)
 		return r;
 	r = gb_prepare_kernels(ctx->root, kvers, GB_PREPARE_MAX_KERNELS, &n);

@@ -55,6 +55,10 @@ struct gb_prepare_input {
 	enum gb_initramfs_tool tool;
 	unsigned regen_timeout_ms; /* one rebuild; 0: 15 minutes */
 	unsigned read_timeout_ms; /* reading one initramfs; 0: 2 minutes */
+	/* An image root (Packer, mmdebstrap): the running kernel is the build
+	 * host's, not the image's; its nouveau is never unbound or unloaded
+	 * (the image's is blacklisted and left out of its initramfs). */
+	bool image;
 };
 
 /* What an initramfs would do about nouveau. */

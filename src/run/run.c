@@ -335,6 +335,7 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	}
 	if (gb_prepare_nouveau_action_parse(r->plan.nouveau.action, &in.nouveau) < 0)
 		in.nouveau = GB_PREPARE_NOUVEAU_BLACKLIST;
+	in.image = image_mode(r);
 	pr = calloc(1, sizeof(*pr));
 	if (!pr) {
 		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");

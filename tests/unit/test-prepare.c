@@ -675,6 +675,37 @@ static char *world_file(struct world *w, const char *rel)
 	return slurp(p, NULL);
 }
 
+/* An image root (Packer's chroot, an mmdebstrap tree): nouveau "loaded" in
+ * what the root shows is the build host's kernel, not the image's: the
+ * blacklist and the initramfs are the image's, nothing is unbound or
+ * unloaded. */
+static void test_nouveau_image_root(void)
+{
+	struct world w;
+	struct gb_prepare_input in = { .nouveau = GB_PREPARE_NOUVEAU_UNLOAD, .image = true };
+	struct gb_prepare_result *res = calloc(1, sizeof(*res));
+	char *rec = NULL, *t = NULL;
+
+	CHECK_INT(world_open(&w, "image-root", NULL, true), 0);
+	if (!w.j || !res)
+		goto out;
+	world_sysfs(&w, "0\n");
+	CHECK_INT(gb_prepare_nouveau(&w.ctx, w.j, &in, res), 0);
+	CHECK(!res->unloaded && !res->reboot_needed && res->n_unbound == 0 && res->blacklist_changed);
+	CHECK_INT(res->n_rebuilt, 1);
+	t = world_file(&w, "sys/bus/pci/drivers/nouveau/unbind");
+	CHECK(!t || !t[0]);
+	free(t);
+	rec = slurp(w.record, NULL);
+	CHECK_INT(count(rec, "module_unload"), 0);
+	CHECK_INT(count(rec, "module_state"), 0);
+	CHECK_INT(count(rec, " update-initramfs -u -k 6.1.0-21-amd64"), 1);
+out:
+	free(rec);
+	free(res);
+	world_close(&w);
+}
+
 static void test_nouveau_free(void)
 {
 	struct world w;
@@ -994,6 +1025,7 @@ int main(void)
 	test_initramfs_layouts();
 	test_initramfs_hostile();
 	test_nouveau_free();
+	test_nouveau_image_root();
 	test_nouveau_held();
 	test_initramfs_rebuild();
 	test_reboot_rule();
