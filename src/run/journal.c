@@ -191,7 +191,7 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 {
 	_cleanup_free_ char *text = NULL;
 	json_object *old;
-	const char *state, *hash;
+	const char *state, *hash, *cmd;
 	size_t len;
 	int r;
 
@@ -224,7 +224,12 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 		resume_doc(j, old);
 		return 0;
 	}
-	if (!streq(state, "done") && changed_something(old) && !j->ctx->opt.force && !j->ctx->opt.repair) {
+	/* A repair is whole in itself (it rebuilds and loads what is installed;
+	 * a failure leaves its marker and the next boot's repair retries): its
+	 * journal is kept aside, never in the way of a run. */
+	cmd = gb_json_get_str(old, "command");
+	if (!streq(state, "done") && changed_something(old) && !j->ctx->opt.force && !j->ctx->opt.repair &&
+	    !(cmd && streq(cmd, "repair"))) {
 		snprintf(
 		    err, errsz,
 		    "an unfinished run of another plan (started %s, %s) changed this machine; rerun it with the same "

@@ -85,4 +85,19 @@ grep -q "^cause: *plan refused: an unfinished run of another plan" "$TMP/out" ||
 expect_exit 2 "$GB" run $ARGS --state-dir "$S" --force
 cmp -s "$S/journal.json.prev" "$TMP/other-journal.json" || fail "--force did not keep the abandoned journal"
 python3 -c "import json; assert json.load(open('$S/journal.json'))['plan_hash'] != '0' * 64"
+
+# A repair that failed (gpuboot-repair.service at boot, a load refused) is not an unfinished run:
+# the next run sets its journal aside and goes on.
+python3 - "$S/journal.json" <<'PY'
+import json, sys
+p = sys.argv[1]; j = json.load(open(p))
+j["state"] = "failed"; j["plan_hash"] = "1" * 64; j["command"] = "repair"
+j["steps"].append({"id": "file:etc/modprobe.d/gpuboot-nvidia.conf", "stage": "load", "kind": "file", "state": "done"})
+json.dump(j, open(p, "w"))
+PY
+cp "$S/journal.json" "$TMP/repair-journal.json"
+# shellcheck disable=SC2086
+expect_exit 2 "$GB" run $ARGS --state-dir "$S"
+! grep -q "an unfinished run of another plan" "$TMP/err" || fail "a failed repair's journal blocked a run: $(cat "$TMP/err")"
+cmp -s "$S/journal.json.prev" "$TMP/repair-journal.json" || fail "the repair's journal was not kept aside"
 echo ok
