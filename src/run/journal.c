@@ -300,6 +300,11 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 		gb_json_add(s, "attempts", gb_json_new_int(json_object_get_int(gb_json_get(s, "attempts")) + 1));
 	} else {
 		s = gb_json_new_object();
+		if (!s) {
+			/* the flag is set: the record cannot be made, so the effect must not run */
+			json_object_put(detail);
+			return -ENOMEM;
+		}
 		gb_json_add(s, "id", gb_json_new_string(id));
 		gb_json_add(s, "stage", gb_json_new_string(stage));
 		gb_json_add(s, "kind", gb_json_new_string(kind));
