@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "digest.h"
+#include "shared/util.h"
 
 static int hex_decode(const char *hex, unsigned char *out, size_t n)
 {
@@ -88,8 +89,7 @@ int gb_sig_sign(const char *key_file, const void *data, size_t len, char out[GB_
 		snprintf(err, errsz, "signing with %s failed", key_file);
 		goto out;
 	}
-	for (size_t i = 0; i < 64; i++)
-		snprintf(out + 2 * i, 3, "%02x", sig[i]);
+	gb_hex_encode(sig, sizeof(sig), out, GB_SIG_HEX_LEN);
 	out[128] = '\n';
 	out[129] = '\0';
 	r = 0;

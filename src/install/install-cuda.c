@@ -124,8 +124,7 @@ static void random_hex(struct cuda *s, char out[13])
 	unsigned char b[6];
 	if (s->ctx->ops->random(s->ctx->ops, b, sizeof(b)) < 0)
 		memset(b, 0, sizeof(b));
-	for (size_t i = 0; i < sizeof(b); i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	gb_hex_encode(b, sizeof(b), out, 13);
 }
 
 /* What a run killed half-way left: staging and old trees of this version,

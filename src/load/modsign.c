@@ -60,14 +60,6 @@ static EVP_PKEY *load_key(const char *file)
 	return k;
 }
 
-static void hex(const unsigned char *p, size_t n, char *out, size_t outsz)
-{
-	size_t i;
-	for (i = 0; i < n && 2 * i + 2 < outsz; i++)
-		snprintf(out + 2 * i, 3, "%02x", p[i]);
-	out[2 * i] = '\0';
-}
-
 int gb_modsign_cert_id(const char *cert_file, char *subject, size_t subjsz, char *key_id, size_t kidsz, char *err,
                        size_t errsz)
 {
@@ -82,10 +74,10 @@ int gb_modsign_cert_id(const char *cert_file, char *subject, size_t subjsz, char
 	}
 	skid = X509_get0_subject_key_id(x);
 	if (skid) {
-		hex(ASN1_STRING_get0_data(skid), (size_t)ASN1_STRING_length(skid), key_id, kidsz);
+		gb_hex_encode(ASN1_STRING_get0_data(skid), (size_t)ASN1_STRING_length(skid), key_id, kidsz);
 	} else {
 		const ASN1_INTEGER *sn = X509_get0_serialNumber(x);
-		hex(ASN1_STRING_get0_data(sn), (size_t)ASN1_STRING_length(sn), key_id, kidsz);
+		gb_hex_encode(ASN1_STRING_get0_data(sn), (size_t)ASN1_STRING_length(sn), key_id, kidsz);
 	}
 	subject[0] = '\0';
 	nm = X509_get_subject_name(x);
@@ -100,22 +92,41 @@ int gb_modsign_cert_id(const char *cert_file, char *subject, size_t subjsz, char
 	return 0;
 }
 
+/* The site key and its certificate, loaded once for every module. */
+struct signer {
+	EVP_PKEY *key;
+	X509 *cert;
+};
+
+static void signer_done(struct signer *sg)
+{
+	EVP_PKEY_free(sg->key);
+	X509_free(sg->cert);
+	ERR_clear_error();
+}
+
+static int signer_load(struct signer *sg, const char *key_file, const char *cert_file, char *err, size_t errsz)
+{
+	sg->key = load_key(key_file);
+	sg->cert = load_cert(cert_file);
+	if (!sg->cert)
+		snprintf(err, errsz, "%s is not an X.509 certificate (PEM or DER)", cert_file);
+	else if (!sg->key)
+		snprintf(err, errsz, "%s is not a private key (PEM or DER) readable here", key_file);
+	else if (X509_check_private_key(sg->cert, sg->key) != 1)
+		snprintf(err, errsz, "%s is not the private key of %s", key_file, cert_file);
+	else
+		return 0;
+	signer_done(sg);
+	return -EINVAL;
+}
+
 int gb_modsign_pair_check(const char *key_file, const char *cert_file, char *err, size_t errsz)
 {
-	EVP_PKEY *k = load_key(key_file);
-	X509 *x = load_cert(cert_file);
-	int r = 0;
-	if (!x)
-		snprintf(err, errsz, "%s is not an X.509 certificate (PEM or DER)", cert_file);
-	else if (!k)
-		snprintf(err, errsz, "%s is not a private key (PEM or DER) readable here", key_file);
-	else if (X509_check_private_key(x, k) != 1)
-		snprintf(err, errsz, "%s is not the private key of %s", key_file, cert_file);
-	if (!x || !k || X509_check_private_key(x, k) != 1)
-		r = -EINVAL;
-	EVP_PKEY_free(k);
-	X509_free(x);
-	ERR_clear_error();
+	struct signer sg;
+	int r = signer_load(&sg, key_file, cert_file, err, errsz);
+	if (r == 0)
+		signer_done(&sg);
 	return r;
 }
 
@@ -140,12 +151,11 @@ static int64_t module_end(const unsigned char *mod, size_t len, const unsigned c
 	return (int64_t)(len - MAGIC_LEN - TRAILER_LEN - n);
 }
 
-int gb_modsign_check(const unsigned char *mod, size_t len, const char *cert_file)
+static int check_with(const unsigned char *mod, size_t len, X509 *cert)
 {
 	const unsigned char *sig;
 	size_t siglen;
 	int64_t end = module_end(mod, len, &sig, &siglen);
-	X509 *x;
 	CMS_ContentInfo *cms;
 	BIO *content;
 	STACK_OF(X509) * certs;
@@ -155,21 +165,29 @@ int gb_modsign_check(const unsigned char *mod, size_t len, const char *cert_file
 		return (int)end;
 	if (!sig)
 		return 0;
-	x = load_cert(cert_file);
 	cms = d2i_CMS_ContentInfo(NULL, &sig, (long)siglen);
 	content = BIO_new_mem_buf(mod, (int)end);
 	certs = sk_X509_new_null();
-	if (x && cms && content && certs && sk_X509_push(certs, x) == 1) {
-		ok = CMS_verify(cms, certs, NULL, content, NULL,
-		                CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY | CMS_NOINTERN | CMS_DETACHED) == 1;
-		x = NULL; /* owned by certs now */
+	if (cert && cms && content && certs && X509_up_ref(cert) == 1) {
+		if (sk_X509_push(certs, cert) == 1)
+			ok = CMS_verify(cms, certs, NULL, content, NULL,
+			                CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY | CMS_NOINTERN | CMS_DETACHED) == 1;
+		else
+			X509_free(cert);
 	}
 	sk_X509_pop_free(certs, X509_free);
-	X509_free(x);
 	BIO_free(content);
 	CMS_ContentInfo_free(cms);
 	ERR_clear_error();
 	return ok;
+}
+
+int gb_modsign_check(const unsigned char *mod, size_t len, const char *cert_file)
+{
+	X509 *x = load_cert(cert_file);
+	int r = check_with(mod, len, x);
+	X509_free(x);
+	return r;
 }
 
 static int cms_sign(const unsigned char *data, size_t len, EVP_PKEY *k, X509 *x, unsigned char **der, int *derlen)
@@ -194,32 +212,22 @@ out:
 	return r;
 }
 
-int gb_modsign_sign(const unsigned char *mod, size_t len, const char *key_file, const char *cert_file,
-                    unsigned char **ret, size_t *ret_len, char *err, size_t errsz)
+static int sign_with(const unsigned char *mod, size_t len, const struct signer *sg, unsigned char **ret,
+                     size_t *ret_len, char *err, size_t errsz)
 {
 	const unsigned char *sig;
 	size_t siglen;
 	int64_t end = module_end(mod, len, &sig, &siglen);
-	EVP_PKEY *k = NULL;
-	X509 *x = NULL;
-	unsigned char *der = NULL, *out = NULL;
+	unsigned char *der = NULL, *out = NULL, *t;
 	int derlen = 0, r;
 
 	if (end < 0) {
 		snprintf(err, errsz, "the module's signature trailer is malformed");
 		return (int)end;
 	}
-	k = load_key(key_file);
-	x = load_cert(cert_file);
-	if (!k || !x || X509_check_private_key(x, k) != 1) {
-		snprintf(err, errsz, "%s and %s are not a private key and its certificate (PEM or DER)", key_file,
-		         cert_file);
-		r = -EINVAL;
-		goto out;
-	}
-	r = cms_sign(mod, (size_t)end, k, x, &der, &derlen);
+	r = cms_sign(mod, (size_t)end, sg->key, sg->cert, &der, &derlen);
 	if (r < 0) {
-		snprintf(err, errsz, "signing with %s failed", key_file);
+		snprintf(err, errsz, "signing with the site key failed");
 		goto out;
 	}
 	out = malloc((size_t)end + (size_t)derlen + TRAILER_LEN + MAGIC_LEN);
@@ -229,7 +237,7 @@ int gb_modsign_sign(const unsigned char *mod, size_t len, const char *key_file, 
 	}
 	memcpy(out, mod, (size_t)end);
 	memcpy(out + end, der, (size_t)derlen);
-	unsigned char *t = out + end + derlen;
+	t = out + end + derlen;
 	memset(t, 0, TRAILER_LEN);
 	t[2] = PKEY_ID_PKCS7;
 	t[8] = (unsigned char)((unsigned)derlen >> 24);
@@ -242,8 +250,21 @@ int gb_modsign_sign(const unsigned char *mod, size_t len, const char *key_file, 
 	r = 0;
 out:
 	OPENSSL_free(der);
-	EVP_PKEY_free(k);
-	X509_free(x);
+	return r;
+}
+
+int gb_modsign_sign(const unsigned char *mod, size_t len, const char *key_file, const char *cert_file,
+                    unsigned char **ret, size_t *ret_len, char *err, size_t errsz)
+{
+	struct signer sg;
+	int r = signer_load(&sg, key_file, cert_file, err, errsz);
+	if (r < 0) {
+		snprintf(err, errsz, "%s and %s are not a private key and its certificate (PEM or DER)", key_file,
+		         cert_file);
+		return r;
+	}
+	r = sign_with(mod, len, &sg, ret, ret_len, err, errsz);
+	signer_done(&sg);
 	return r;
 }
 
@@ -259,8 +280,8 @@ static bool is_compressed_nvidia_module(const char *name)
 	return strncmp(name, "nvidia", 6) == 0 && dot && dot[4];
 }
 
-static int sign_one(struct gb_ctx *ctx, struct gb_journal *j, const char *path, const char *key_file,
-                    const char *cert_file, bool *signed_now, char *err, size_t errsz)
+static int sign_one(struct gb_ctx *ctx, struct gb_journal *j, const char *path, const struct signer *sg,
+                    bool *signed_now, char *err, size_t errsz)
 {
 	_cleanup_free_ char *mod = NULL;
 	_cleanup_free_ unsigned char *out = NULL;
@@ -272,14 +293,14 @@ static int sign_one(struct gb_ctx *ctx, struct gb_journal *j, const char *path, 
 		snprintf(err, errsz, "reading %s: %s", path, strerror(-r));
 		return r;
 	}
-	r = gb_modsign_check((const unsigned char *)mod, len, cert_file);
+	r = check_with((const unsigned char *)mod, len, sg->cert);
 	if (r == 1)
 		return 0;
 	if (r < 0) {
 		snprintf(err, errsz, "%s: the signature trailer is malformed", path);
 		return r;
 	}
-	r = gb_modsign_sign((const unsigned char *)mod, len, key_file, cert_file, &out, &olen, err, errsz);
+	r = sign_with((const unsigned char *)mod, len, sg, &out, &olen, err, errsz);
 	if (r < 0)
 		return r;
 	r = gb_journal_write_file(j, "load", path, out, olen, 0644);
@@ -292,7 +313,7 @@ static int sign_one(struct gb_ctx *ctx, struct gb_journal *j, const char *path, 
 }
 
 static int sign_all(struct gb_ctx *ctx, struct gb_journal *j, const char *dir, char **names, size_t n,
-                    const char *key_file, const char *cert_file, struct gb_modsign_result *ret)
+                    const struct signer *sg, struct gb_modsign_result *ret)
 {
 	int r;
 	for (size_t i = 0; i < n; i++) {
@@ -313,7 +334,7 @@ static int sign_all(struct gb_ctx *ctx, struct gb_journal *j, const char *dir, c
 			return -E2BIG;
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		r = sign_one(ctx, j, path, key_file, cert_file, &now, ret->error, sizeof(ret->error));
+		r = sign_one(ctx, j, path, sg, &now, ret->error, sizeof(ret->error));
 		if (r < 0)
 			return r;
 		gb_strscpy(ret->files[ret->n_files].name, sizeof(ret->files[0].name), names[i]);
@@ -330,6 +351,7 @@ static int sign_all(struct gb_ctx *ctx, struct gb_journal *j, const char *dir, c
 int gb_modsign_dir(struct gb_ctx *ctx, struct gb_journal *j, const char *dir, const char *key_file,
                    const char *cert_file, struct gb_modsign_result *ret)
 {
+	struct signer sg;
 	char **names = NULL;
 	size_t n = 0;
 	int r;
@@ -341,7 +363,11 @@ int gb_modsign_dir(struct gb_ctx *ctx, struct gb_journal *j, const char *dir, co
 		snprintf(ret->error, sizeof(ret->error), "listing %s: %s", dir, strerror(-r));
 		return r;
 	}
-	r = sign_all(ctx, j, dir, names, n, key_file, cert_file, ret);
+	r = signer_load(&sg, key_file, cert_file, ret->error, sizeof(ret->error));
+	if (r == 0) {
+		r = sign_all(ctx, j, dir, names, n, &sg, ret);
+		signer_done(&sg);
+	}
 	gb_strv_free(names);
 	return r;
 }

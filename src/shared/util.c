@@ -211,3 +211,17 @@ bool gb_version_valid(const char *s)
 	}
 	return parts >= 2 && parts <= 3;
 }
+
+void gb_hex_encode(const void *data, size_t n, char *out, size_t outsz)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *p = data;
+	size_t i;
+	if (outsz == 0)
+		return;
+	for (i = 0; i < n && 2 * i + 2 < outsz; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * i] = '\0';
+}

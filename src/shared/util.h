@@ -23,6 +23,10 @@ char *gb_strstrip(char *s);
 /* Does s start with prefix? Returns the rest or NULL. */
 const char *gb_startswith(const char *s, const char *prefix);
 
+/* Lowercase hex of n bytes into out (2n+1 bytes at most outsz; cut to fit,
+ * always NUL-terminated). */
+void gb_hex_encode(const void *data, size_t n, char *out, size_t outsz);
+
 /* Copy with truncation; always NUL-terminates; returns -ENAMETOOLONG when cut. */
 int gb_strscpy(char *dst, size_t dstsz, const char *src);
 
