@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shared/macro.h"
 #include "shared/util.h"
 
 static int cmp_dev(const void *key, const void *elem)
@@ -91,4 +92,30 @@ enum gb_arch gb_arch_from_string(const char *s)
 		if (s && strcmp(gb_arch_to_string((enum gb_arch)a), s) == 0)
 			return (enum gb_arch)a;
 	return GB_ARCH_UNKNOWN;
+}
+
+/* NVIDIA's repository keys. The CUDA pins are NVIDIA's own (the dnf and gpg
+ * transcripts in github.com/NVIDIA/cuda-repo-management SIGNATURES.md); the
+ * toolkit's is the key its repository has served since 2017 (NVIDIA/
+ * libnvidia-container issue 173). tests/unit/test-pgpkey.c proves each pin
+ * against a copy of the key file where one is vendored (tests/data/
+ * nvidia-keys/README.md). NVIDIA signs debian13 and fedora43 with newer
+ * keys (8793F200, 1940C73E): not pinned here. */
+const struct gb_repo_key gb_repo_keys[] = {
+	{ "cuda-deb", "EB69 3B30 35CD 5710 E231 E123 A4B4 6996 3BF8 63CC", "3bf863cc.pub" },
+	{ "cuda-rpm", "610C 7B14 E068 A878 070D A4E9 9CD0 A493 D42D 0685", "D42D0685.pub" },
+	{ "container-toolkit", "C95B 321B 61E8 8C18 09C4 F759 DDCA E044 F796 ECB0", "gpgkey" },
+#ifdef GB_TEST_HOOKS
+	/* the tests' own key (tests/data/test-repo-key/), which signs a local apt repository */
+	{ "test-repo", "BE80 C214 1607 512A E17A CDF4 0A0F 6E3F 5B9A 16D4", "public.asc" },
+#endif
+};
+const size_t gb_repo_keys_len = ARRAY_SIZE(gb_repo_keys);
+
+const struct gb_repo_key *gb_repo_key_find(const char *name)
+{
+	for (size_t i = 0; name && i < gb_repo_keys_len; i++)
+		if (strcmp(gb_repo_keys[i].name, name) == 0)
+			return &gb_repo_keys[i];
+	return NULL;
 }

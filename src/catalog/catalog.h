@@ -142,3 +142,17 @@ const struct gb_pci_name *gb_catalog_pci_lookup(uint16_t device);
 
 /* "hopper", or NULL for GB_ARCH_UNKNOWN. */
 const char *gb_arch_to_string(enum gb_arch arch);
+
+/* A repository signing key, pinned: gpuboot downloads FILE from beside the
+ * repository and trusts it only when gb_pgp_key_read finds the fingerprint
+ * FPR in it (src/fetch/pgpkey.h, docs/fetch.md). */
+struct gb_repo_key {
+	const char *name; /* "cuda-deb" */
+	const char *fpr; /* "EB69 3B30 ...": 40 hex digits, grouped as documentation writes them */
+	const char *file; /* "3bf863cc.pub": the key's file name in the repository */
+};
+extern const struct gb_repo_key gb_repo_keys[];
+extern const size_t gb_repo_keys_len;
+
+/* The pinned key called NAME, NULL when there is none. */
+const struct gb_repo_key *gb_repo_key_find(const char *name);
