@@ -224,11 +224,12 @@ soak: soak-kill soak-mirror soak-powerloss soak-fuzz soak-alloc
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
 	scripts/install-deps.sh --vm
-	$(MAKE) build/gpuboot $(DEV)/release-sign
+	$(MAKE) build/gpuboot $(DEV)/release-sign $(ASAN)/gpuboot
 	$(MAKE) static ARCH=aarch64
 	GPUBOOT_RELEASE_DIR=build/vm-release GPUBOOT_RELEASE_URL=file:///media/gpuboot \
 		scripts/release.sh build/gpuboot build/gpuboot-aarch64 $(DEV)/release-sign
 	vm-tests/image-install.sh
+	vm-tests/image-packages.sh
 	vm-tests/run.sh
 
 # The benchmark's driver, optimised (not the ASan build).

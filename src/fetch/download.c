@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,19 +452,30 @@ _printf_(4, 5) static void fail_undecided(struct gb_artifact *arts, size_t n, in
 	}
 }
 
+static CURLcode curl_init_result = CURLE_FAILED_INIT;
+static void curl_init_once(void)
+{
+	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* curl_global_init once per process, from whichever thread comes first
+ * (a background fetch and the install's key download may both use curl). */
+int gb_fetch_global_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, curl_init_once);
+	return curl_init_result == CURLE_OK ? 0 : -EIO;
+}
+
 /* The cache directories and the CA bundle: what every transfer needs. */
 static int fetch_prepare(const struct gb_fetch_opts *o, const char **ret_ca, struct gb_artifact *arts, size_t n)
 {
-	static bool curl_ready;
 	char dir[1100];
 	int r;
 
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			fail_undecided(arts, n, -EIO, "libcurl failed to initialise");
-			return -EIO;
-		}
-		curl_ready = true;
+	if (gb_fetch_global_init() < 0) {
+		fail_undecided(arts, n, -EIO, "libcurl failed to initialise");
+		return -EIO;
 	}
 	snprintf(dir, sizeof(dir), "%s/cache/sha256", o->state_dir);
 	if ((r = gb_mkdir_p(dir, 0755)) < 0) {
@@ -599,7 +611,7 @@ static void run_transfers(struct gb_ctx *ctx, CURLM *m, struct xfer *xs, size_t 
                           const struct gb_fetch_opts *o, const char *ca)
 {
 	uint64_t deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)o->deadline_s * 1000000000ull;
-	bool tty = isatty(STDERR_FILENO);
+	bool tty = !o->background && isatty(STDERR_FILENO);
 	uint64_t last_draw_ns = 0;
 	unsigned drawn = 0;
 
@@ -608,6 +620,12 @@ static void run_transfers(struct gb_ctx *ctx, CURLM *m, struct xfer *xs, size_t 
 		int still = 0, msgs = 0;
 		CURLMsg *msg;
 
+		if (o->cancel && atomic_load(o->cancel)) {
+			for (size_t i = 0; i < n; i++)
+				if (!xs[i].finished)
+					fail_xfer(&xs[i], -ECANCELED, "%s", "cancelled: the install it was for failed");
+			break;
+		}
 		done += start_due(m, xs, n, o, ca, now, deadline);
 		curl_multi_perform(m, &still);
 		while ((msg = curl_multi_info_read(m, &msgs))) {
@@ -728,6 +746,10 @@ int gb_fetch_small(const char *url, const char *ca_file, bool allow_http, size_t
 	long code = 0;
 	int r;
 
+	if (gb_fetch_global_init() < 0) {
+		snprintf(err, errsz, "libcurl failed to initialise");
+		return -EIO;
+	}
 	s.buf = malloc(max + 1);
 	e = curl_easy_init();
 	if (!s.buf || !e) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,7 +49,12 @@ struct gb_fetch_opts {
 	bool offline; /* only the cache and file:// */
 	bool allow_http; /* plain http for a signed mirror (its manifest is verified, every artifact hashed) */
 	bool dry_run; /* resolve and list only: write nothing anywhere (gb_fetch_all refuses it) */
+	bool background; /* beside other work: progress as log lines, never redrawn on a terminal */
+	const atomic_bool *cancel; /* set by another thread: every undecided artifact fails (-ECANCELED) */
 };
+
+/* curl_global_init, once per process and thread-safe; 0 or -EIO. */
+int gb_fetch_global_init(void);
 
 void gb_fetch_opts_default(struct gb_fetch_opts *o, const char *state_dir);
 

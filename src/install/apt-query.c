@@ -77,7 +77,8 @@ static bool field_copy(const char *s, const char *e, char *out, size_t outsz)
 	return true;
 }
 
-/* "nvidia-smi | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages" */
+/* "nvidia-smi | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages", or
+ * "cuda-drivers | 580.95.05-1 | https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64  Packages" */
 static bool madison_line(const char *line, size_t n, const char *name, struct gb_apt_version *v)
 {
 	const char *end = line + n, *b1 = memchr(line, '|', n), *b2;
@@ -92,7 +93,10 @@ static bool madison_line(const char *line, size_t n, const char *name, struct gb
 		return false;
 	for (char *t = strtok_r(src, " \t", &save); t && nt < ARRAY_SIZE(tok); t = strtok_r(NULL, " \t", &save))
 		tok[nt++] = t;
-	/* Binary packages only: a deb-src entry ends in "Sources". */
+	/* Binary packages only: a deb-src entry ends in "Sources". A flat
+	 * repository (NVIDIA's: "Suites: /") has no suite: "URI  Packages". */
+	if (nt == 2 && streq(tok[1], "Packages"))
+		return gb_strscpy(v->suite, sizeof(v->suite), "/") == 0;
 	if (nt < 4 || !streq(tok[nt - 1], "Packages"))
 		return false;
 	return gb_strscpy(v->suite, sizeof(v->suite), tok[1]) == 0;

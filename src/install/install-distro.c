@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The "distro" method on Debian: the archive's own NVIDIA packages
- * (contrib, non-free, non-free-firmware), every one at the driver version
- * the plan chose, the kernel headers of the root's kernels so DKMS builds
- * for them, then held. What it does to a machine, file by file and command
- * by command, and how to undo it: docs/install.md. */
+/* The apt engine of two methods. "distro" on Debian: the archive's own
+ * NVIDIA packages (contrib, non-free, non-free-firmware), every one at the
+ * driver version the plan chose, the kernel headers of the root's kernels
+ * so DKMS builds for them, then held. "packages" on Debian and Ubuntu:
+ * the same steps against NVIDIA's repository (apt-repo.c adds it, its key
+ * pinned by fingerprint), the plan's packages, the pin and the holds; the
+ * Container Toolkit is this method too, userspace only. What it does to a
+ * machine, file by file and command by command, and how to undo it:
+ * docs/install.md. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +37,8 @@
 	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
 	"blacklist nouveau\n"                                                             \
 	"options nouveau modeset=0\n"
-#define PIN_PATH "etc/apt/preferences.d/gpuboot-nvidia.pref"
+#define PIN_DIR "etc/apt/preferences.d"
+#define UU_DIR "etc/apt/apt.conf.d"
 
 /* Debian's driver packages per flavour, the built module's name, and the
  * source packages whose binaries must all stay at the driver's version. */
@@ -43,6 +48,16 @@ static const struct {
 	{ "open", "nvidia-open-kernel-dkms", "nvidia-current-open" },
 	{ "proprietary", "nvidia-kernel-dkms", "nvidia-current" },
 };
+/* What DKMS names the module with NVIDIA's packages: "nvidia" (Ubuntu's
+ * nvidia-dkms-<branch>[-open], the runfile's DKMS tree) or Debian's names
+ * (NVIDIA's debian12/13 packages follow Debian's packaging). */
+static const char *const nvidia_repo_modules[] = { "nvidia", "nvidia-current", "nvidia-current-open" };
+/* The binaries of NVIDIA's driver in its apt repositories, for the version
+ * pin (apt_preferences(5) globs). The Container Toolkit's own pin file
+ * sorts first and names its packages exactly. */
+static const char *const nvidia_repo_pin =
+    "cuda-drivers* nvidia-* libnvidia-* libcuda* libnvcuvid* libnvoptix* libxnvctrl* firmware-nvidia-* "
+    "xserver-xorg-video-nvidia* libgl1-nvidia-* libegl-nvidia* libgles-nvidia* libglx-nvidia* libnvidia*";
 static const char *const debian_userspace[] = { "firmware-nvidia-gsp", "nvidia-smi", "libcuda1", "libnvidia-ml1" };
 static const char *const debian_pin_sources = "src:nvidia-graphics-drivers src:nvidia-open-gpu-kernel-modules";
 
@@ -53,7 +68,8 @@ struct inst {
 	struct gb_install_result *ret;
 	struct gb_cmd_result *res; /* one buffer for every command */
 	const char *chroot_dir; /* NULL on the live machine */
-	const char *module; /* the module file DKMS builds, without .ko */
+	const char *module; /* the module file DKMS builds, without .ko (distro) */
+	bool packages; /* the packages method (NVIDIA's repository) */
 	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
 	size_t n_kernels;
 };
@@ -83,6 +99,13 @@ static int os_release(struct inst *s)
 		if (gb_deb_name_valid(v) || (strlen(v) < dsz && v[0]))
 			gb_strscpy(dst, dsz, v);
 	}
+	if (s->packages && (streq(s->ret->distro, "debian") || streq(s->ret->distro, "ubuntu")))
+		return 0;
+	if (s->packages)
+		return FAIL(s, -EOPNOTSUPP,
+		            "The packages method on %s ('%s') needs dnf or zypper, which this version does not drive; "
+		            "use the runfile method",
+		            s->ctx->root->path, s->ret->distro);
 	if (!streq(s->ret->distro, "debian") || !gb_deb_name_valid(s->ret->codename))
 		return FAIL(s, -EOPNOTSUPP,
 		            "The distro method installs Debian's packages; %s is '%s' '%s' (use the packages or "
@@ -98,6 +121,8 @@ static int find_kernels(struct inst *s)
 	size_t n = 0;
 	int r;
 
+	if (s->in->userspace_only)
+		return 0;
 	for (size_t i = 0; s->in->kernels && i < s->in->n_kernels && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++)
 		if (gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, s->in->kernels[i]) < 0)
 			return FAIL(s, -EINVAL, "The kernel release '%s' is too long", s->in->kernels[i]);
@@ -223,6 +248,8 @@ static int build_list(struct inst *s)
 		return FAIL(s, -EINVAL, "Unknown module flavour '%s' (open or proprietary)", flavor);
 	if (ver[0] && !gb_deb_version_valid(ver))
 		return FAIL(s, -EINVAL, "'%s' is not a driver version", ver);
+	if (s->packages && (!s->in->packages || !s->in->n_packages || !s->in->repo))
+		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
 	if (s->in->packages) {
 		for (size_t i = 0; i < s->in->n_packages && r >= 0; i++)
 			r = add_pkg(s, s->in->packages[i].name, s->in->packages[i].version, s->in->packages[i].hold);
@@ -233,6 +260,8 @@ static int build_list(struct inst *s)
 		for (size_t i = 0; i < ARRAY_SIZE(debian_userspace) && r >= 0; i++)
 			r = add_pkg(s, debian_userspace[i], ver, true);
 	}
+	if (r >= 0 && s->in->userspace_only)
+		return query_installed(s, NULL, 0, false);
 	return r < 0 ? r : add_headers(s);
 }
 
@@ -240,12 +269,15 @@ static int build_list(struct inst *s)
 static void find_module(struct inst *s, const char *kver, char *out, size_t outsz)
 {
 	static const char *const ext[] = { ".ko", ".ko.xz", ".ko.zst" };
+	const char *const *names = s->packages ? nvidia_repo_modules : &s->module;
+	size_t n = s->packages ? ARRAY_SIZE(nvidia_repo_modules) : 1;
 	out[0] = '\0';
-	for (size_t i = 0; i < ARRAY_SIZE(ext) && !out[0]; i++) {
-		snprintf(out, outsz, "lib/modules/%s/updates/dkms/%s%s", kver, s->module, ext[i]);
-		if (!gb_root_exists(s->ctx->root, out))
-			out[0] = '\0';
-	}
+	for (size_t k = 0; k < n && !out[0]; k++)
+		for (size_t i = 0; i < ARRAY_SIZE(ext) && !out[0]; i++) {
+			snprintf(out, outsz, "lib/modules/%s/updates/dkms/%s%s", kver, names[k], ext[i]);
+			if (!gb_root_exists(s->ctx->root, out))
+				out[0] = '\0';
+		}
 }
 
 /* Everything in place (versions, holds, modules): nothing to run. */
@@ -359,10 +391,9 @@ static int resolve(struct inst *s)
 			                      n > 0 ? " (not this version)" : " (no such package)");
 	}
 	if (missing[0])
-		return FAIL(s, -ENOPKG,
-		            "Not in the archive for %s (after apt-get update, with contrib non-free "
-		            "non-free-firmware): %s; nothing was installed",
-		            s->ret->codename, missing);
+		return FAIL(s, -ENOPKG, "Not in %s (after apt-get update%s): %s; nothing was installed",
+		            s->packages ? s->in->repo->uri : s->ret->codename,
+		            s->packages ? "" : ", with contrib non-free non-free-firmware", missing);
 	return 0;
 }
 
@@ -371,22 +402,63 @@ static int resolve(struct inst *s)
  * the kernel module, neither while apt resolves nor later. */
 static int write_pin(struct inst *s)
 {
-	char text[512];
+	const char *name = s->in->pin_name ? s->in->pin_name : "nvidia";
+	const char *pkgs = s->in->pin_packages ? s->in->pin_packages
+	                   : s->packages       ? nvidia_repo_pin
+	                                       : debian_pin_sources;
+	const char *ver = s->in->pin_version ? s->in->pin_version : s->in->driver_version;
+	char text[1024], path[128];
 	int r;
-	if (!s->in->driver_version || !s->in->driver_version[0])
+	if (!ver || !ver[0])
 		return 0;
+	if (!gb_apt_repo_id_valid(name) || !gb_deb_version_valid(ver) || strpbrk(pkgs, "\n\r"))
+		return FAIL(s, -EINVAL, "The version pin '%s' of '%s' is not usable", ver, name);
+	snprintf(path, sizeof(path), PIN_DIR "/gpuboot-%s.pref", name);
 	snprintf(text, sizeof(text),
-	         "# Written by gpuboot: the NVIDIA driver stays at %s, kernel module and\n"
-	         "# userspace together (docs/install.md says how to undo it).\n"
+	         "# Written by gpuboot: these packages stay at %s, together (for the driver:\n"
+	         "# kernel module and userspace). docs/install.md says how to undo it.\n"
 	         "Package: %s\nPin: version %s-*\nPin-Priority: 1001\n",
-	         s->in->driver_version, debian_pin_sources, s->in->driver_version);
-	r = gb_journal_write_file(s->j, STAGE, PIN_PATH, text, strlen(text), 0644);
-	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", PIN_PATH, strerror(-r)) : 0;
+	         ver, pkgs, ver);
+	r = gb_journal_write_file(s->j, STAGE, path, text, strlen(text), 0644);
+	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", path, strerror(-r)) : 0;
+}
+
+/* unattended-upgrades never upgrades what gpuboot holds (its
+ * Package-Blacklist holds regular expressions: each name anchored, its
+ * dots and pluses bracketed). */
+static int write_uu_blacklist(struct inst *s)
+{
+	const char *name = s->in->pin_name ? s->in->pin_name : "nvidia";
+	char text[4096], path[160];
+	size_t o;
+	int r;
+	if (!s->packages)
+		return 0;
+	snprintf(path, sizeof(path), UU_DIR "/51gpuboot-%s-unattended-upgrades", name);
+	o = (size_t)snprintf(text, sizeof(text),
+	                     "// Written by gpuboot: unattended-upgrades leaves these packages alone;\n"
+	                     "// gpuboot's apt pin and holds keep them at one version.\n"
+	                     "Unattended-Upgrade::Package-Blacklist {\n");
+	for (size_t i = 0; i < s->ret->n_pkgs && o < sizeof(text) - 256; i++) {
+		const char *p = s->ret->pkgs[i].name;
+		if (!s->ret->pkgs[i].hold)
+			continue;
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "    \"^");
+		for (; *p && o < sizeof(text) - 64; p++)
+			o += (size_t)snprintf(text + o, sizeof(text) - o, strchr(".+", *p) ? "[%c]" : "%c", *p);
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "$\";\n");
+	}
+	o += (size_t)snprintf(text + o, sizeof(text) - o, "};\n");
+	r = gb_journal_write_file(s->j, STAGE, path, text, strlen(text), 0644);
+	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", path, strerror(-r)) : 0;
 }
 
 static int write_blacklist(struct inst *s)
 {
-	int r = gb_journal_write_file(s->j, STAGE, BLACKLIST_PATH, BLACKLIST_TEXT, strlen(BLACKLIST_TEXT), 0644);
+	int r;
+	if (s->in->userspace_only)
+		return 0;
+	r = gb_journal_write_file(s->j, STAGE, BLACKLIST_PATH, BLACKLIST_TEXT, strlen(BLACKLIST_TEXT), 0644);
 	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", BLACKLIST_PATH, strerror(-r)) : 0;
 }
 
@@ -422,6 +494,8 @@ static int apt_install(struct inst *s)
 		r = write_blacklist(s);
 	if (r >= 0)
 		r = write_pin(s);
+	if (r >= 0)
+		r = write_uu_blacklist(s);
 	if (r < 0)
 		return r;
 	/* A package we must change that an earlier run held. */
@@ -468,12 +542,23 @@ static int check_after(struct inst *s)
 	return r;
 }
 
+static int sources(struct inst *s)
+{
+	bool changed = false;
+	int r;
+	if (!s->packages)
+		return sources_enable(s);
+	r = gb_apt_repo_setup(s->ctx, s->j, s->in->repo, &changed, s->ret->error, sizeof(s->ret->error));
+	s->ret->sources_changed = changed;
+	return r;
+}
+
 static int distro_apply(struct inst *s)
 {
 	struct gb_chroot c;
 	int r, k;
 
-	r = sources_enable(s);
+	r = sources(s);
 	if (r < 0)
 		return r;
 	if (satisfied(s)) {
@@ -486,6 +571,8 @@ static int distro_apply(struct inst *s)
 		r = write_blacklist(s);
 		if (r >= 0)
 			r = write_pin(s);
+		if (r >= 0)
+			r = write_uu_blacklist(s);
 		return r < 0 ? r : check_after(s);
 	}
 	if (!s->chroot_dir) {
@@ -517,7 +604,8 @@ int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, str
 
 	if (!res)
 		return -ENOMEM;
-	ret->method = "distro";
+	s.packages = in->method == GB_INSTALL_PACKAGES;
+	ret->method = s.packages ? "packages" : "distro";
 	ret->image = !ctx->root->is_host;
 	if (ret->image) {
 		if (!realpath(ctx->opt.root, dir))

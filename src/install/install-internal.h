@@ -67,6 +67,19 @@ int gb_chroot_enter(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *
  * first error (negative errno, err set when err[0] was empty) or 0. */
 int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz);
 
-/* install-distro.c: the distro method (Debian). */
+/* apt-repo.c: add repo (key fetched and checked against its pin unless
+ * the keyring below the root already holds the pinned key; keyring
+ * usr/share/keyrings/gpuboot-<id>.gpg; etc/apt/sources.list.d/
+ * gpuboot-<id>.sources). -EKEYREJECTED: the key is not the pinned one
+ * (nothing was written); -ENOKEY: no key is pinned for it; -EREMOTEIO: the key could not be downloaded;
+ * -EEXIST: another sources entry names the same
+ * URI; -EINVAL: a bad id or URI. */
+int gb_apt_repo_setup(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_apt_repo *r, bool *changed, char *err,
+                      size_t errsz);
+bool gb_apt_repo_id_valid(const char *s);
+void gb_apt_repo_paths(const char *id, char *keyring, size_t ksz, char *sources, size_t ssz);
+
+/* install-distro.c: the distro method (Debian) and the packages method on
+ * apt (NVIDIA's repository): one apt engine. */
 int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                       struct gb_install_result *ret);

@@ -28,6 +28,16 @@ struct gb_journal;
 
 enum gb_install_method {
 	GB_INSTALL_DISTRO = 1, /* the distribution's own driver packages */
+	GB_INSTALL_PACKAGES, /* NVIDIA's apt repository (apt-repo.c), key pinned by fingerprint */
+};
+
+/* An apt repository of NVIDIA's (flat: "Suites: /"). */
+struct gb_apt_repo {
+	const char *id; /* "cuda-debian12-x86_64": names its keyring and sources files */
+	const char *uri; /* "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" */
+	const char *key_url; /* its signing key (downloaded on this machine, checked, then written) */
+	const char *key_pin; /* the catalog's pin: "cuda-deb", "container-toolkit" (gb_repo_key_find) */
+	const char *ca_file; /* CA bundle for the key's download, or NULL */
 };
 
 /* One package to install. version: an exact distribution version
@@ -52,6 +62,14 @@ struct gb_install_input {
 	 * (lib/modules/<kver> with boot/vmlinuz-<kver>). */
 	const char *const *kernels;
 	size_t n_kernels;
+	/* packages: the repository, added first (key checked, keyring, sources). */
+	const struct gb_apt_repo *repo;
+	/* The version pin (etc/apt/preferences.d/gpuboot-<pin_name>.pref): the
+	 * binaries named by pin_packages (apt's Package: field) stay at
+	 * pin_version. NULL: the distro method's (the driver's source packages
+	 * at driver_version, file gpuboot-nvidia.pref). */
+	const char *pin_name, *pin_packages, *pin_version;
+	bool userspace_only; /* no kernel module (the Container Toolkit): no headers, no module, no blacklist */
 	unsigned lock_timeout_ms; /* wait for the package manager's locks; 0: 5 minutes */
 	unsigned apt_timeout_ms; /* one apt-get install (DKMS builds); 0: 60 minutes */
 };
@@ -72,14 +90,14 @@ struct gb_install_kernel_result {
 };
 
 struct gb_install_result {
-	const char *method; /* "distro" */
+	const char *method; /* "distro" | "packages" */
 	bool image; /* installed into an image root, chrooted */
 	char distro[32], codename[32];
 	struct gb_install_pkg_result pkgs[GB_INSTALL_MAX_PKGS];
 	size_t n_pkgs;
 	struct gb_install_kernel_result kernels[GB_INSTALL_MAX_KERNELS];
 	size_t n_kernels;
-	bool sources_changed; /* components were enabled */
+	bool sources_changed; /* components were enabled, or the repository added */
 	bool packages_changed; /* apt ran */
 	char error[768]; /* one line: what failed, on what, why (set on failure) */
 };

@@ -774,6 +774,12 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 		gb_strscpy(s->method, sizeof(s->method), v);
 		return 0;
 	}
+	if (IS("install", "overlap")) {
+		bool on = true;
+		r = set_bool(&on, k, v, why, n);
+		s->no_overlap = !on;
+		return r;
+	}
 	if (IS("install", "replace_installed")) {
 		s->replace_installed_set = true;
 		return set_replace(&s->replace_installed, v, why, n);

@@ -81,6 +81,7 @@ struct gb_site_config {
 	enum gb_replace_policy replace_installed; /* [install] replace_installed, over the profile's */
 	bool replace_installed_set;
 	char method[16]; /* [install] method: packages | distro | runfile, "" = the plan's choice */
+	bool no_overlap; /* [install] overlap = no: fetch CUDA before the driver's install, not beside it */
 	char **skip_checks;
 	char *signing_key, *signing_cert;
 	/* the certificate as the kernel would name it (gb_inputs_load fills it) */

@@ -287,9 +287,19 @@ static void merge(json_object *into, json_object *detail)
 	json_object_put(detail);
 }
 
+/* The step's id in the document: the scope's prefix, then id. */
+static const char *scoped(const struct gb_journal *j, const char *id, char *buf, size_t bufsz)
+{
+	if (!j->scope[0])
+		return id;
+	snprintf(buf, bufsz, "%s/%s", j->scope, id);
+	return buf;
+}
+
 int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, const char *kind, json_object *detail)
 {
-	json_object *s = find_step(j, id);
+	char buf[4400];
+	json_object *s = find_step(j, (id = scoped(j, id, buf, sizeof(buf))));
 	if (s) {
 		const char *state = gb_json_get_str(s, "state");
 		if (state && streq(state, "done") && j->resumed) {
@@ -321,14 +331,16 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 
 bool gb_journal_step_changed(struct gb_journal *j, const char *id)
 {
-	json_object *s = find_step(j, id);
+	char buf[4400];
+	json_object *s = find_step(j, scoped(j, id, buf, sizeof(buf)));
 	const char *state = s ? gb_json_get_str(s, "state") : NULL;
 	return state && streq(state, "done") && !gb_json_get_bool(s, "unchanged", false);
 }
 
 int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *detail)
 {
-	json_object *s = find_step(j, id);
+	char buf[4400];
+	json_object *s = find_step(j, scoped(j, id, buf, sizeof(buf)));
 	if (!s) {
 		json_object_put(detail);
 		return -ENOENT;

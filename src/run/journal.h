@@ -30,6 +30,11 @@ struct gb_journal {
 	bool resumed; /* an unfinished journal of this plan was found and continues */
 	unsigned n_effects; /* effects done in this run (0 on a rerun that had nothing to do) */
 	unsigned n_writes;
+	/* While set, every step id is "<scope>/<id>": a part that repeats the
+	 * steps of another (the Container Toolkit's apt install after the
+	 * driver's) keeps its own records, so a resumed run skips only what
+	 * that part did. "" = none. */
+	char scope[48];
 };
 
 /* The plan's hash: sha256 over its decisions (dates and reasons left out,

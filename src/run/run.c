@@ -10,11 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "context.h"
 #include "exit-codes.h"
 #include "run.h"
+#include "catalog/catalog.h"
 #include "install/install.h"
 #include "load/load.h"
 #include "load/modsign.h"
@@ -39,6 +42,15 @@ struct run {
 	struct gb_verify_result vres;
 	struct gb_artifact *arts; /* what the fetch stage verified into the cache */
 	size_t n_arts;
+	/* The fetch in the background, beside the driver's install: the
+	 * thread owns arts, n_arts, fetch_copy and fetch_code until joined. */
+	pthread_t fetch_thread;
+	bool fetch_running;
+	atomic_bool fetch_cancel;
+	struct gb_stage *fetch_st, fetch_copy;
+	struct gb_fetch_job fetch_job;
+	struct gb_plan fetch_want;
+	int fetch_code;
 	bool repair_running; /* --repair: the kernel repaired is the one running */
 };
 
@@ -260,20 +272,30 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	return code;
 }
 
+static bool toolkit_installs(const struct run *r)
+{
+	return r->plan.toolkit.action && r->plan.toolkit.version &&
+	       (streq(r->plan.toolkit.action, "install") || streq(r->plan.toolkit.action, "replace"));
+}
+
 /* What this version can change: nouveau (prepare), the distribution's own
- * packages (install, --method distro), the modules (load). Anything else
- * the plan needs ends the run before the first change, and says so. */
+ * packages (install, --method distro), NVIDIA's apt repositories (the
+ * packages method and the Container Toolkit on apt), the modules (load).
+ * Anything else the plan needs ends the run before the first change, and
+ * says so. */
 static const char *not_implemented(const struct run *r)
 {
 	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
 	/* The distro install adds the headers of every kernel it builds for. */
+	bool apt = streq(r->plan.in.pkgmgr, "apt");
 	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none") &&
-	    !(streq(r->plan.kernel.action, "install-headers") && streq(r->plan.driver.method, "distro")))
+	    !(streq(r->plan.kernel.action, "install-headers") &&
+	      (streq(r->plan.driver.method, "distro") || (apt && streq(r->plan.driver.method, "packages")))))
 		return "installing kernel headers or an HWE kernel";
-	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages"))
-		return "the packages method (NVIDIA's repositories)";
-	if (r->plan.toolkit.action && !streq(r->plan.toolkit.action, "keep") && !streq(r->plan.toolkit.action, "none"))
-		return "installing the Container Toolkit";
+	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages") && !apt)
+		return "the packages method with dnf or zypper (NVIDIA's rpm repositories)";
+	if (toolkit_installs(r) && !apt)
+		return "installing the Container Toolkit with dnf or zypper";
 	return NULL;
 }
 
@@ -369,6 +391,55 @@ static bool cuda_installs(const struct run *r)
 	return r->plan.cuda.action && streq(r->plan.cuda.action, "install");
 }
 
+static void *fetch_main(void *p)
+{
+	struct run *r = p;
+	r->fetch_code = gb_fetch_run(r->ctx, &r->fetch_want, &r->fetch_job, &r->fetch_copy, &r->arts, &r->n_arts);
+	return NULL;
+}
+
+/* The fetch stage stays "running" in the status until fetch_join. */
+static int fetch_start(struct run *r, struct gb_stage *st, const struct gb_plan *want, const struct gb_fetch_job *j)
+{
+	int k;
+	if (gb_fetch_global_init() < 0) {
+		gb_stage_end(r->ctx, st, "failed", -EIO, "libcurl failed to initialise");
+		return GB_EXIT_FETCH;
+	}
+	r->fetch_want = *want;
+	r->fetch_job = *j;
+	r->fetch_job.fo.background = true;
+	r->fetch_job.fo.cancel = &r->fetch_cancel;
+	atomic_store(&r->fetch_cancel, false);
+	r->fetch_st = st;
+	r->fetch_copy = *st;
+	k = pthread_create(&r->fetch_thread, NULL, fetch_main, r);
+	if (k) {
+		gb_log_debug("no thread for the background fetch (%s): fetching first", strerror(k));
+		return gb_fetch_run(r->ctx, &r->fetch_want, &r->fetch_job, st, &r->arts, &r->n_arts);
+	}
+	r->fetch_running = true;
+	gb_log_info("Downloading CUDA's components in the background, beside the driver's install");
+	return 0;
+}
+
+/* Wait for the background fetch (cancel it first when the run already
+ * failed); its stage record is final from here. The fetch's exit code. */
+static int fetch_join(struct run *r, bool cancel)
+{
+	if (!r->fetch_running)
+		return 0;
+	if (cancel)
+		atomic_store(&r->fetch_cancel, true);
+	pthread_join(r->fetch_thread, NULL);
+	r->fetch_running = false;
+	*r->fetch_st = r->fetch_copy;
+	if (cancel && r->fetch_code)
+		gb_stage_hint(r->fetch_st, "cancelled: the install it was for failed first");
+	(void)gb_status_write_progress(r->ctx, &r->st);
+	return r->fetch_code;
+}
+
 /* What the install needs from NVIDIA's hosts (or a mirror): the runfile of
  * the runfile method, CUDA's components; verified into the cache. The
  * distribution's packages come from its own archive. */
@@ -402,6 +473,11 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 		want.driver.runfile = NULL;
 	if (!cuda_installs(r))
 		want.cuda.release = NULL;
+	/* CUDA alone, and a driver from packages to install first: its
+	 * download runs beside the install (the DKMS build), joined before
+	 * CUDA's unpack. */
+	if (!runfile && driver_installs(r) && !r->in.site.no_overlap && !r->ctx->opt.dry_run)
+		return fetch_start(r, st, &want, &j);
 	return gb_fetch_run(r->ctx, &want, &j, st, &r->arts, &r->n_arts);
 }
 
@@ -450,17 +526,62 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	return code;
 }
 
-/* The distribution's own packages (Debian: distro method). */
+/* Where NVIDIA's apt repositories are: a mirror serves NVIDIA's layout
+ * below its root ([site] mirror, --mirror), else NVIDIA's hosts. */
+static void repo_base(const struct run *r, const char *path, const char *upstream, char *out, size_t outsz)
+{
+	const char *m = r->ctx->opt.mirror ? r->ctx->opt.mirror : r->in.site.mirror;
+	if (m && (gb_startswith(m, "https://") || gb_startswith(m, "http://")))
+		snprintf(out, outsz, "%s%s%s", m, m[strlen(m) - 1] == '/' ? "" : "/", path);
+	else
+		snprintf(out, outsz, "%s%s", upstream, path);
+}
+
+static const char *ca_file(const struct run *r)
+{
+	return r->ctx->opt.ca_file ? r->ctx->opt.ca_file : r->in.site.ca_file;
+}
+
+/* The distribution's own packages (Debian: distro method), or NVIDIA's
+ * repository (the packages method on apt). */
 static int install_distro(struct run *r, char *err, size_t errsz, json_object **ret_json)
 {
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO };
 	struct gb_install_result *res = calloc(1, sizeof(*res));
+	struct gb_install_pkg pkgs[ARRAY_SIZE(r->plan.driver.packages)];
+	char id[80], uri[600], key[700];
+	struct gb_apt_repo repo = { .id = id, .uri = uri, .key_url = key, .key_pin = "cuda-deb" };
+	const struct gb_repo_key *pin;
 	int k;
 
 	if (!res)
 		return -ENOMEM;
 	in.flavor = r->plan.driver.flavor;
 	in.driver_version = r->plan.driver.version;
+	if (streq(r->plan.driver.method, "packages")) {
+		snprintf(id, sizeof(id), "cuda-%s-%s", r->plan.driver.repo, r->plan.driver.repo_arch);
+		repo_base(r, "compute/cuda/repos/", "https://developer.download.nvidia.com/", uri, sizeof(uri) - 80);
+		snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "%s/%s/", r->plan.driver.repo,
+		         r->plan.driver.repo_arch);
+		/* NVIDIA signs debian13 with another key (8793F200), not pinned
+		 * here: that repository is refused before anything is changed. */
+		repo.key_pin = streq(r->plan.driver.repo, "debian13") ? "cuda-deb-8793f200" : "cuda-deb";
+		pin = gb_repo_key_find(repo.key_pin);
+		snprintf(key, sizeof(key), "%s%s", uri, pin ? pin->file : "8793F200.pub");
+		repo.ca_file = ca_file(r);
+		for (size_t i = 0; i < r->plan.driver.n_packages; i++) {
+			const char *n = r->plan.driver.packages[i];
+			pkgs[i] = (struct gb_install_pkg){ .hold = true };
+			gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), n);
+			/* NVIDIA's pinning package carries its own version scheme. */
+			if (!gb_startswith(n, "nvidia-driver-pinning-"))
+				gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.driver.version);
+		}
+		in.method = GB_INSTALL_PACKAGES;
+		in.repo = &repo;
+		in.packages = pkgs;
+		in.n_packages = r->plan.driver.n_packages;
+	}
 	k = gb_install(r->ctx, &in, r->journal, res);
 	*ret_json = gb_install_result_to_json(res);
 	if (k < 0)
@@ -540,15 +661,67 @@ static int install_cuda(struct run *r, char *err, size_t errsz, json_object **re
 	return k;
 }
 
+/* The Container Toolkit from NVIDIA's apt repository: its four packages
+ * at one version, pinned and held, userspace only. */
+static int install_toolkit(struct run *r, char *err, size_t errsz, json_object **ret_json)
+{
+	static const char *const names[] = { "nvidia-container-toolkit", "nvidia-container-toolkit-base",
+		                             "libnvidia-container-tools", "libnvidia-container1" };
+	struct gb_install_pkg pkgs[ARRAY_SIZE(names)];
+	struct gb_install_result *res = calloc(1, sizeof(*res));
+	char uri[600], key[700], pin[256];
+	const char *deb_arch = streq(r->plan.in.arch, "aarch64") ? "arm64" : "amd64";
+	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
+		                    .uri = uri,
+		                    .key_url = key,
+		                    .key_pin = "container-toolkit",
+		                    .ca_file = ca_file(r) };
+	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
+		                       .repo = &repo,
+		                       .packages = pkgs,
+		                       .n_packages = ARRAY_SIZE(names),
+		                       .userspace_only = true,
+		                       .pin_name = "nvidia-container-toolkit",
+		                       .pin_packages = pin,
+		                       .pin_version = r->plan.toolkit.version };
+	int k;
+
+	if (!res)
+		return -ENOMEM;
+	repo_base(r, "libnvidia-container/", "https://nvidia.github.io/", uri, sizeof(uri) - 40);
+	snprintf(key, sizeof(key), "%sgpgkey", uri);
+	snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "stable/deb/%s/", deb_arch);
+	snprintf(pin, sizeof(pin), "%s %s %s %s", names[0], names[1], names[2], names[3]);
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		pkgs[i] = (struct gb_install_pkg){ .hold = true };
+		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
+		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.toolkit.version);
+	}
+	gb_strscpy(r->journal->scope, sizeof(r->journal->scope), "toolkit");
+	k = gb_install(r->ctx, &in, r->journal, res);
+	r->journal->scope[0] = '\0';
+	*ret_json = gb_install_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
+	free(res);
+	return k;
+}
+
 static int install_failed(struct run *r, struct gb_stage *st, int k, const char *what, const char *err)
 {
 	gb_stage_end(r->ctx, st, "failed", k, "%s: %s", what, err[0] ? err : strerror(-k));
 	gb_stage_hint(st, "%s",
-	              k == -ENOPKG  ? "nothing was installed: the archive lacks a package or version named"
-	              : k == -EBUSY ? "another package manager holds the lock; rerun when it is done"
-	                            : "the journal names the step that failed; a rerun continues from it");
+	              k == -ENOPKG         ? "nothing was installed: the archive lacks a package or version named"
+	              : k == -EBUSY        ? "another package manager holds the lock; rerun when it is done"
+	              : k == -EKEYREJECTED ? "nothing was trusted or installed: check the mirror or the network path"
+	              : k == -EREMOTEIO    ? "nothing was changed: the repository's key could not be downloaded"
+	              : k == -EEXIST       ? "nothing was changed: one repository, one sources entry"
+	              : k == -ENOKEY       ? "nothing was changed: choose another method with --method"
+	                                   : "the journal names the step that failed; a rerun continues from it");
 	gb_log_error("install: %s", st->error);
-	return k == -EOPNOTSUPP ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
+	if (k == -EKEYREJECTED || k == -EREMOTEIO)
+		return GB_EXIT_FETCH;
+	return k == -EOPNOTSUPP || k == -ENOKEY ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
 }
 
 static int stage_install(struct run *r, struct gb_stage *st)
@@ -561,7 +734,7 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		json_object_put(out);
 		return stage_repair(r, st);
 	}
-	if (!driver_installs(r) && !cuda_installs(r)) {
+	if (!driver_installs(r) && !cuda_installs(r) && !toolkit_installs(r)) {
 		json_object_put(out);
 		return stage_skip_if_kept(r, st);
 	}
@@ -574,12 +747,28 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		else if ((k = gb_repair_install_hooks(r->ctx, r->journal, r->plan.in.os_id)) < 0 && k != -EOPNOTSUPP)
 			code = install_failed(r, st, k, "the kernel hooks and gpuboot-repair.service", "");
 	}
+	if (r->fetch_running) {
+		int fc = fetch_join(r, code != 0);
+		if (!code && fc) {
+			gb_stage_end(r->ctx, st, "failed", -EIO, "CUDA's components were not fetched: %s",
+			             r->fetch_st->error);
+			gb_stage_hint(st, "the driver is installed; CUDA is not: fix the fetch (above) and run again");
+			code = fc;
+		}
+	}
 	if (!code && cuda_installs(r)) {
 		part = NULL;
 		k = install_cuda(r, err, sizeof(err), &part);
 		gb_json_add(out, "cuda", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "CUDA", err);
+	}
+	if (!code && toolkit_installs(r)) {
+		part = NULL;
+		k = install_toolkit(r, err, sizeof(err), &part);
+		gb_json_add(out, "toolkit", part);
+		if (k < 0)
+			code = install_failed(r, st, k, "the Container Toolkit", err);
 	}
 	json_object_put(r->st.install);
 	r->st.install = out;
@@ -727,6 +916,8 @@ int gb_run(struct gb_ctx *ctx)
 		goto out;
 	r.st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	code = walk(&r);
+	if (fetch_join(&r, true) && code == GB_EXIT_OK) /* never left running; never "ok" without it */
+		code = GB_EXIT_FETCH;
 	if (r.journal && code != GB_EXIT_REBOOT && gb_prepare_disarm_resume(ctx, r.journal) < 0)
 		gb_log_warning("Failed to disarm gpuboot-resume.service, ignoring");
 	if (r.journal) {

@@ -148,6 +148,18 @@ static void test_parsers(void)
 	CHECK_STREQ(v[1].version, "535.261.03-1");
 	CHECK_STREQ(v[1].suite, "bookworm/non-free");
 	CHECK_INT(gb_apt_madison_parse("", "libcuda1", v, 4), 0);
+	/* a flat repository (NVIDIA's), as apt 2.6 prints it: no suite, two spaces */
+	const char *flat =
+	    "cuda-drivers |  999.1.2-1 | https://127.0.0.1:45385/good/compute/cuda/repos/debian12/x86_64  "
+	    "Packages\n"
+	    "cuda-drivers | 580.173.02-1 | https://developer.download.nvidia.com/compute/cuda/repos/"
+	    "debian12/x86_64  Packages\n"
+	    "cuda-drivers | 1-1 | https://x  Sources\n"
+	    "cuda-drivers | 2-1 | Packages\n";
+	CHECK_INT(gb_apt_madison_parse(flat, "cuda-drivers", v, 4), 2);
+	CHECK_STREQ(v[0].version, "999.1.2-1");
+	CHECK_STREQ(v[1].version, "580.173.02-1");
+	CHECK_STREQ(v[1].suite, "/");
 
 	CHECK(gb_deb_version_matches("535.261.03-1", "535.261.03"));
 	CHECK(gb_deb_version_matches("1:535.261.03-2~deb12u1", "535.261.03"));
