@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,4 +187,60 @@ int gb_json_parse(const char *text, size_t len, int depth, json_object **ret)
 	}
 	*ret = o;
 	return 0;
+}
+
+/* Line and column (from 1) of offset off in text. */
+static void text_position(const char *text, size_t off, unsigned *ret_line, unsigned *ret_col)
+{
+	unsigned line = 1, col = 1;
+	for (size_t i = 0; i < off; i++, col++)
+		if (text[i] == '\n')
+			line++, col = 0;
+	*ret_line = line;
+	*ret_col = col;
+}
+
+int gb_json_parse_strict(const char *text, size_t len, int depth, json_object **ret, char *err, size_t errsz)
+{
+	json_tokener *tok;
+	enum json_tokener_error e;
+	json_object *o;
+	size_t end;
+	unsigned line, col;
+
+	*ret = NULL;
+	err[0] = '\0';
+	if (len > INT_MAX) {
+		snprintf(err, errsz, "too large");
+		return -EBADMSG;
+	}
+	tok = json_tokener_new_ex(depth);
+	if (!tok) {
+		gb_json_set_oom();
+		return -ENOMEM;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	o = json_tokener_parse_ex(tok, text, (int)len);
+	e = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!o && e == json_tokener_success) {
+		gb_json_set_oom();
+		return -ENOMEM;
+	}
+	/* whitespace after the value is all there may be */
+	while (o && e == json_tokener_success && end < len &&
+	       (text[end] == ' ' || text[end] == '\t' || text[end] == '\r' || text[end] == '\n'))
+		end++;
+	if (o && e == json_tokener_success && end < len)
+		e = json_tokener_error_parse_unexpected;
+	if (o && e == json_tokener_success) {
+		*ret = o;
+		return 0;
+	}
+	json_object_put(o);
+	text_position(text, end > len ? len : end, &line, &col);
+	snprintf(err, errsz, "line %u column %u: %s", line, col,
+	         e == json_tokener_continue ? "the text ends inside the value" : json_tokener_error_desc(e));
+	return -EBADMSG;
 }

@@ -69,3 +69,9 @@ int gb_json_text(json_object *doc, int flags, char **ret);
  * with no error and no value (json-c 0.16), which read as "not JSON" would
  * drop a journal or a status document as corrupt. */
 int gb_json_parse(const char *text, size_t len, int depth, json_object **ret);
+
+/* The same for a file a person wrote, that gpuboot will rewrite: strict
+ * JSON (json-c's JSON_TOKENER_STRICT: no comments, no trailing commas or
+ * characters after the value), err set to "line L column C: what" when it
+ * is not. -EBADMSG, or -ENOMEM as gb_json_parse. */
+int gb_json_parse_strict(const char *text, size_t len, int depth, json_object **ret, char *err, size_t errsz);
