@@ -69,6 +69,12 @@ check() {
 
 cp -a "$img/root" "$root"
 rm -f "$root/etc/apt/sources.list" "$root"/etc/apt/sources.list.d/*
+# A container engine in the image: docker's daemon and a daemon.json of the
+# user's own (the toolkit's runtime is merged into it, nothing else changes).
+mkdir -p "$root/usr/sbin" "$root/etc/docker"
+printf '#!/bin/sh\nexit 0\n' >"$root/usr/sbin/dockerd"
+chmod 0755 "$root/usr/sbin/dockerd"
+printf '{\n  "log-driver": "journald",\n  "registry-mirrors": [ "https://mirror.example" ]\n}\n' >"$root/etc/docker/daemon.json"
 kver=$(ls "$root/lib/modules")
 kimg=$(chroot "$root" dpkg-query -W -f '${Version}' "linux-image-$kver")
 kmeta=$(chroot "$root" dpkg-query -W -f '${Version}' linux-image-cloud-amd64)
@@ -102,9 +108,14 @@ echo "image-packages: root $root, kernel $kver; plan: driver $DV from $REPO/$RAR
 NEWER=999.1.2
 
 # ---- the repository ----
-mkdeb() { # dir name version depends [postinst]
+mkdeb() { # dir name version depends [postinst [file-in-package content]]
 	d=$work/deb/$2_$3
 	mkdir -p "$d/DEBIAN" "$d/usr/share/doc/$2"
+	if [ -n "${6:-}" ]; then
+		mkdir -p "$d/$(dirname "$6")"
+		printf '%s\n' "$7" >"$d/$6"
+		chmod 0755 "$d/$6"
+	fi
 	printf 'Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: gpuboot tests <tests@localhost>\nDescription: generated stand-in for %s\n' \
 		"$2" "$3" "$2" >"$d/DEBIAN/control"
 	[ -n "$4" ] && printf 'Depends: %s\n' "$4" >>"$d/DEBIAN/control"
@@ -138,8 +149,10 @@ mkdeb "$cuda" linux-headers-cloud-amd64 "$kmeta" "linux-headers-$kver"
 for v in "$TV-1" 1.99.0-1; do
 	mkdeb "$ctk" libnvidia-container1 "$v" ""
 	mkdeb "$ctk" libnvidia-container-tools "$v" "libnvidia-container1 (>= ${v%-1})"
-	mkdeb "$ctk" nvidia-container-toolkit-base "$v" ""
-	mkdeb "$ctk" nvidia-container-toolkit "$v" "nvidia-container-toolkit-base (= $v), libnvidia-container-tools (>= ${v%-1})"
+	mkdeb "$ctk" nvidia-container-toolkit-base "$v" "" "" usr/bin/nvidia-ctk '#!/bin/sh
+echo "stand-in nvidia-ctk $*" >&2'
+	mkdeb "$ctk" nvidia-container-toolkit "$v" "nvidia-container-toolkit-base (= $v), libnvidia-container-tools (>= ${v%-1})" "" usr/bin/nvidia-container-runtime '#!/bin/sh
+exit 1'
 done
 mkdir -p "$GNUPGHOME" && chmod 0700 "$GNUPGHOME"
 gpg --batch --quiet --import tests/data/test-repo-key/secret.asc 2>/dev/null
@@ -246,6 +259,11 @@ import json,sys
 d=json.load(open('$j'))
 s=[x for x in d['steps'] if x['id']=='toolkit/apt-get-install']
 sys.exit(not (s and [a for a in s[0]['argv'] if a=='nvidia-container-toolkit=$TV-1']))"
+check "docker: runtimes.nvidia merged, the user's keys kept" python3 -c "
+import json,sys
+d=json.load(open('$root/etc/docker/daemon.json'))
+sys.exit(not (d['runtimes']['nvidia']['path']=='/usr/bin/nvidia-container-runtime' and d['log-driver']=='journald' and d['registry-mirrors']==['https://mirror.example'] and 'default-runtime' not in d))"
+check "CDI at every boot: gpuboot-cdi.service enabled in the image" sh -c "ls '$root'/etc/systemd/system/*.wants/gpuboot-cdi.service >/dev/null 2>&1 && grep -q 'nvidia-ctk cdi generate' '$root/etc/systemd/system/gpuboot-cdi.service'"
 check "status: install ok, toolkit installed" python3 -c "
 import json,sys
 d=json.load(open('$state/status.json'))

@@ -18,6 +18,7 @@
 #include "exit-codes.h"
 #include "run.h"
 #include "catalog/catalog.h"
+#include "install/ctk.h"
 #include "install/install.h"
 #include "load/load.h"
 #include "load/modsign.h"
@@ -52,6 +53,7 @@ struct run {
 	struct gb_plan fetch_want;
 	int fetch_code;
 	bool repair_running; /* --repair: the kernel repaired is the one running */
+	struct gb_ctk_result *ctk; /* the toolkit's configuration, once this run installed it */
 };
 
 struct stage_def {
@@ -209,6 +211,31 @@ static int sign_modules(struct run *r, struct gb_stage *st, json_object **ret_js
 
 /* The plan's modules and parameters, loaded with libkmod through the
  * operations table; a failure named from its errno and the kernel's lines. */
+/* After the load: the CDI specification for the loaded driver, where this
+ * run installed the toolkit or keeps one (a new driver needs a new spec). */
+static int load_cdi(struct run *r, struct gb_stage *st)
+{
+	struct gb_ctk_input in = { 0 };
+	bool kept = r->plan.toolkit.action && streq(r->plan.toolkit.action, "keep");
+	int k;
+
+	if (!r->ctk && !kept)
+		return 0;
+	if (!r->ctk && !(r->ctk = calloc(1, sizeof(*r->ctk))))
+		return GB_EXIT_FAILED;
+	gb_strscpy(r->journal->scope, sizeof(r->journal->scope), "toolkit");
+	k = gb_ctk_cdi(r->ctx, r->journal, &in, r->ctk);
+	r->journal->scope[0] = '\0';
+	gb_json_add(r->st.load, "cdi", gb_ctk_result_to_json(r->ctk));
+	if (k >= 0)
+		return 0;
+	gb_stage_end(r->ctx, st, "failed", k, "the modules are loaded; the CDI specification is not: %s",
+	             r->ctk->error);
+	gb_stage_hint(st, "containers will not find the GPUs through CDI; see load.cdi in the status document");
+	gb_log_error("load: %s", st->error);
+	return GB_EXIT_FAILED;
+}
+
 static int stage_load(struct run *r, struct gb_stage *st)
 {
 	json_object *signing = NULL;
@@ -256,7 +283,7 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		gb_json_add(r->st.load, "signing", signing);
 	if (k == 0) {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
-		code = 0;
+		code = load_cdi(r, st);
 	} else if (!res->failed_module) {
 		gb_stage_end(r->ctx, st, "failed", k, "the load could not be journaled: %s", strerror(-k));
 		code = GB_EXIT_FAILED;
@@ -713,6 +740,27 @@ static int install_toolkit(struct run *r, char *err, size_t errsz, json_object *
 	return k;
 }
 
+/* The engines present get the nvidia runtime; an image gets the unit that
+ * writes the CDI specification at every boot (a live machine's is
+ * generated after the load). */
+static int configure_toolkit(struct run *r, json_object **ret_json)
+{
+	struct gb_ctk_input in = { .image = image_mode(r) };
+	int k;
+
+	*ret_json = NULL;
+	r->ctk = calloc(1, sizeof(*r->ctk));
+	if (!r->ctk)
+		return -ENOMEM;
+	gb_strscpy(r->journal->scope, sizeof(r->journal->scope), "toolkit");
+	k = gb_ctk_configure(r->ctx, r->journal, &in, r->ctk);
+	if (k >= 0 && in.image)
+		k = gb_ctk_cdi(r->ctx, r->journal, &in, r->ctk);
+	r->journal->scope[0] = '\0';
+	*ret_json = gb_ctk_result_to_json(r->ctk);
+	return k;
+}
+
 static int install_failed(struct run *r, struct gb_stage *st, int k, const char *what, const char *err)
 {
 	gb_stage_end(r->ctx, st, "failed", k, "%s: %s", what, err[0] ? err : strerror(-k));
@@ -775,6 +823,11 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		gb_json_add(out, "toolkit", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the Container Toolkit", err);
+		else if ((k = configure_toolkit(r, &part)) < 0)
+			code = install_failed(r, st, k, "the Container Toolkit's runtimes and CDI",
+			                      r->ctk ? r->ctk->error : "");
+		if (k >= 0 || r->ctk)
+			gb_json_add(out, "toolkit_config", part);
 	}
 	json_object_put(r->st.install);
 	r->st.install = out;
@@ -939,6 +992,7 @@ out:
 	gb_status_done(&r.st);
 	gb_verify_result_done(&r.vres);
 	free(r.arts);
+	free(r.ctk);
 	if (r.have_plan)
 		gb_plan_done(&r.plan);
 	gb_inputs_done(&r.in);
