@@ -560,10 +560,13 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 }
 
 /* Where NVIDIA's apt repositories are: a mirror serves NVIDIA's layout
- * below its root ([site] mirror, --mirror), else NVIDIA's hosts. */
+ * below its root ([site] mirror, --mirror), as does --upstream; else
+ * NVIDIA's hosts. */
 static void repo_base(const struct run *r, const char *path, const char *upstream, char *out, size_t outsz)
 {
 	const char *m = r->ctx->opt.mirror ? r->ctx->opt.mirror : r->in.site.mirror;
+	if (!m || !(gb_startswith(m, "https://") || gb_startswith(m, "http://")))
+		m = r->ctx->opt.upstream; /* --upstream stands in for NVIDIA's hosts, same layout */
 	if (m && (gb_startswith(m, "https://") || gb_startswith(m, "http://")))
 		snprintf(out, outsz, "%s%s%s", m, m[strlen(m) - 1] == '/' ? "" : "/", path);
 	else

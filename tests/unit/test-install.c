@@ -253,9 +253,16 @@ struct run {
 	char *record;
 };
 
+static void run_install_in(struct run *x, const char *spec, const struct gb_install_input *in);
+
 static void run_install(struct run *x, const char *spec)
 {
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO, .flavor = "open", .driver_version = "535.261.03" };
+	run_install_in(x, spec, &in);
+}
+
+static void run_install_in(struct run *x, const char *spec, const struct gb_install_input *in)
+{
 	json_object *plan = json_object_new_object();
 	char err[512], p[4400];
 
@@ -268,7 +275,7 @@ static void run_install(struct run *x, const char *spec)
 	json_object_object_add(plan, "test", json_object_new_string("install"));
 	CHECK_INT(gb_journal_open(&x->ctx, plan, "run", &x->j, err, sizeof(err)), 0);
 	json_object_put(plan);
-	x->r = gb_install(&x->ctx, &in, x->j, &x->res);
+	x->r = gb_install(&x->ctx, in, x->j, &x->res);
 	CHECK_INT(gb_journal_finish(x->j, x->r < 0 ? "failed" : "done", x->r < 0 ? 1 : 0), 0);
 	snprintf(p, sizeof(p), "%s/record", base);
 	x->record = slurp(p);
@@ -496,6 +503,136 @@ static void test_lock_wait(void)
 	close(sync[1]);
 }
 
+/* The packages method: NVIDIA's repository, its key pinned. */
+#define REPO_URI "https://127.0.0.1:1/compute/cuda/repos/debian12/x86_64/"
+#define KEYRING "root/usr/share/keyrings/gpuboot-cuda-debian12-x86_64.gpg"
+static void packages_script(char *spec, size_t sz)
+{
+	size_t o = (size_t)snprintf(spec, sz, "record=%s/record,clock:1000000000", base);
+	put("out/madison-pin", "nvidia-driver-pinning-580 | 580.173.02-1 | " REPO_URI " Packages\n");
+	put("out/madison-cuda", "cuda-drivers | 590.44.01-1 | " REPO_URI " Packages\n"
+	                        "cuda-drivers | 580.173.02-1 | " REPO_URI " Packages\n");
+	put("out/madison-headers",
+	    "linux-headers-" KVER " | 6.1.192-3 | http://security.debian.org bookworm-security/main amd64 Packages\n"
+	    "linux-headers-cloud-amd64 | 6.1.192-3 | http://security.debian.org bookworm-security/main amd64 "
+	    "Packages\n");
+	put("out/dpkg", "linux-image-" KVER "\t6.1.192-3\tinstall ok installed\n"
+	                "linux-image-cloud-amd64\t6.1.192-3\tinstall ok installed\n");
+	o += (size_t)snprintf(spec + o, sz - o,
+	                      ",command:apt-cache madison nvidia-driver-pinning-580:0:%s/out/madison-pin"
+	                      ",command:apt-cache madison cuda-drivers:0:%s/out/madison-cuda"
+	                      ",command:apt-cache madison linux-headers-" KVER ":0:%s/out/madison-headers"
+	                      ",command:apt-cache madison linux-headers-cloud-amd64:0:%s/out/madison-headers"
+	                      ",command:dpkg-query:1:%s/out/dpkg",
+	                      base, base, base, base, base);
+}
+
+static void test_packages(void)
+{
+	static const struct gb_install_pkg pk[] = { { "nvidia-driver-pinning-580", "", true },
+		                                    { "cuda-drivers", "580.173.02", true } };
+	struct gb_apt_repo repo = {
+		.id = "cuda-debian12-x86_64", .uri = REPO_URI, .key_url = REPO_URI "3bf863cc.pub", .key_pin = "cuda-deb"
+	};
+	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
+		                       .flavor = "proprietary",
+		                       .driver_version = "580.173.02",
+		                       .packages = pk,
+		                       .n_packages = 2,
+		                       .repo = &repo };
+	char spec[8192], p[4400], keyfile[4400], *t, *key = slurp("tests/data/test-repo-key/public.asc");
+	struct run x;
+
+	CHECK(key != NULL);
+	/* The keyring already holds a pinned key: no download (the URL cannot answer). */
+	make_root();
+	put(KEYRING, key ? key : "");
+	packages_script(spec, sizeof(spec));
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -EIO);
+	/* the fake dpkg-query still shows nothing installed: the check after refuses */
+	CHECK(strstr(x.res.error, "After apt-get install, nvidia-driver-pinning-580 is at ''") != NULL);
+	CHECK(strstr(x.record, "apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef -o "
+	                       "Dpkg::Options::=--force-confold nvidia-driver-pinning-580=580.173.02-1 "
+	                       "cuda-drivers=580.173.02-1 linux-headers-" KVER "=6.1.192-3 "
+	                       "linux-headers-cloud-amd64=6.1.192-3\n") != NULL);
+	CHECK(strstr(x.record, "apt-mark hold nvidia-driver-pinning-580 cuda-drivers\n") != NULL);
+	snprintf(p, sizeof(p), "%s/etc/apt/sources.list.d/gpuboot-cuda-debian12-x86_64.sources", rootdir);
+	t = slurp(p);
+	CHECK(t && strstr(t, "\nTypes: deb\nURIs: " REPO_URI "\nSuites: /\nSigned-By: "
+	                     "/usr/share/keyrings/gpuboot-cuda-debian12-x86_64.gpg\n"));
+	free(t);
+	snprintf(p, sizeof(p), "%s/etc/apt/preferences.d/gpuboot-nvidia.pref", rootdir);
+	t = slurp(p);
+	CHECK(t && strstr(t, "\nPackage: cuda-drivers* nvidia-* libnvidia-* ") &&
+	      strstr(t, "\nPin: version 580.173.02-*\n"));
+	free(t);
+	snprintf(p, sizeof(p), "%s/etc/apt/apt.conf.d/51gpuboot-nvidia-unattended-upgrades", rootdir);
+	t = slurp(p);
+	CHECK(t && strstr(t, "Unattended-Upgrade::Package-Blacklist {\n    \"^nvidia-driver-pinning-580$\";\n    "
+	                     "\"^cuda-drivers$\";\n};\n"));
+	free(t);
+	/* the sources of Debian are not touched by this method */
+	snprintf(p, sizeof(p), "%s/etc/apt/sources.list.d/debian.sources", rootdir);
+	t = slurp(p);
+	CHECK(t && streq(t, deb822_in));
+	free(t);
+	CHECK_STREQ(x.res.method, "packages");
+	CHECK_STREQ(x.res.pkgs[1].resolved, "580.173.02-1");
+	CHECK_STREQ(x.res.pkgs[1].suite, "/");
+	check_cleaned(&x, NULL);
+	run_done(&x);
+
+	/* cuda-keyring's own entry for the same repository: refused, nothing run */
+	make_root();
+	put(KEYRING, key ? key : "");
+	put("root/etc/apt/sources.list.d/cuda-debian12-x86_64.list",
+	    "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
+	    "https://127.0.0.1:1/compute/cuda/repos/debian12/x86_64/ /\n");
+	packages_script(spec, sizeof(spec));
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -EEXIST);
+	CHECK(strstr(x.res.error, "cuda-debian12-x86_64.list") != NULL);
+	CHECK(strstr(x.record, "apt-get") == NULL);
+	run_done(&x);
+
+	/* a key that is not the pinned one: refused before anything is written */
+	make_root();
+	CHECK(realpath("tests/data/nvidia-keys/gpgkey", keyfile) != NULL);
+	snprintf(p, sizeof(p), "file://%s", keyfile);
+	repo.key_url = p;
+	packages_script(spec, sizeof(spec));
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -EKEYREJECTED);
+	CHECK(strstr(x.res.error, "C95B321B61E88C1809C4F759DDCAE044F796ECB0") != NULL);
+	CHECK(strstr(x.record, "apt-get") == NULL);
+	CHECK_INT(x.j->n_effects, 0);
+	run_done(&x);
+
+	/* the pinned key itself (the test build also pins the test key) */
+	make_root();
+	CHECK(realpath("tests/data/test-repo-key/public.asc", keyfile) != NULL);
+	snprintf(p, sizeof(p), "file://%s", keyfile);
+	packages_script(spec, sizeof(spec));
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -EIO);
+	snprintf(p, sizeof(p), "%s/" KEYRING, base);
+	t = slurp(p);
+	CHECK(t && t[0] == (char)0x98); /* binary OpenPGP: an old-format public-key packet */
+	free(t);
+	run_done(&x);
+
+	/* no key pinned for the repository: refused, nothing downloaded */
+	make_root();
+	repo.key_pin = "cuda-deb-8793f200";
+	packages_script(spec, sizeof(spec));
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -ENOKEY);
+	CHECK_INT(x.j->n_effects, 0);
+	run_done(&x);
+	free(key);
+}
+
 int main(void)
 {
 	char cmd[200];
@@ -507,6 +644,7 @@ int main(void)
 	test_install_fails();
 	test_rerun_nothing();
 	test_lock_wait();
+	test_packages();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;
