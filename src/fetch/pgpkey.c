@@ -549,3 +549,36 @@ bool gb_pgp_fpr_equal(const char *a, const char *b)
 	char x[40], y[40];
 	return a && b && fpr_digits(a, x) && fpr_digits(b, y) && memcmp(x, y, sizeof(x)) == 0;
 }
+
+int gb_pgp_armor(const unsigned char *bin, size_t len, char **ret, size_t *ret_len)
+{
+	static const char head[] = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n";
+	static const char tail[] = "-----END PGP PUBLIC KEY BLOCK-----\n";
+	unsigned char crc[3];
+	uint32_t c;
+	size_t cap, o;
+	char *out;
+
+	if (!bin || len == 0 || len > GB_PGP_MAX_INPUT)
+		return -EINVAL;
+	/* 48 bytes make a 64-column line of base64 (65 with its newline) */
+	cap = sizeof(head) + (len / 48 + 1) * 65 + 8 + sizeof(tail);
+	out = malloc(cap);
+	if (!out)
+		return -ENOMEM;
+	o = (size_t)snprintf(out, cap, "%s", head);
+	for (size_t i = 0; i < len; i += 48) {
+		size_t n = len - i < 48 ? len - i : 48;
+		o += (size_t)EVP_EncodeBlock((unsigned char *)out + o, bin + i, (int)n);
+		out[o++] = '\n';
+	}
+	c = crc24(bin, len);
+	crc[0] = (unsigned char)(c >> 16), crc[1] = (unsigned char)(c >> 8), crc[2] = (unsigned char)c;
+	out[o++] = '=';
+	o += (size_t)EVP_EncodeBlock((unsigned char *)out + o, crc, 3);
+	out[o++] = '\n';
+	o += (size_t)snprintf(out + o, cap - o, "%s", tail);
+	*ret = out;
+	*ret_len = o;
+	return 0;
+}

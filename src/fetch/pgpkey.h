@@ -42,6 +42,12 @@ struct gb_pgp_key {
  * wrong. *ret is untouched on failure. */
 int gb_pgp_key_read(const void *data, size_t len, struct gb_pgp_key *ret, char *err, size_t errsz);
 
+/* BIN (a binary transferable key, as gb_pgp_key_read leaves in k->bin) as
+ * ASCII armor: the BEGIN line, an empty line, base64 in 64 columns, the
+ * CRC24 line, the END line. rpm --import reads only armor. *ret is
+ * malloc'd and NUL-terminated; -EINVAL for nothing or too much. */
+int gb_pgp_armor(const unsigned char *bin, size_t len, char **ret, size_t *ret_len);
+
 /* Free k->bin (k may be NULL; safe to call twice). */
 void gb_pgp_key_free(struct gb_pgp_key *k);
 

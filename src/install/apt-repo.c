@@ -36,7 +36,7 @@ bool gb_apt_repo_id_valid(const char *s)
 
 /* An https:// (or, for tests of a mirror, http://) URI ending in '/', with
  * no byte a sources file or a shell would read differently. */
-static bool uri_valid(const char *s)
+bool gb_repo_uri_valid(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	if (n < 10 || n > 512 || s[n - 1] != '/' || !(gb_startswith(s, "https://") || gb_startswith(s, "http://")))
@@ -61,7 +61,7 @@ void gb_apt_repo_paths(const char *id, char *keyring, size_t ksz, char *sources,
 
 /* The key's fingerprint is the one pinned for this repository (or, in the
  * test build only, the tests' own repository key). */
-static bool pinned(const char *pin_name, const char *fpr)
+bool gb_repo_key_pinned(const char *pin_name, const char *fpr)
 {
 	const struct gb_repo_key *k = gb_repo_key_find(pin_name);
 	if (k && gb_pgp_fpr_equal(k->fpr, fpr))
@@ -118,7 +118,7 @@ static int conflicting_source(struct gb_ctx *ctx, const struct gb_apt_repo *r, c
 
 /* The keyring already in the root, when it holds the pinned key: no
  * download on a rerun. */
-static bool keyring_ok(struct gb_ctx *ctx, const char *path, const char *pin)
+bool gb_repo_key_file_ok(struct gb_ctx *ctx, const char *path, const char *pin)
 {
 	_cleanup_free_ char *data = NULL;
 	struct gb_pgp_key k;
@@ -128,12 +128,13 @@ static bool keyring_ok(struct gb_ctx *ctx, const char *path, const char *pin)
 	if (gb_root_read_file(ctx->root, path, KEY_MAX, &data, &len) < 0 ||
 	    gb_pgp_key_read(data, len, &k, err, sizeof(err)) < 0)
 		return false;
-	ok = pinned(pin, k.fpr);
+	ok = gb_repo_key_pinned(pin, k.fpr);
 	gb_pgp_key_free(&k);
 	return ok;
 }
 
-static int fetch_key(const struct gb_apt_repo *r, struct gb_pgp_key *k, char *err, size_t errsz)
+int gb_repo_key_fetch(const struct gb_apt_repo *r, struct gb_pgp_key *k, char **ret_raw, size_t *ret_raw_len, char *err,
+                      size_t errsz)
 {
 	_cleanup_free_ char *data = NULL;
 	char e[320] = "";
@@ -152,7 +153,7 @@ static int fetch_key(const struct gb_apt_repo *r, struct gb_pgp_key *k, char *er
 		         r->key_url, e);
 		return res;
 	}
-	if (!pinned(r->key_pin, k->fpr)) {
+	if (!gb_repo_key_pinned(r->key_pin, k->fpr)) {
 		const struct gb_repo_key *p = gb_repo_key_find(r->key_pin);
 		snprintf(err, errsz,
 		         "The signing key at %s has the fingerprint %s, not the pinned %s (%s); refused before "
@@ -160,6 +161,10 @@ static int fetch_key(const struct gb_apt_repo *r, struct gb_pgp_key *k, char *er
 		         r->key_url, k->fpr, p ? p->fpr : "(none)", r->key_pin);
 		gb_pgp_key_free(k);
 		return -EKEYREJECTED;
+	}
+	if (ret_raw) {
+		*ret_raw = TAKE_PTR(data);
+		*ret_raw_len = len;
 	}
 	return 0;
 }
@@ -172,7 +177,7 @@ int gb_apt_repo_setup(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_
 	int res;
 
 	*changed = false;
-	if (!gb_apt_repo_id_valid(r->id) || !uri_valid(r->uri) || !r->key_url || !r->key_pin) {
+	if (!gb_apt_repo_id_valid(r->id) || !gb_repo_uri_valid(r->uri) || !r->key_url || !r->key_pin) {
 		snprintf(err, errsz, "The repository '%s' at '%s' is not usable (an https:// URI ending in '/')",
 		         r->id ? r->id : "", r->uri ? r->uri : "");
 		return -EINVAL;
@@ -188,8 +193,8 @@ int gb_apt_repo_setup(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_
 	res = conflicting_source(ctx, r, sources, err, errsz);
 	if (res < 0)
 		return res;
-	if (!keyring_ok(ctx, keyring, r->key_pin)) {
-		res = fetch_key(r, &k, err, errsz);
+	if (!gb_repo_key_file_ok(ctx, keyring, r->key_pin)) {
+		res = gb_repo_key_fetch(r, &k, NULL, NULL, err, errsz);
 		if (res < 0)
 			return res;
 		res = gb_journal_write_file(j, STAGE, keyring, k.bin, k.bin_len, 0644);

@@ -10,6 +10,7 @@
 
 struct gb_ctx;
 struct gb_journal;
+struct gb_pgp_key;
 
 #define GB_APT_SOURCES_MAX (256u * 1024u)
 
@@ -78,8 +79,95 @@ int gb_apt_repo_setup(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_
                       size_t errsz);
 bool gb_apt_repo_id_valid(const char *s);
 void gb_apt_repo_paths(const char *id, char *keyring, size_t ksz, char *sources, size_t ssz);
+/* The repository's key, shared by the apt and rpm engines: downloaded from
+ * r->key_url (gb_fetch_small, at most 64 KiB) and read; 0 only when its
+ * fingerprint is the one pinned for r->key_pin (*k filled: release it with
+ * gb_pgp_key_free; *ret_raw, when ret_raw is not NULL: the bytes as
+ * downloaded, malloc'd). -EREMOTEIO (not downloaded), -EBADMSG (not one
+ * public key), -EKEYREJECTED (another key); err says which. Nothing is
+ * written. */
+int gb_repo_key_fetch(const struct gb_apt_repo *r, struct gb_pgp_key *k, char **ret_raw, size_t *ret_raw_len, char *err,
+                      size_t errsz);
+/* Is fpr the key pinned as pin_name (or, in the test build, the tests' key)? */
+bool gb_repo_key_pinned(const char *pin_name, const char *fpr);
+/* Does the key file under the root (binary or armored) hold the pinned key? */
+bool gb_repo_key_file_ok(struct gb_ctx *ctx, const char *path, const char *pin);
+/* An https:// (or http://) URI ending in '/' with no quoting bytes. */
+bool gb_repo_uri_valid(const char *s);
 
 /* install-distro.c: the distro method (Debian) and the packages method on
  * apt (NVIDIA's repository): one apt engine. */
 int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                       struct gb_install_result *ret);
+
+/* ---- the packages method on dnf and zypper ---- */
+
+enum gb_rpm_pm {
+	GB_RPM_NONE = 0,
+	GB_RPM_DNF, /* RHEL, Rocky, AlmaLinux, Oracle, CentOS 8/9/10; Amazon Linux 2023 */
+	GB_RPM_ZYPPER, /* SLES 15, openSUSE Leap 15 */
+};
+/* os-release text: its ID and VERSION_ID (each cut to 31 bytes, "" when
+ * absent or unusable) and which package manager the family uses (ID, or a
+ * word of ID_LIKE). */
+enum gb_rpm_pm gb_rpm_os_parse(const char *text, char ret_id[32], char ret_version[32]);
+/* The same for the root's etc/os-release (usr/lib/os-release). */
+enum gb_rpm_pm gb_rpm_root_pm(struct gb_ctx *ctx);
+
+/* install-rpm.c: the packages method on an rpm root (NVIDIA's dnf or zypper
+ * repository: key checked against its pin, armored under etc/pki/rpm-gpg,
+ * a repo file, rpm --import, the module stream, the exact versions, then
+ * versionlock or addlock). docs/install.md, "The packages method on dnf
+ * and zypper". Same contract as gb_install_distro. */
+int gb_install_rpm(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
+                   struct gb_install_result *ret);
+
+/* rpm-query.c: what rpm, dnf and zypper print and keep. */
+struct gb_rpm_pkg {
+	char name[GB_INSTALL_NAME];
+	char evr[GB_INSTALL_VERSION]; /* [epoch:]version-release as printed */
+	char arch[16];
+	char repo[64]; /* dnf list's repository column ("" from rpm -q) */
+};
+bool gb_rpm_name_valid(const char *s);
+bool gb_rpm_evr_valid(const char *s);
+/* [epoch:]version[-release] order (<0, 0, >0): the epochs as numbers, then
+ * version and release with rpm's comparison (gb_rpmvercmp,
+ * prepare/bootloader.h); a release missing on either side is not compared. */
+int gb_rpm_evr_cmp(const char *a, const char *b);
+/* Does evr satisfy wanted: "" (anything), a version ("580.95.05": any
+ * release, any epoch), version-release, or with an epoch (then equal)? */
+bool gb_rpm_version_matches(const char *evr, const char *wanted);
+/* `rpm -q[a] --qf '%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'`:
+ * the packages (lines without a tab, "package x is not installed", are
+ * skipped). Count, -EINVAL on a malformed line, -E2BIG past max. */
+int gb_rpm_qf_parse(const char *out, struct gb_rpm_pkg *ret, size_t max);
+/* name's entry satisfying wanted, else name's first entry, else NULL. */
+const struct gb_rpm_pkg *gb_rpm_pkg_find(const struct gb_rpm_pkg *pkgs, size_t n, const char *name, const char *wanted);
+/* `dnf -q list --showduplicates SPEC`: name's rows (NAME.ARCH EVR REPO,
+ * wrapped or not). Count, -EINVAL for a bad name, -E2BIG past max. */
+int gb_dnf_list_parse(const char *out, const char *name, struct gb_rpm_pkg *ret, size_t max);
+/* Does zypper's output say that name (or name = version) was not found? */
+bool gb_zypper_missing(const char *out, const char *name);
+/* Does `rpm -q gpg-pubkey --qf '%{VERSION}-%{RELEASE}\n'` list the key of
+ * fingerprint fpr (40 hex digits)? */
+bool gb_rpm_pubkey_present(const char *out, const char *fpr);
+/* dnf 4's etc/dnf/plugins/versionlock.list: a lock of name at exactly evr;
+ * any lock of name. */
+bool gb_dnf_versionlock_has(const char *text, const char *name, const char *evr);
+bool gb_dnf_versionlock_names(const char *text, const char *name);
+/* zypp's etc/zypp/locks: a lock of name (no version restriction). */
+bool gb_zypp_locks_has(const char *text, const char *name);
+/* etc/dnf/modules.d/MODULE.module: the stream named ("" when none) and
+ * whether it is enabled; -EINVAL for a stream with bytes a stream cannot hold. */
+int gb_dnf_module_parse(const char *text, const char *module, char ret_stream[64], bool *ret_enabled);
+
+/* pkg-lock.c: the rpm side of gb_pkg_lock_wait: rpm's transaction lock
+ * (var/lib/rpm/.rpm.lock, usr/lib/sysimage/rpm/.rpm.lock: fcntl locks),
+ * dnf 4's pid files (var/cache/dnf/{metadata,download}_lock.pid,
+ * var/lib/dnf/rpmdb_lock.pid, var/log/log_lock.pid) and zypp's
+ * (run/zypp.pid, var/run/zypp.pid): a pid file holds the lock while its
+ * pid lives, as dnf and libzypp read it. Bounded wait through
+ * ops->sleep_ms; -EBUSY with err naming the lock, the holder's pid and
+ * comm; the holder is never killed. */
+int gb_rpm_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t errsz);

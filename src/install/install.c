@@ -17,8 +17,12 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
 	if (!ctx || !ctx->root || !ctx->ops || !in || !j)
 		return -EINVAL;
 	switch (in->method) {
-	case GB_INSTALL_DISTRO:
-	case GB_INSTALL_PACKAGES: return gb_install_distro(ctx, in, j, ret);
+	case GB_INSTALL_DISTRO: return gb_install_distro(ctx, in, j, ret);
+	case GB_INSTALL_PACKAGES:
+		/* NVIDIA's repository: dnf or zypper on an rpm family, apt otherwise */
+		if (gb_rpm_root_pm(ctx) != GB_RPM_NONE)
+			return gb_install_rpm(ctx, in, j, ret);
+		return gb_install_distro(ctx, in, j, ret);
 	}
 	snprintf(ret->error, sizeof(ret->error), "Install method %d is not implemented in this version",
 	         (int)in->method);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Package-manager etiquette: at first boot cloud-init, unattended-upgrades
- * or apt-daily may hold dpkg's locks. gpuboot waits, bounded, and says who
- * holds them; it never kills another package manager (a dpkg killed
+ * or apt-daily may hold dpkg's locks (dnf-automatic, packagekitd or a
+ * cloud agent rpm's, dnf's or zypp's). gpuboot waits, bounded, and says
+ * who holds them; it never kills another package manager (one killed
  * half-way leaves the machine worse than a late GPU). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,13 +19,6 @@
 #include "shared/util.h"
 
 #define LOCK_POLL_MS 1000u
-
-static const char *const lock_files[] = {
-	"var/lib/dpkg/lock-frontend",
-	"var/lib/dpkg/lock",
-	"var/lib/apt/lists/lock",
-	"var/cache/apt/archives/lock",
-};
 
 /* The pid holding a lock on path under the root: 0 none, -1 an OFD lock
  * or a holder in another pid namespace (pid unknown), else the pid. */
@@ -69,7 +64,64 @@ static void holder_name(struct gb_ctx *ctx, pid_t pid, char *out, size_t outsz)
 		snprintf(out, outsz, "%s", comm);
 }
 
-int gb_pkg_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t errsz)
+/* A pid file that names a live process other than us: the convention of
+ * dnf 4 (dnf/lock.py: /proc/PID/stat exists) and libzypp
+ * (ZYppFactory.cc: /proc/PID is there). The machine's /proc for the live
+ * root; the host's for an image, where a chrooted package manager runs. */
+static int pidfile_holder(struct gb_ctx *ctx, const char *path, pid_t *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	char proc[64];
+	size_t len;
+	uint32_t pid;
+	int r = gb_root_read_file(ctx->root, path, 64, &text, &len);
+
+	*ret = 0;
+	if (r == -ENOENT || r == -EFBIG)
+		return 0;
+	if (r < 0)
+		return r;
+	gb_strstrip(text);
+	if (gb_safe_atou32(text, 10, &pid) < 0 || pid == 0 || pid > INT32_MAX || (pid_t)pid == getpid())
+		return 0; /* empty (zypp truncates on release), malformed, or ours */
+	if (ctx->root->is_host) {
+		snprintf(proc, sizeof(proc), "proc/%u", pid);
+		if (!gb_root_exists(ctx->root, proc))
+			return 0;
+	} else {
+		snprintf(proc, sizeof(proc), "/proc/%u", pid);
+		if (access(proc, F_OK) < 0)
+			return 0;
+	}
+	*ret = (pid_t)pid;
+	return 0;
+}
+
+struct lock_file {
+	const char *path;
+	bool pidfile;
+};
+
+static const struct lock_file dpkg_locks[] = {
+	{ "var/lib/dpkg/lock-frontend", false },
+	{ "var/lib/dpkg/lock", false },
+	{ "var/lib/apt/lists/lock", false },
+	{ "var/cache/apt/archives/lock", false },
+};
+
+static const struct lock_file rpm_locks[] = {
+	{ "var/lib/rpm/.rpm.lock", false },
+	{ "usr/lib/sysimage/rpm/.rpm.lock", false },
+	{ "var/lib/dnf/rpmdb_lock.pid", true },
+	{ "var/cache/dnf/metadata_lock.pid", true },
+	{ "var/cache/dnf/download_lock.pid", true },
+	{ "var/log/log_lock.pid", true },
+	{ "run/zypp.pid", true },
+	{ "var/run/zypp.pid", true },
+};
+
+static int lock_wait(struct gb_ctx *ctx, const struct lock_file *locks, size_t n, unsigned timeout_ms, char *err,
+                     size_t errsz)
 {
 	const struct gb_ops *ops = ctx->ops;
 	uint64_t start = ops->now_monotonic_ns(ops), waited_ms = 0;
@@ -79,15 +131,16 @@ int gb_pkg_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t 
 		pid_t pid = 0;
 		char comm[64];
 
-		for (size_t i = 0; i < ARRAY_SIZE(lock_files) && !held; i++) {
-			int r = lock_holder(ctx, lock_files[i], &pid);
+		for (size_t i = 0; i < n && !held; i++) {
+			int r = locks[i].pidfile ? pidfile_holder(ctx, locks[i].path, &pid)
+			                         : lock_holder(ctx, locks[i].path, &pid);
 			if (r < 0) {
-				snprintf(err, errsz, "Failed to check the lock '%s' under %s: %s", lock_files[i],
+				snprintf(err, errsz, "Failed to check the lock '%s' under %s: %s", locks[i].path,
 				         ctx->root->path, strerror(-r));
 				return r;
 			}
 			if (pid != 0)
-				held = lock_files[i];
+				held = locks[i].path;
 		}
 		if (!held)
 			return 0;
@@ -109,4 +162,14 @@ int gb_pkg_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t 
 		}
 		ops->sleep_ms(ops, LOCK_POLL_MS);
 	}
+}
+
+int gb_pkg_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t errsz)
+{
+	return lock_wait(ctx, dpkg_locks, ARRAY_SIZE(dpkg_locks), timeout_ms, err, errsz);
+}
+
+int gb_rpm_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t errsz)
+{
+	return lock_wait(ctx, rpm_locks, ARRAY_SIZE(rpm_locks), timeout_ms, err, errsz);
 }

@@ -1,0 +1,1120 @@
+/* SPDX-License-Identifier: MIT */
+/* The packages method on rpm roots: NVIDIA's dnf repository (RHEL, Rocky,
+ * AlmaLinux, Oracle, CentOS 8/9/10, Amazon Linux 2023) and its zypper
+ * repository (SLES 15, openSUSE Leap 15). The repository's key is
+ * downloaded and checked against the catalog's pin before anything is
+ * written, kept armored under etc/pki/rpm-gpg and imported with rpm; one
+ * repo file names it; the module stream is enabled (RHEL 8/9, Amazon
+ * Linux 2023); every package is resolved to the exact version the plan
+ * pinned before anything is installed; then the driver's packages are
+ * locked at what was installed (dnf versionlock, zypper addlock) so an
+ * automatic upgrade cannot split the userspace from the kernel module.
+ * What it does, file by file and command by command, and how to undo it:
+ * docs/install.md, "The packages method on dnf and zypper". */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "catalog/catalog.h"
+#include "context.h"
+#include "fetch/pgpkey.h"
+#include "install-internal.h"
+#include "run/journal.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/ops.h"
+#include "shared/root.h"
+#include "shared/util.h"
+
+#define STAGE "install"
+#define QUERY_TIMEOUT_MS (10 * 60 * 1000) /* dnf list and zypper's dry run may load metadata */
+#define SHORT_TIMEOUT_MS (5 * 60 * 1000)
+#define REFRESH_TIMEOUT_MS (15 * 60 * 1000)
+#define DEFAULT_LOCK_MS (5 * 60 * 1000)
+#define DEFAULT_INSTALL_MS (60 * 60 * 1000)
+#define KEY_MAX (64u * 1024u)
+#define REPO_MAX (256u * 1024u)
+#define MAX_FAMILY 64
+
+#define KEY_DIR "etc/pki/rpm-gpg"
+#define DNF_REPO_DIR "etc/yum.repos.d"
+#define ZYPP_REPO_DIR "etc/zypp/repos.d"
+#define VERSIONLOCK_LIST "etc/dnf/plugins/versionlock.list"
+#define ZYPP_LOCKS "etc/zypp/locks"
+#define VERSIONLOCK_PLUGIN "python3-dnf-plugin-versionlock"
+/* The same file, and the same words, as the apt engine's (install-distro.c). */
+#define BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
+#define BLACKLIST_TEXT                                                                    \
+	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
+	"blacklist nouveau\n"                                                             \
+	"options nouveau modeset=0\n"
+/* rpm turns the \t and \n of a query format into bytes itself. */
+#define QF "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"
+
+struct rinst {
+	struct gb_ctx *ctx;
+	struct gb_journal *j;
+	const struct gb_install_input *in;
+	struct gb_install_result *ret;
+	struct gb_cmd_result *res; /* one buffer for every command */
+	const char *chroot_dir; /* NULL on the live machine */
+	enum gb_rpm_pm pm;
+	unsigned major; /* VERSION_ID's first number */
+	char module[64], stream[64]; /* "@nvidia-driver:595-open"; "" when none */
+	bool module_enabled, key_imported, family_read;
+	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
+	size_t n_kernels;
+	char keyfile[160], alias[96], repofile[192];
+	char fpr[GB_PGP_FPR_LEN];
+	/* rpm -qa of the driver's packages (and the plan's): before the
+	 * install to lift stale locks, after it to check and lock */
+	struct gb_rpm_pkg family[MAX_FAMILY];
+	size_t n_family;
+};
+
+#define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
+
+static bool is_dnf(const struct rinst *s)
+{
+	return s->pm == GB_RPM_DNF;
+}
+
+static const char *pm_name(const struct rinst *s)
+{
+	return is_dnf(s) ? "dnf" : "zypper";
+}
+
+/* "0:1.2-3" is "1.2-3" to every tool; other epochs stay. */
+static const char *evr_plain(const char *evr)
+{
+	const char *p = gb_startswith(evr, "0:");
+	return p ? p : evr;
+}
+
+/* ---- os-release ---- */
+
+static void os_value(char *line, const char *key, char *dst, size_t dsz)
+{
+	const char *v = gb_startswith(line, key);
+	char buf[256];
+	size_t n;
+	if (!v)
+		return;
+	v += strspn(v, "\"'");
+	n = strcspn(v, "\"'");
+	if (n == 0 || n >= sizeof(buf) || n >= dsz)
+		return;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	for (const char *p = buf; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      strchr("._- ", *p)))
+			return;
+	gb_strscpy(dst, dsz, buf);
+}
+
+static enum gb_rpm_pm family_of(const char *id)
+{
+	static const char *const dnf_ids[] = { "rhel", "rocky", "almalinux", "ol", "centos", "amzn" };
+	static const char *const zypper_ids[] = { "sles", "opensuse-leap" };
+	for (size_t i = 0; i < ARRAY_SIZE(dnf_ids); i++)
+		if (streq(id, dnf_ids[i]))
+			return GB_RPM_DNF;
+	for (size_t i = 0; i < ARRAY_SIZE(zypper_ids); i++)
+		if (streq(id, zypper_ids[i]))
+			return GB_RPM_ZYPPER;
+	return GB_RPM_NONE;
+}
+
+enum gb_rpm_pm gb_rpm_os_parse(const char *text, char ret_id[32], char ret_version[32])
+{
+	_cleanup_free_ char *copy = strdup(text ? text : "");
+	char like[128] = "", *save = NULL;
+	enum gb_rpm_pm pm;
+
+	ret_id[0] = ret_version[0] = '\0';
+	if (!copy)
+		return GB_RPM_NONE;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		os_value(l, "ID=", ret_id, 32);
+		os_value(l, "ID_LIKE=", like, sizeof(like));
+		os_value(l, "VERSION_ID=", ret_version, 32);
+	}
+	if (strchr(ret_id, ' '))
+		ret_id[0] = '\0';
+	pm = family_of(ret_id);
+	save = NULL;
+	for (char *w = strtok_r(like, " ", &save); w && pm == GB_RPM_NONE; w = strtok_r(NULL, " ", &save))
+		pm = family_of(w);
+	return pm;
+}
+
+enum gb_rpm_pm gb_rpm_root_pm(struct gb_ctx *ctx)
+{
+	_cleanup_free_ char *text = NULL;
+	char id[32], version[32];
+	size_t len;
+	int r = gb_root_read_file(ctx->root, "etc/os-release", 64 * 1024, &text, &len);
+	if (r == -ENOENT)
+		r = gb_root_read_file(ctx->root, "usr/lib/os-release", 64 * 1024, &text, &len);
+	return r < 0 ? GB_RPM_NONE : gb_rpm_os_parse(text, id, version);
+}
+
+static int os_release(struct rinst *s)
+{
+	_cleanup_free_ char *text = NULL, *dnf = NULL;
+	size_t len;
+	uint32_t major = 0;
+	char num[16];
+	int r = gb_root_read_file(s->ctx->root, "etc/os-release", 64 * 1024, &text, &len);
+
+	if (r == -ENOENT)
+		r = gb_root_read_file(s->ctx->root, "usr/lib/os-release", 64 * 1024, &text, &len);
+	if (r < 0)
+		return FAIL(s, r, "Failed to read os-release in %s: %s", s->ctx->root->path, strerror(-r));
+	s->pm = gb_rpm_os_parse(text, s->ret->distro, s->ret->codename);
+	if (s->pm == GB_RPM_NONE || s->in->method != GB_INSTALL_PACKAGES)
+		return FAIL(s, -EOPNOTSUPP,
+		            "%s ('%s' %s) is not a distribution whose NVIDIA repository gpuboot drives with dnf or "
+		            "zypper; use the runfile method",
+		            s->ctx->root->path, s->ret->distro, s->ret->codename);
+	gb_strscpy(num, sizeof(num), s->ret->codename);
+	num[strcspn(num, ".")] = '\0';
+	if (gb_safe_atou32(num, 10, &major) < 0)
+		return FAIL(s, -EOPNOTSUPP, "os-release in %s has no usable VERSION_ID ('%s')", s->ctx->root->path,
+		            s->ret->codename);
+	s->major = major;
+	/* dnf 5 keeps its locks elsewhere (versionlock.toml): not driven here. */
+	if (is_dnf(s) && gb_root_readlink(s->ctx->root, "usr/bin/dnf", &dnf) == 0 && strstr(dnf, "dnf5"))
+		return FAIL(s, -EOPNOTSUPP,
+		            "dnf in %s is dnf 5, whose versionlock gpuboot does not drive; use the runfile method",
+		            s->ctx->root->path);
+	return 0;
+}
+
+/* ---- the package list ---- */
+
+static int add_pkg(struct rinst *s, const char *name, const char *version, bool hold)
+{
+	struct gb_install_pkg_result *p;
+	/* one name at two versions is two kernels' development packages */
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		if (streq(s->ret->pkgs[i].name, name) && streq(s->ret->pkgs[i].wanted, evr_plain(version)))
+			return 0;
+	if (s->ret->n_pkgs >= GB_INSTALL_MAX_PKGS)
+		return FAIL(s, -E2BIG, "More than %d packages to install", GB_INSTALL_MAX_PKGS);
+	if (!gb_rpm_name_valid(name) || (version[0] && !gb_rpm_evr_valid(version)))
+		return FAIL(s, -EINVAL, "'%s' '%s' is not an rpm package name and version", name, version);
+	p = &s->ret->pkgs[s->ret->n_pkgs++];
+	gb_strscpy(p->name, sizeof(p->name), name);
+	gb_strscpy(p->wanted, sizeof(p->wanted), evr_plain(version));
+	p->hold = hold;
+	return 0;
+}
+
+/* Run a read-only query (chrooted in an image): not an effect, not
+ * journaled; its output is in s->res. whole: the output must be all there
+ * (it is parsed), else only its tail is read. */
+static int query(struct rinst *s, const char *const *argv, bool whole)
+{
+	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = s->chroot_dir, .timeout_ms = QUERY_TIMEOUT_MS };
+	int r = s->ctx->ops->run_command(s->ctx->ops, &spec, s->res);
+	if (r < 0)
+		return FAIL(s, r, "Failed to run %s %s: %s", argv[0], argv[1], strerror(-r));
+	if (whole && s->res->output_len >= GB_CMD_CAPTURE_MAX - 1)
+		return FAIL(s, -E2BIG, "The output of %s %s is longer than gpuboot reads", argv[0], argv[1]);
+	return 0;
+}
+
+/* "@nvidia-driver:595-open": enable the stream (dnf, where there are
+ * streams), install its metapackage: nvidia-open for the open streams,
+ * cuda-drivers for the proprietary ones (NVIDIA's driver installation
+ * guide, Kernel Modules and Advanced Options). */
+static int add_module(struct rinst *s, const struct gb_install_pkg *p)
+{
+	const char *spec = p->name + 1, *colon = strchr(spec, ':');
+	bool streams = is_dnf(s) && (streq(s->ret->distro, "amzn") || s->major == 8 || s->major == 9);
+	char name[64], stream[64];
+
+	if (!colon || (size_t)(colon - spec) >= sizeof(name) || strlen(colon + 1) >= sizeof(stream))
+		return FAIL(s, -EINVAL, "'%s' is not a module stream (@MODULE:STREAM)", p->name);
+	memcpy(name, spec, (size_t)(colon - spec));
+	name[colon - spec] = '\0';
+	gb_strscpy(stream, sizeof(stream), colon + 1);
+	if (!gb_rpm_name_valid(name) || !gb_rpm_name_valid(stream))
+		return FAIL(s, -EINVAL, "'%s' is not a module stream (@MODULE:STREAM)", p->name);
+	if (!streams)
+		return FAIL(s, -EINVAL,
+		            "%s %s has no module streams: the plan's %s is for RHEL 8/9 and Amazon Linux 2023; "
+		            "make the plan for this system",
+		            s->ret->distro, s->ret->codename, p->name);
+	if (s->module[0] && !(streq(s->module, name) && streq(s->stream, stream)))
+		return FAIL(s, -EINVAL, "Two module streams in one plan: @%s:%s and %s", s->module, s->stream, p->name);
+	gb_strscpy(s->module, sizeof(s->module), name);
+	gb_strscpy(s->stream, sizeof(s->stream), stream);
+	return add_pkg(s,
+	               gb_startswith(stream, "open") ||
+	                       (strlen(stream) > 5 && streq(stream + strlen(stream) - 5, "-open"))
+	                   ? "nvidia-open"
+	                   : "cuda-drivers",
+	               p->version, p->hold);
+}
+
+/* The kernels: as given, or every lib/modules/<kver> with boot/vmlinuz-<kver>. */
+static int find_kernels(struct rinst *s)
+{
+	char **names = NULL, path[GB_INSTALL_KVER + 32];
+	size_t n = 0;
+	int r;
+
+	if (s->in->userspace_only)
+		return 0;
+	for (size_t i = 0; s->in->kernels && i < s->in->n_kernels && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++)
+		if (gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, s->in->kernels[i]) < 0 ||
+		    strpbrk(s->in->kernels[i], "/ \n") || s->in->kernels[i][0] == '.')
+			return FAIL(s, -EINVAL, "'%s' is not a kernel release", s->in->kernels[i]);
+	if (!s->in->kernels) {
+		r = gb_root_list_dir(s->ctx->root, "lib/modules", &names, &n);
+		if (r < 0)
+			return FAIL(s, r, "Failed to list lib/modules in %s: %s", s->ctx->root->path, strerror(-r));
+		for (size_t i = 0; i < n && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++) {
+			snprintf(path, sizeof(path), "boot/vmlinuz-%s", names[i]);
+			if (strlen(names[i]) < GB_INSTALL_KVER && gb_root_exists(s->ctx->root, path))
+				gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, names[i]);
+		}
+		gb_strv_free(names);
+	}
+	if (s->n_kernels == 0)
+		return FAIL(s, -ENOENT, "No kernel in %s (lib/modules/<release> with boot/vmlinuz-<release>)",
+		            s->ctx->root->path);
+	return 0;
+}
+
+/* The development package of each kernel, at the kernel package's own
+ * version: the package that owns boot/vmlinuz-<kver> ("kernel-core",
+ * "kernel", "kernel6.12", "kernel-64k-core", "kernel-default") without
+ * "-core", plus "-devel" (NVIDIA's driver installation guide, Preparation:
+ * kernel-devel for the running kernel; SUSE: kernel-<variant>-devel). */
+static int add_kernel_devel(struct rinst *s)
+{
+	struct gb_rpm_pkg k[4];
+	char file[GB_INSTALL_KVER + 32], base[GB_INSTALL_NAME], name[GB_INSTALL_NAME + 8];
+	int n, r = 0;
+
+	for (size_t i = 0; i < s->n_kernels && r >= 0; i++) {
+		snprintf(file, sizeof(file), "/boot/vmlinuz-%s", s->kernels[i]);
+		const char *argv[] = { "rpm", "-qf", "--qf", QF, file, NULL };
+		r = query(s, argv, true);
+		n = r < 0 ? r : gb_rpm_qf_parse(s->res->output, k, ARRAY_SIZE(k));
+		if (n == -EINVAL || n == -E2BIG)
+			return FAIL(s, -EINVAL, "rpm -qf %s printed what gpuboot cannot read", file);
+		if (r < 0)
+			return r;
+		if (n == 0)
+			return FAIL(s, -ENOPKG,
+			            "The kernel %s is not from a package (no package owns %s): no development package "
+			            "can match it; install a packaged kernel or use the runfile method",
+			            s->kernels[i], file);
+		gb_strscpy(base, sizeof(base), k[0].name);
+		if (strlen(base) > 5 && streq(base + strlen(base) - 5, "-core"))
+			base[strlen(base) - 5] = '\0';
+		if (snprintf(name, sizeof(name), "%s-devel", base) >= (int)sizeof(name))
+			return FAIL(s, -EINVAL, "The kernel package name '%s' is too long", k[0].name);
+		r = add_pkg(s, name, k[0].evr, false);
+	}
+	/* "kernel-headers" (unversioned) with it on dnf, as the guide's Preparation lists */
+	return r < 0 || !is_dnf(s) ? r : add_pkg(s, "kernel-headers", "", false);
+}
+
+static int build_list(struct rinst *s)
+{
+	const char *flavor = s->in->flavor ? s->in->flavor : "open";
+	const char *ver = s->in->driver_version ? s->in->driver_version : "";
+	int r = 0;
+
+	if (!streq(flavor, "open") && !streq(flavor, "proprietary"))
+		return FAIL(s, -EINVAL, "Unknown module flavour '%s' (open or proprietary)", flavor);
+	if (ver[0] && !gb_rpm_evr_valid(ver))
+		return FAIL(s, -EINVAL, "'%s' is not a driver version", ver);
+	if (!s->in->packages || !s->in->n_packages || !s->in->repo)
+		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
+	for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
+		const struct gb_install_pkg *p = &s->in->packages[i];
+		if (p->name[0] == '@')
+			r = add_module(s, p);
+		else if (gb_startswith(p->name, "versionlock:"))
+			continue; /* a branch glob: gpuboot locks the exact versions instead */
+		else
+			r = add_pkg(s, p->name, p->version, p->hold);
+	}
+	if (r >= 0 && is_dnf(s))
+		r = add_pkg(s, VERSIONLOCK_PLUGIN, "", false);
+	return r < 0 ? r : add_kernel_devel(s);
+}
+
+/* ---- what is installed, locked, enabled ---- */
+
+static int read_opt(struct rinst *s, const char *path, size_t max, char **ret)
+{
+	size_t len;
+	int r = gb_root_read_file(s->ctx->root, path, max, ret, &len);
+	if (r == -ENOENT)
+		return *ret = NULL, 0;
+	return r < 0 ? FAIL(s, r, "Failed to read %s in %s: %s", path, s->ctx->root->path, strerror(-r)) : 0;
+}
+
+static bool locked(const struct rinst *s, const char *locks, const char *name, const char *evr)
+{
+	return is_dnf(s) ? gb_dnf_versionlock_has(locks, name, evr) : gb_zypp_locks_has(locks, name);
+}
+
+/* rpm -q of the plan's packages: each one's installed version (the one
+ * that satisfies it when several are) and whether it is locked there. */
+static int query_before(struct rinst *s)
+{
+	const char *argv[GB_INSTALL_MAX_PKGS + 8] = { "rpm", "-q", "--qf", QF };
+	struct gb_rpm_pkg got[MAX_FAMILY];
+	_cleanup_free_ char *locks = NULL;
+	size_t a = 4;
+	int n, r;
+
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		argv[a++] = s->ret->pkgs[i].name;
+	argv[a] = NULL;
+	r = query(s, argv, true); /* exit status: how many are not installed */
+	n = r < 0 ? r : gb_rpm_qf_parse(s->res->output, got, ARRAY_SIZE(got));
+	if (n < 0)
+		return r < 0 ? r : FAIL(s, n, "rpm -q printed what gpuboot cannot read");
+	r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
+	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		const struct gb_rpm_pkg *g = gb_rpm_pkg_find(got, (size_t)n, p->name, p->wanted);
+		gb_strscpy(p->before, sizeof(p->before), g ? g->evr : "");
+		p->held_before = g && locked(s, locks, p->name, g->evr);
+	}
+	return r;
+}
+
+/* rpm -qa of every package with "nvidia" in its name and the plan's. */
+static int query_family(struct rinst *s)
+{
+	const char *argv[GB_INSTALL_MAX_PKGS + 8] = { "rpm", "-qa", "--qf", QF, "*nvidia*" };
+	size_t a = 5;
+	int n, r;
+
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		argv[a++] = s->ret->pkgs[i].name;
+	argv[a] = NULL;
+	r = query(s, argv, true);
+	n = r < 0 ? r : gb_rpm_qf_parse(s->res->output, s->family, ARRAY_SIZE(s->family));
+	if (n < 0)
+		return r < 0 ? r : FAIL(s, n, "rpm -qa printed what gpuboot cannot read");
+	s->n_family = (size_t)n;
+	s->family_read = true;
+	return 0;
+}
+
+/* A driver's version: "580.95.05", "595.84" (a first number of 100 or
+ * more), not the Container Toolkit's "1.17.8" nor a kernel's. */
+static bool driver_like(const char *evr)
+{
+	const char *v = strchr(evr, ':') ? strchr(evr, ':') + 1 : evr;
+	char num[8];
+	uint32_t major;
+	size_t n = strspn(v, "0123456789");
+	if (n == 0 || n >= sizeof(num) || v[n] != '.')
+		return false;
+	memcpy(num, v, n);
+	num[n] = '\0';
+	return gb_safe_atou32(num, 10, &major) == 0 && major >= 100;
+}
+
+/* At the driver's version: "3:595.84-1.el9" for 595.84, and SUSE's
+ * kernel module packages, whose version carries the kernel's after "_k"
+ * ("595.84_k5.14.21_150500.55.39-1"). */
+static bool at_driver_version(const char *evr, const char *ver)
+{
+	const char *v = strchr(evr, ':') ? strchr(evr, ':') + 1 : evr;
+	const char *k = gb_startswith(v, ver);
+	return gb_rpm_version_matches(evr, ver) || (k && gb_startswith(k, "_k"));
+}
+
+static const struct gb_install_pkg_result *plan_pkg(const struct rinst *s, const char *name)
+{
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		if (streq(s->ret->pkgs[i].name, name))
+			return &s->ret->pkgs[i];
+	return NULL;
+}
+
+/* The packages to lock: the plan's held ones, and every installed package
+ * with "nvidia" in its name at the driver's version (the metapackage's
+ * dependencies: nvidia-driver, kmod-nvidia-open-dkms, libnvidia-*...). */
+static bool to_lock(const struct rinst *s, const struct gb_rpm_pkg *f)
+{
+	const struct gb_install_pkg_result *p = plan_pkg(s, f->name);
+	const char *ver = s->in->driver_version;
+	if (p)
+		return p->hold && gb_rpm_version_matches(f->evr, p->wanted);
+	return ver && ver[0] && strstr(f->name, "nvidia") && at_driver_version(f->evr, ver);
+}
+
+/* Is every package to lock locked? */
+static int family_locked(struct rinst *s, bool *ret)
+{
+	_cleanup_free_ char *locks = NULL;
+	int r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
+	*ret = r >= 0;
+	for (size_t i = 0; r >= 0 && i < s->n_family; i++)
+		if (to_lock(s, &s->family[i]) && !locked(s, locks, s->family[i].name, s->family[i].evr))
+			*ret = false;
+	return r;
+}
+
+/* nvidia.ko (compressed or not) for kver: DKMS puts it under extra/ on
+ * RHEL and Amazon Linux, SUSE's KMPs under updates/; a few levels deep. */
+static bool find_ko(struct rinst *s, const char *dir, unsigned depth, char *out, size_t outsz)
+{
+	static const char *const names[] = { "nvidia.ko", "nvidia.ko.xz", "nvidia.ko.zst" };
+	char **ents = NULL, sub[512];
+	size_t n = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < ARRAY_SIZE(names) && !found; i++) {
+		snprintf(out, outsz, "%s/%s", dir, names[i]);
+		found = gb_root_exists(s->ctx->root, out);
+	}
+	if (found || depth == 0 || gb_root_list_dir(s->ctx->root, dir, &ents, &n) < 0) {
+		if (!found)
+			out[0] = '\0';
+		return found;
+	}
+	for (size_t i = 0; i < n && !found; i++)
+		if (ents[i][0] != '.' && snprintf(sub, sizeof(sub), "%s/%s", dir, ents[i]) < (int)sizeof(sub))
+			found = find_ko(s, sub, depth - 1, out, outsz);
+	gb_strv_free(ents);
+	if (!found)
+		out[0] = '\0';
+	return found;
+}
+
+static void find_module(struct rinst *s, const char *kver, char *out, size_t outsz)
+{
+	char dir[GB_INSTALL_KVER + 32];
+	snprintf(dir, sizeof(dir), "lib/modules/%s/extra", kver);
+	if (find_ko(s, dir, 4, out, outsz))
+		return;
+	snprintf(dir, sizeof(dir), "lib/modules/%s/updates", kver);
+	(void)find_ko(s, dir, 4, out, outsz);
+}
+
+/* The module stream's state: enabled already, or another stream enabled
+ * (refused: switching branches is NVIDIA's `dnf module switch-to`, not a
+ * silent enable). */
+static int module_state(struct rinst *s)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[128], stream[64];
+	bool enabled;
+	int r;
+
+	if (!s->module[0])
+		return 0;
+	snprintf(path, sizeof(path), "etc/dnf/modules.d/%s.module", s->module);
+	r = read_opt(s, path, 64 * 1024, &text);
+	if (r < 0 || !text)
+		return r;
+	if (gb_dnf_module_parse(text, s->module, stream, &enabled) < 0)
+		return FAIL(s, -EINVAL, "/%s names a stream gpuboot cannot read", path);
+	if (enabled && stream[0] && !streq(stream, s->stream))
+		return FAIL(s, -EEXIST,
+		            "The module stream %s:%s is enabled (/%s), not the plan's %s; switching branches is "
+		            "`dnf module switch-to %s:%s --allowerasing` (NVIDIA's guide, Advanced Options): do it, "
+		            "or make the plan for %s, then run again",
+		            s->module, stream, path, s->stream, s->module, s->stream, stream);
+	s->module_enabled = enabled && streq(stream, s->stream);
+	return 0;
+}
+
+static int key_state(struct rinst *s)
+{
+	const char *argv[] = { "rpm", "-q", "gpg-pubkey", "--qf", "%{VERSION}-%{RELEASE}\\n", NULL };
+	int r = query(s, argv, false);
+	if (r >= 0)
+		s->key_imported = gb_rpm_pubkey_present(s->res->output, s->fpr);
+	return r;
+}
+
+/* Everything in place (versions, module stream, key, locks, modules): nothing to run. */
+static int satisfied(struct rinst *s, bool *ret)
+{
+	char ko[256];
+	int r;
+
+	*ret = false;
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		if (!gb_rpm_version_matches(s->ret->pkgs[i].before, s->ret->pkgs[i].wanted))
+			return 0;
+	if ((s->module[0] && !s->module_enabled) || !s->key_imported)
+		return 0;
+	for (size_t i = 0; i < s->n_kernels; i++) {
+		find_module(s, s->kernels[i], ko, sizeof(ko));
+		if (!ko[0])
+			return 0;
+	}
+	r = query_family(s);
+	return r < 0 ? r : family_locked(s, ret);
+}
+
+/* ---- the key and the repository ---- */
+
+/* Another repo file with the same baseurl (NVIDIA's cuda-rhel9.repo, added
+ * with `dnf config-manager --add-repo`) would give the package manager two
+ * definitions of one repository, the other trusting a key by URL:
+ * refused, naming it. */
+static int conflicting_repo(struct rinst *s, const char *dir)
+{
+	char **names = NULL, path[512], uri[520], line[1024];
+	size_t n = 0, nu;
+	int res = 0;
+
+	gb_strscpy(uri, sizeof(uri), s->in->repo->uri);
+	uri[strlen(uri) - 1] = '\0'; /* "…/x86_64" and "…/x86_64/" both match */
+	nu = strlen(uri);
+	if (gb_root_list_dir(s->ctx->root, dir, &names, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n && !res; i++) {
+		_cleanup_free_ char *text = NULL;
+		size_t len, ln = strlen(names[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (ln < 6 || !streq(names[i] + ln - 5, ".repo") || streq(path, s->repofile) ||
+		    gb_root_read_file(s->ctx->root, path, REPO_MAX, &text, &len) < 0)
+			continue;
+		for (const char *p = text; *p && !res;) {
+			size_t l = strcspn(p, "\n");
+			const char *u;
+			snprintf(line, sizeof(line), "%.*s", (int)(l < sizeof(line) ? l : sizeof(line) - 1), p);
+			p += l + (p[l] == '\n');
+			gb_strstrip(line);
+			if (!gb_startswith(line, "baseurl") || !(u = strstr(line, uri)) || !strchr("/ \t", u[nu]))
+				continue;
+			res = FAIL(s, -EEXIST,
+			           "The repository %s is already configured in /%s (NVIDIA's .repo file or by hand); "
+			           "remove that file so gpuboot's, whose key is checked against the pinned "
+			           "fingerprint, is the only one",
+			           s->in->repo->uri, path);
+		}
+	}
+	gb_strv_free(names);
+	return res;
+}
+
+/* The bytes of the key file: the download when it came armored (with a
+ * last newline: rpm, CentOS 8's at least, refuses armor without one), else
+ * gpuboot's armor of the binary key. *ret malloc'd. */
+static int key_text(const struct gb_pgp_key *k, const char *raw, size_t raw_len, char **ret, size_t *ret_len)
+{
+	char *t;
+	if (!k->armored)
+		return gb_pgp_armor(k->bin, k->bin_len, ret, ret_len);
+	t = malloc(raw_len + 2);
+	if (!t)
+		return -ENOMEM;
+	memcpy(t, raw, raw_len);
+	*ret_len = raw_len;
+	if (raw_len == 0 || raw[raw_len - 1] != '\n')
+		t[(*ret_len)++] = '\n';
+	t[*ret_len] = '\0';
+	*ret = t;
+	return 0;
+}
+
+/* The key file: downloaded and checked unless it already holds the pinned
+ * key; kept armored (rpm --import reads only armor). Then its
+ * fingerprint, for the gpg-pubkey check. */
+static int key_file(struct rinst *s)
+{
+	_cleanup_free_ char *raw = NULL, *text = NULL, *data = NULL;
+	struct gb_pgp_key k;
+	size_t raw_len = 0, text_len = 0, len;
+	char err[320];
+	int r;
+
+	if (!gb_repo_key_file_ok(s->ctx, s->keyfile, s->in->repo->key_pin)) {
+		r = gb_repo_key_fetch(s->in->repo, &k, &raw, &raw_len, s->ret->error, sizeof(s->ret->error));
+		if (r < 0)
+			return r;
+		r = key_text(&k, raw, raw_len, &text, &text_len);
+		gb_pgp_key_free(&k);
+		if (r >= 0)
+			r = gb_journal_write_file(s->j, STAGE, s->keyfile, text, text_len, 0644);
+		if (r < 0)
+			return FAIL(s, r, "Failed to write the key /%s: %s", s->keyfile, strerror(-r));
+		s->ret->sources_changed = true;
+	}
+	r = gb_root_read_file(s->ctx->root, s->keyfile, KEY_MAX, &data, &len);
+	if (r >= 0)
+		r = gb_pgp_key_read(data, len, &k, err, sizeof(err));
+	if (r < 0)
+		return FAIL(s, r, "Failed to read the key /%s back: %s", s->keyfile, strerror(-r));
+	gb_strscpy(s->fpr, sizeof(s->fpr), k.fpr);
+	gb_pgp_key_free(&k);
+	return 0;
+}
+
+static int repo_setup(struct rinst *s)
+{
+	const struct gb_apt_repo *repo = s->in->repo;
+	const char *dir = is_dnf(s) ? DNF_REPO_DIR : ZYPP_REPO_DIR;
+	char text[1600], id[160];
+	int r;
+
+	if (!gb_apt_repo_id_valid(repo->id) || !gb_repo_uri_valid(repo->uri) || !repo->key_url || !repo->key_pin)
+		return FAIL(s, -EINVAL, "The repository '%s' at '%s' is not usable (an https:// URI ending in '/')",
+		            repo->id ? repo->id : "", repo->uri ? repo->uri : "");
+	if (!gb_repo_key_find(repo->key_pin))
+		return FAIL(s, -ENOKEY,
+		            "No signing key is pinned for %s (%s): gpuboot trusts no repository key it has not "
+		            "pinned; use the runfile method there",
+		            repo->id, repo->key_pin);
+	snprintf(s->keyfile, sizeof(s->keyfile), KEY_DIR "/RPM-GPG-KEY-gpuboot-%s", repo->id);
+	snprintf(s->alias, sizeof(s->alias), "gpuboot-%s", repo->id);
+	snprintf(s->repofile, sizeof(s->repofile), "%s/%s.repo", dir, s->alias);
+	r = conflicting_repo(s, dir);
+	if (r >= 0)
+		r = key_file(s);
+	if (r < 0)
+		return r;
+	if (is_dnf(s))
+		snprintf(text, sizeof(text),
+		         "# Written by gpuboot: %s, signed by the key pinned in gpuboot's catalog (%s).\n"
+		         "[%s]\nname=%s\nbaseurl=%s\nenabled=1\ngpgcheck=1\ngpgkey=file:///%s\n",
+		         repo->id, repo->key_pin, s->alias, s->alias, repo->uri, s->keyfile);
+	else
+		snprintf(text, sizeof(text),
+		         "# Written by gpuboot: %s, signed by the key pinned in gpuboot's catalog (%s).\n"
+		         "[%s]\nname=%s\nenabled=1\nautorefresh=1\nbaseurl=%s\ntype=rpm-md\ngpgcheck=1\n"
+		         "gpgkey=file:///%s\n",
+		         repo->id, repo->key_pin, s->alias, s->alias, repo->uri, s->keyfile);
+	r = gb_journal_write_file(s->j, STAGE, s->repofile, text, strlen(text), 0644);
+	if (r < 0)
+		return FAIL(s, r, "Failed to write /%s: %s", s->repofile, strerror(-r));
+	snprintf(id, sizeof(id), "file:%s", s->repofile);
+	if (gb_journal_step_changed(s->j, id))
+		s->ret->sources_changed = true;
+	return 0;
+}
+
+/* ---- effects ---- */
+
+/* A journaled command, after the package managers' locks are free;
+ * -EIO when it exits non-zero (its tail is in the journal and the error). */
+static int effect(struct rinst *s, const char *id, const char *const *argv, unsigned timeout_ms)
+{
+	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = s->chroot_dir, .timeout_ms = (int)timeout_ms };
+	int r = gb_rpm_lock_wait(s->ctx, s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
+	                         s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	r = gb_journal_run(s->j, STAGE, id, &spec, s->res);
+	if (r == 1) /* done in the run this one resumes */
+		return 0;
+	if (r < 0) {
+		const char *tail =
+		    s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output;
+		char esc[700];
+		gb_log_escape(esc, sizeof(esc), tail);
+		return FAIL(s, r, "%s %s failed%s: %s", argv[0], argv[1], s->res->timed_out ? " (timed out)" : "", esc);
+	}
+	return 0;
+}
+
+static int write_blacklist(struct rinst *s)
+{
+	int r;
+	if (s->in->userspace_only)
+		return 0;
+	r = gb_journal_write_file(s->j, STAGE, BLACKLIST_PATH, BLACKLIST_TEXT, strlen(BLACKLIST_TEXT), 0644);
+	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", BLACKLIST_PATH, strerror(-r)) : 0;
+}
+
+static void add_missing(char *missing, size_t sz, size_t *o, const struct gb_install_pkg_result *p, const char *why)
+{
+	if (*o < sz)
+		*o += (size_t)snprintf(missing + *o, sz - *o, "%s%s%s%s (%s)", *o ? ", " : "", p->name,
+		                       p->wanted[0] ? " " : "", p->wanted, why);
+}
+
+/* dnf: each package's versions in the repositories (`dnf -q list
+ * --showduplicates NAME-VERSION`); the newest that satisfies it is the
+ * one installed. */
+static int resolve_dnf(struct rinst *s, char *missing, size_t sz)
+{
+	struct gb_rpm_pkg v[24];
+	char spec[GB_INSTALL_NAME + GB_INSTALL_VERSION + 2];
+	size_t o = 0;
+
+	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		const char *argv[] = { "dnf", "-q", "list", "--showduplicates", spec, NULL };
+		const struct gb_rpm_pkg *best = NULL;
+		int n, r;
+		snprintf(spec, sizeof(spec), "%s%s%s", p->name, p->wanted[0] ? "-" : "", p->wanted);
+		if (!p->wanted[0])
+			argv[3] = spec,
+			argv[4] = NULL; /* the newest only: every version of an unpinned package is too many */
+		r = query(s, argv, true);
+		if (r < 0)
+			return r;
+		n = gb_dnf_list_parse(s->res->output, p->name, v, ARRAY_SIZE(v));
+		if (n < 0)
+			return FAIL(s, n, "dnf list %s printed what gpuboot cannot read", spec);
+		for (int k = 0; k < n; k++)
+			if (gb_rpm_version_matches(v[k].evr, p->wanted) &&
+			    (!best || gb_rpm_evr_cmp(v[k].evr, best->evr) > 0))
+				best = &v[k];
+		if (!best) {
+			add_missing(missing, sz, &o, p, n > 0 ? "not this version" : "no such package or version");
+			continue;
+		}
+		gb_strscpy(p->resolved, sizeof(p->resolved), best->evr);
+		gb_strscpy(p->suite, sizeof(p->suite), best->repo[0] == '@' ? best->repo + 1 : best->repo);
+	}
+	return 0;
+}
+
+/* argv: the verb's words, then each package as NAME-EVR (dnf: the
+ * resolved version) or NAME=VERSION (zypper: the plan's). */
+static size_t pkg_argv(struct rinst *s, const char **argv, size_t n, char (*buf)[GB_INSTALL_NAME + GB_INSTALL_VERSION])
+{
+	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		const char *v = is_dnf(s) ? evr_plain(p->resolved) : p->wanted;
+		if (v[0])
+			snprintf(buf[i], sizeof(buf[i]), "%s%s%s", p->name, is_dnf(s) ? "-" : "=", v);
+		else
+			snprintf(buf[i], sizeof(buf[i]), "%s", p->name);
+		argv[n++] = buf[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+/* zypper: a dry run of the install (`--dry-run`) says which request no
+ * repository can satisfy ("No provider of 'NAME = VERSION' found."). */
+static int resolve_zypper(struct rinst *s, char *missing, size_t sz)
+{
+	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
+	const char *argv[GB_INSTALL_MAX_PKGS + 12] = { "zypper",  "--non-interactive", "--no-refresh",
+		                                       "install", "--dry-run",         "--auto-agree-with-licenses" };
+	size_t o = 0;
+	int r;
+
+	pkg_argv(s, argv, 6, buf);
+	r = query(s, argv, false);
+	if (r < 0)
+		return r;
+	if (WIFEXITED(s->res->status) && WEXITSTATUS(s->res->status) == 0) {
+		for (size_t i = 0; i < s->ret->n_pkgs; i++)
+			gb_strscpy(s->ret->pkgs[i].resolved, sizeof(s->ret->pkgs[i].resolved), s->ret->pkgs[i].wanted);
+		return 0;
+	}
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		if (gb_zypper_missing(s->res->output, s->ret->pkgs[i].name))
+			add_missing(missing, sz, &o, &s->ret->pkgs[i], "no such package or version");
+	if (!missing[0]) {
+		char esc[700];
+		gb_log_escape(esc, sizeof(esc),
+		              s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output);
+		return FAIL(s, -EIO, "zypper's dry run of the install failed (exit status %d): %s",
+		            WIFEXITED(s->res->status) ? WEXITSTATUS(s->res->status) : -1, esc);
+	}
+	return 0;
+}
+
+/* Every package at a version the repositories have, before anything is
+ * installed; a missing one is a refusal naming all that are missing. */
+static int resolve(struct rinst *s)
+{
+	char missing[512] = "";
+	int r = is_dnf(s) ? resolve_dnf(s, missing, sizeof(missing)) : resolve_zypper(s, missing, sizeof(missing));
+	if (r < 0)
+		return r;
+	if (missing[0])
+		return FAIL(s, -ENOPKG, "Not in %s or the system's repositories: %s; nothing was installed",
+		            s->in->repo->uri, missing);
+	return 0;
+}
+
+/* Locks of an earlier run on packages this install changes: an installed
+ * driver package at another driver version, or a plan package not at its
+ * version. Lifted first (dnf versionlock delete NAME, zypper removelock
+ * NAME); the new versions are locked after the install. */
+static int lift_locks(struct rinst *s)
+{
+	static char names[MAX_FAMILY][GB_INSTALL_NAME];
+	_cleanup_free_ char *locks = NULL;
+	const char *argv[MAX_FAMILY + 8];
+	const char *ver = s->in->driver_version ? s->in->driver_version : "";
+	size_t a, n = 0;
+	int r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
+
+	if (r < 0 || !locks)
+		return r;
+	for (size_t i = 0; i < s->n_family + s->ret->n_pkgs && n < MAX_FAMILY; i++) {
+		const char *name, *evr;
+		bool stale;
+		if (i < s->n_family) {
+			const struct gb_install_pkg_result *p = plan_pkg(s, s->family[i].name);
+			name = s->family[i].name, evr = s->family[i].evr;
+			stale = p ? !gb_rpm_version_matches(evr, p->wanted)
+			          : ver[0] && driver_like(evr) && !at_driver_version(evr, ver);
+		} else {
+			name = s->ret->pkgs[i - s->n_family].name, evr = s->ret->pkgs[i - s->n_family].before;
+			stale = evr[0] && !gb_rpm_version_matches(evr, s->ret->pkgs[i - s->n_family].wanted);
+		}
+		if (!stale || !(is_dnf(s) ? gb_dnf_versionlock_names(locks, name) : gb_zypp_locks_has(locks, name)))
+			continue;
+		bool dup = false;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = streq(names[k], name);
+		if (!dup)
+			gb_strscpy(names[n++], GB_INSTALL_NAME, name);
+	}
+	if (n == 0)
+		return 0;
+	a = 0;
+	if (is_dnf(s))
+		argv[a++] = "dnf", argv[a++] = "versionlock", argv[a++] = "delete";
+	else
+		argv[a++] = "zypper", argv[a++] = "--non-interactive", argv[a++] = "removelock";
+	for (size_t k = 0; k < n; k++)
+		argv[a++] = names[k];
+	argv[a] = NULL;
+	return effect(s, is_dnf(s) ? "dnf-versionlock-delete" : "zypper-removelock", argv, SHORT_TIMEOUT_MS);
+}
+
+/* After the install: every driver package at the driver's version (a
+ * package at another driver version is a split the locks would keep). */
+static int check_split(struct rinst *s)
+{
+	const char *ver = s->in->driver_version;
+	if (!ver || !ver[0])
+		return 0;
+	for (size_t i = 0; i < s->n_family; i++) {
+		const struct gb_rpm_pkg *f = &s->family[i];
+		if (strstr(f->name, "nvidia") && driver_like(f->evr) && !at_driver_version(f->evr, ver) &&
+		    !plan_pkg(s, f->name))
+			return FAIL(s, -EIO,
+			            "After %s install, %s is at %s, not the driver's %s: the userspace and the kernel "
+			            "module would be split; nothing was locked",
+			            pm_name(s), f->name, f->evr, ver);
+	}
+	return 0;
+}
+
+/* Lock every package to lock that is not locked yet: dnf versionlock add
+ * NAME-EVR (written as NAME-EPOCH:VERSION-RELEASE.*), zypper addlock NAME. */
+static int add_locks(struct rinst *s)
+{
+	static char specs[MAX_FAMILY][GB_INSTALL_NAME + GB_INSTALL_VERSION];
+	_cleanup_free_ char *locks = NULL;
+	const char *argv[MAX_FAMILY + 8];
+	size_t a = 0, n = 0;
+	int r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
+
+	if (r < 0)
+		return r;
+	if (is_dnf(s))
+		argv[a++] = "dnf", argv[a++] = "versionlock", argv[a++] = "add";
+	else
+		argv[a++] = "zypper", argv[a++] = "--non-interactive", argv[a++] = "addlock";
+	for (size_t i = 0; i < s->n_family; i++) {
+		const struct gb_rpm_pkg *f = &s->family[i];
+		bool dup = false;
+		if (!to_lock(s, f) || locked(s, locks, f->name, f->evr))
+			continue;
+		if (is_dnf(s))
+			snprintf(specs[n], sizeof(specs[n]), "%s-%s", f->name, f->evr);
+		else
+			snprintf(specs[n], sizeof(specs[n]), "%s", f->name);
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = streq(specs[k], specs[n]);
+		if (!dup)
+			argv[a++] = specs[n++];
+	}
+	argv[a] = NULL;
+	if (n == 0)
+		return 0;
+	return effect(s, is_dnf(s) ? "dnf-versionlock-add" : "zypper-addlock", argv, SHORT_TIMEOUT_MS);
+}
+
+static int install_pkgs(struct rinst *s)
+{
+	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
+	const char *argv[GB_INSTALL_MAX_PKGS + 8];
+	unsigned ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_INSTALL_MS;
+	size_t a = 0;
+	int r;
+
+	if (is_dnf(s))
+		argv[a++] = "dnf", argv[a++] = "-y", argv[a++] = "install";
+	else
+		argv[a++] = "zypper", argv[a++] = "--non-interactive", argv[a++] = "install",
+		argv[a++] = "--auto-agree-with-licenses";
+	pkg_argv(s, argv, a, buf);
+	r = effect(s, is_dnf(s) ? "dnf-install" : "zypper-install", argv, ms);
+	s->ret->packages_changed = true;
+	return r;
+}
+
+/* The commands, in order: the key into rpm's database, the module stream
+ * (dnf) or a refresh of the repository (zypper), the resolution, the
+ * blacklist, stale locks lifted, the install, the check, the locks. */
+static int rpm_install(struct rinst *s)
+{
+	char key[200], ms[160];
+	const char *import[] = { "rpm", "--import", key, NULL };
+	const char *module[] = { "dnf", "-y", "module", "enable", ms, NULL };
+	const char *refresh[] = { "zypper", "--non-interactive", "refresh", NULL };
+	bool versions_ok = true;
+	int r = 0;
+
+	snprintf(key, sizeof(key), "/%s", s->keyfile);
+	snprintf(ms, sizeof(ms), "%s:%s", s->module, s->stream);
+	if (!s->key_imported)
+		r = effect(s, "rpm-import", import, SHORT_TIMEOUT_MS);
+	if (r >= 0 && s->module[0] && !s->module_enabled)
+		r = effect(s, "dnf-module-enable", module, REFRESH_TIMEOUT_MS);
+	if (r >= 0 && !is_dnf(s))
+		r = effect(s, "zypper-refresh", refresh, REFRESH_TIMEOUT_MS);
+	/* every version in place (only a lock or the key missing): nothing to install */
+	for (size_t i = 0; i < s->ret->n_pkgs; i++)
+		versions_ok &= gb_rpm_version_matches(s->ret->pkgs[i].before, s->ret->pkgs[i].wanted);
+	if (r >= 0 && !versions_ok)
+		r = resolve(s);
+	if (r >= 0)
+		r = write_blacklist(s);
+	if (r >= 0)
+		r = query_family(s);
+	if (r >= 0 && !versions_ok)
+		r = lift_locks(s);
+	if (r >= 0 && !versions_ok)
+		r = install_pkgs(s);
+	if (r >= 0 && !versions_ok)
+		r = query_family(s);
+	if (r >= 0)
+		r = check_split(s);
+	return r < 0 ? r : add_locks(s);
+}
+
+/* After: every package at its version (the resolved one, on dnf) and
+ * locked as asked, a module for every kernel. */
+static int check_after(struct rinst *s)
+{
+	_cleanup_free_ char *locks = NULL;
+	int r = s->family_read ? 0 : query_family(s);
+
+	if (r >= 0)
+		r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
+	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		const struct gb_rpm_pkg *f = gb_rpm_pkg_find(s->family, s->n_family, p->name, p->wanted);
+		gb_strscpy(p->after, sizeof(p->after), f ? f->evr : "");
+		if (!p->resolved[0])
+			gb_strscpy(p->resolved, sizeof(p->resolved), p->after);
+		if (!gb_rpm_version_matches(p->after, p->wanted) ||
+		    (is_dnf(s) && p->resolved[0] && gb_rpm_evr_cmp(p->after, p->resolved) != 0))
+			return FAIL(s, -EIO, "After %s install, %s is at '%s', not %s", pm_name(s), p->name, p->after,
+			            p->resolved[0] ? p->resolved : p->wanted);
+		p->held_after = locked(s, locks, p->name, p->after);
+		if (p->hold && !p->held_after)
+			return FAIL(s, -EIO, "After %s, %s is not locked at %s",
+			            is_dnf(s) ? "dnf versionlock" : "zypper addlock", p->name, p->after);
+	}
+	for (size_t i = 0; r >= 0 && i < s->n_kernels; i++) {
+		struct gb_install_kernel_result *k = &s->ret->kernels[s->ret->n_kernels++];
+		gb_strscpy(k->kver, sizeof(k->kver), s->kernels[i]);
+		find_module(s, s->kernels[i], k->module, sizeof(k->module));
+		if (!k->module[0])
+			return FAIL(
+			    s, -ENOENT,
+			    "No nvidia.ko for the kernel %s under lib/modules/%s/extra or updates in %s; DKMS's "
+			    "log is under var/lib/dkms/",
+			    s->kernels[i], s->kernels[i], s->ctx->root->path);
+	}
+	return r;
+}
+
+static int rpm_apply(struct rinst *s)
+{
+	struct gb_chroot c;
+	bool done = false;
+	int r, k;
+
+	r = module_state(s); /* a refusal before anything is written */
+	if (r >= 0)
+		r = repo_setup(s);
+	if (r >= 0)
+		r = key_state(s);
+	if (r >= 0)
+		r = satisfied(s, &done);
+	if (r < 0)
+		return r;
+	if (done) {
+		/* everything is there: the blacklist is made sure of (unchanged on a rerun), no command runs */
+		r = write_blacklist(s);
+		return r < 0 ? r : check_after(s);
+	}
+	s->family_read = false;
+	if (!s->chroot_dir) {
+		r = rpm_install(s);
+		return r < 0 ? r : check_after(s);
+	}
+	r = gb_chroot_enter(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	r = rpm_install(s);
+	/* On every path: unmounted. A failure of the install is the one
+	 * reported; one of the cleanup only if it alone failed. */
+	k = gb_chroot_leave(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	if (k < 0)
+		return k;
+	return check_after(s);
+}
+
+int gb_install_rpm(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
+                   struct gb_install_result *ret)
+{
+	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	_cleanup_free_ struct rinst *s = calloc(1, sizeof(*s));
+	char dir[4096];
+	int r;
+
+	if (!res || !s)
+		return -ENOMEM;
+	*s = (struct rinst){ .ctx = ctx, .j = j, .in = in, .ret = ret, .res = res };
+	ret->method = "packages";
+	ret->image = !ctx->root->is_host;
+	if (ret->image && !realpath(ctx->opt.root, dir))
+		r = FAIL(s, negative_errno(), "Failed to resolve the root '%s'", ctx->opt.root);
+	else
+		r = 0;
+	if (ret->image)
+		s->chroot_dir = dir;
+	if (r >= 0)
+		r = os_release(s);
+	if (r >= 0)
+		r = find_kernels(s);
+	if (r >= 0)
+		r = build_list(s);
+	if (r >= 0)
+		r = query_before(s);
+	if (r >= 0)
+		r = rpm_apply(s);
+	return r;
+}
