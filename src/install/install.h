@@ -28,7 +28,8 @@ struct gb_journal;
 
 enum gb_install_method {
 	GB_INSTALL_DISTRO = 1, /* the distribution's own driver packages */
-	GB_INSTALL_PACKAGES, /* NVIDIA's apt repository (apt-repo.c), key pinned by fingerprint */
+	GB_INSTALL_PACKAGES, /* NVIDIA's repository, key pinned by fingerprint: apt (apt-repo.c), dnf or zypper
+	                      * (install-rpm.c) by the root's os-release */
 };
 
 /* An apt repository of NVIDIA's (flat: "Suites: /"). */

@@ -299,6 +299,11 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	return code;
 }
 
+static bool rpm_family(const struct run *r)
+{
+	return streq(r->plan.in.pkgmgr, "dnf") || streq(r->plan.in.pkgmgr, "yum") || streq(r->plan.in.pkgmgr, "zypper");
+}
+
 static bool toolkit_installs(const struct run *r)
 {
 	return r->plan.toolkit.action && r->plan.toolkit.version &&
@@ -314,7 +319,7 @@ static const char *not_implemented(const struct run *r)
 {
 	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
 	/* The distro install adds the headers of every kernel it builds for. */
-	bool apt = streq(r->plan.in.pkgmgr, "apt");
+	bool apt = streq(r->plan.in.pkgmgr, "apt"), rpm = rpm_family(r);
 #ifdef GB_TEST_HOOKS
 	/* Tests of the journal, the lock and the CLI need a run that stops at
 	 * prepare, before any change, whatever the fixture's plan. */
@@ -323,10 +328,10 @@ static const char *not_implemented(const struct run *r)
 #endif
 	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none") &&
 	    !(streq(r->plan.kernel.action, "install-headers") &&
-	      (streq(r->plan.driver.method, "distro") || (apt && streq(r->plan.driver.method, "packages")))))
+	      (streq(r->plan.driver.method, "distro") || ((apt || rpm) && streq(r->plan.driver.method, "packages")))))
 		return "installing kernel headers or an HWE kernel";
-	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages") && !apt)
-		return "the packages method with dnf or zypper (NVIDIA's rpm repositories)";
+	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages") && !apt && !rpm)
+		return "the packages method with this package manager";
 	if (toolkit_installs(r) && !apt)
 		return "installing the Container Toolkit with dnf or zypper";
 	return NULL;
@@ -601,7 +606,9 @@ static int install_distro(struct run *r, char *err, size_t errsz, json_object **
 		         r->plan.driver.repo_arch);
 		/* NVIDIA signs debian13 with another key (8793F200), not pinned
 		 * here: that repository is refused before anything is changed. */
-		repo.key_pin = streq(r->plan.driver.repo, "debian13") ? "cuda-deb-8793f200" : "cuda-deb";
+		repo.key_pin = rpm_family(r)                            ? "cuda-rpm"
+		               : streq(r->plan.driver.repo, "debian13") ? "cuda-deb-8793f200"
+		                                                        : "cuda-deb";
 		pin = gb_repo_key_find(repo.key_pin);
 		snprintf(key, sizeof(key), "%s%s", uri, pin ? pin->file : "8793F200.pub");
 		repo.ca_file = ca_file(r);
