@@ -496,8 +496,13 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 	if (!runfile && !cuda_installs(r)) {
 		if (nothing_to_change(r) || !driver_installs(r))
 			return stage_skip_if_kept(r, st);
-		gb_stage_end(r->ctx, st, "skipped", 0, "the %s method installs from %s %s's archive",
-		             r->plan.driver.method, r->plan.in.os_id, r->plan.in.os_version);
+		if (streq(r->plan.driver.method, "packages"))
+			gb_stage_end(r->ctx, st, "skipped", 0,
+			             "the packages method installs from NVIDIA's repository (%s/%s), through %s",
+			             r->plan.driver.repo, r->plan.driver.repo_arch, r->plan.in.pkgmgr);
+		else
+			gb_stage_end(r->ctx, st, "skipped", 0, "the %s method installs from %s %s's archive",
+			             r->plan.driver.method, r->plan.in.os_id, r->plan.in.os_version);
 		return 0;
 	}
 	memset(&j, 0, sizeof(j));
