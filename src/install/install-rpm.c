@@ -9,6 +9,10 @@
  * pinned before anything is installed; then the driver's packages are
  * locked at what was installed (dnf versionlock, zypper addlock) so an
  * automatic upgrade cannot split the userspace from the kernel module.
+ * The Container Toolkit (in->userspace_only) takes the same path without
+ * the kernel: no development packages, no module stream, no blacklist, no
+ * module check; its repository signs its metadata, not each package
+ * (GB_REPO_SIGNS_METADATA), and only its own packages are locked.
  * What it does, file by file and command by command, and how to undo it:
  * docs/install.md, "The packages method on dnf and zypper". */
 #include <errno.h>
@@ -245,6 +249,8 @@ static int add_module(struct rinst *s, const struct gb_install_pkg *p)
 	gb_strscpy(stream, sizeof(stream), colon + 1);
 	if (!gb_rpm_name_valid(name) || !gb_rpm_name_valid(stream))
 		return FAIL(s, -EINVAL, "'%s' is not a module stream (@MODULE:STREAM)", p->name);
+	if (s->in->userspace_only)
+		return FAIL(s, -EINVAL, "'%s' is a kernel module stream; this install is userspace only", p->name);
 	if (!streams)
 		return FAIL(s, -EINVAL,
 		            "%s %s has no module streams: the plan's %s is for RHEL 8/9 and Amazon Linux 2023; "
@@ -342,6 +348,12 @@ static int build_list(struct rinst *s)
 		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
 	for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
 		const struct gb_install_pkg *p = &s->in->packages[i];
+		/* the toolkit is installed at the plan's version or not at all */
+		if (s->in->userspace_only && p->hold && !p->version[0])
+			return FAIL(s, -EINVAL,
+			            "%s has no version: a userspace install is locked at the plan's exact version; "
+			            "give the version (the plan's toolkit.version)",
+			            p->name);
 		if (p->name[0] == '@')
 			r = add_module(s, p);
 		else if (gb_startswith(p->name, "versionlock:"))
@@ -351,7 +363,7 @@ static int build_list(struct rinst *s)
 	}
 	if (r >= 0 && is_dnf(s))
 		r = add_pkg(s, VERSIONLOCK_PLUGIN, "", false);
-	return r < 0 ? r : add_kernel_devel(s);
+	return r < 0 || s->in->userspace_only ? r : add_kernel_devel(s);
 }
 
 /* ---- what is installed, locked, enabled ---- */
@@ -570,19 +582,27 @@ static int satisfied(struct rinst *s, bool *ret)
 
 /* ---- the key and the repository ---- */
 
+/* line names uri ("…/x86_64" or "…/x86_64/", not "…/x86_64-old"). */
+static bool names_uri(const char *line, const char *uri)
+{
+	const char *u = strstr(line, uri);
+	return u && strchr("/ \t", u[strlen(uri)]);
+}
+
 /* Another repo file with the same baseurl (NVIDIA's cuda-rhel9.repo, added
- * with `dnf config-manager --add-repo`) would give the package manager two
+ * with `dnf config-manager --add-repo`; NVIDIA's nvidia-container-toolkit.repo,
+ * whose baseurl ends in $basearch) would give the package manager two
  * definitions of one repository, the other trusting a key by URL:
  * refused, naming it. */
 static int conflicting_repo(struct rinst *s, const char *dir)
 {
-	char **names = NULL, path[512], uri[520], line[1024];
-	size_t n = 0, nu;
+	char **names = NULL, path[512], uri[520], alt[540], line[1024];
+	size_t n = 0;
 	int res = 0;
 
 	gb_strscpy(uri, sizeof(uri), s->in->repo->uri);
 	uri[strlen(uri) - 1] = '\0'; /* "…/x86_64" and "…/x86_64/" both match */
-	nu = strlen(uri);
+	snprintf(alt, sizeof(alt), "%.*s/$basearch", (int)(strrchr(uri, '/') - uri), uri);
 	if (gb_root_list_dir(s->ctx->root, dir, &names, &n) < 0)
 		n = 0;
 	for (size_t i = 0; i < n && !res; i++) {
@@ -594,11 +614,10 @@ static int conflicting_repo(struct rinst *s, const char *dir)
 			continue;
 		for (const char *p = text; *p && !res;) {
 			size_t l = strcspn(p, "\n");
-			const char *u;
 			snprintf(line, sizeof(line), "%.*s", (int)(l < sizeof(line) ? l : sizeof(line) - 1), p);
 			p += l + (p[l] == '\n');
 			gb_strstrip(line);
-			if (!gb_startswith(line, "baseurl") || !(u = strstr(line, uri)) || !strchr("/ \t", u[nu]))
+			if (!gb_startswith(line, "baseurl") || !(names_uri(line, uri) || names_uri(line, alt)))
 				continue;
 			res = FAIL(s, -EEXIST,
 			           "The repository %s is already configured in /%s (NVIDIA's .repo file or by hand); "
@@ -664,6 +683,36 @@ static int key_file(struct rinst *s)
 	return 0;
 }
 
+/* The repo file. Each package signed (CUDA's): gpgcheck=1, as NVIDIA's
+ * cuda-<repo>.repo. Only repomd.xml signed (the Container Toolkit's; its
+ * packages are checked by their sums in that metadata): repo_gpgcheck=1
+ * and gpgcheck=0, as NVIDIA's nvidia-container-toolkit.repo; dnf reads
+ * the key for repomd.xml from gpgkey=, zypper from rpm's database. */
+static void repo_text(const struct rinst *s, char *text, size_t sz)
+{
+	const struct gb_apt_repo *repo = s->in->repo;
+	bool meta = repo->signing == GB_REPO_SIGNS_METADATA;
+	char head[256], check[64];
+
+	if (meta)
+		snprintf(head, sizeof(head),
+		         "# Written by gpuboot: %s, its metadata (repomd.xml) signed by the key pinned in gpuboot's "
+		         "catalog (%s).\n",
+		         repo->id, repo->key_pin);
+	else
+		snprintf(head, sizeof(head),
+		         "# Written by gpuboot: %s, signed by the key pinned in gpuboot's catalog (%s).\n", repo->id,
+		         repo->key_pin);
+	snprintf(check, sizeof(check), "%s", meta ? "gpgcheck=0\nrepo_gpgcheck=1\n" : "gpgcheck=1\n");
+	if (is_dnf(s))
+		snprintf(text, sz, "%s[%s]\nname=%s\nbaseurl=%s\nenabled=1\n%sgpgkey=file:///%s\n", head, s->alias,
+		         s->alias, repo->uri, check, s->keyfile);
+	else
+		snprintf(text, sz,
+		         "%s[%s]\nname=%s\nenabled=1\nautorefresh=1\nbaseurl=%s\ntype=rpm-md\n%sgpgkey=file:///%s\n",
+		         head, s->alias, s->alias, repo->uri, check, s->keyfile);
+}
+
 static int repo_setup(struct rinst *s)
 {
 	const struct gb_apt_repo *repo = s->in->repo;
@@ -671,7 +720,8 @@ static int repo_setup(struct rinst *s)
 	char text[1600], id[160];
 	int r;
 
-	if (!gb_apt_repo_id_valid(repo->id) || !gb_repo_uri_valid(repo->uri) || !repo->key_url || !repo->key_pin)
+	if (!gb_apt_repo_id_valid(repo->id) || !gb_repo_uri_valid(repo->uri) || !repo->key_url || !repo->key_pin ||
+	    (repo->signing != GB_REPO_SIGNS_PACKAGES && repo->signing != GB_REPO_SIGNS_METADATA))
 		return FAIL(s, -EINVAL, "The repository '%s' at '%s' is not usable (an https:// URI ending in '/')",
 		            repo->id ? repo->id : "", repo->uri ? repo->uri : "");
 	if (!gb_repo_key_find(repo->key_pin))
@@ -687,17 +737,7 @@ static int repo_setup(struct rinst *s)
 		r = key_file(s);
 	if (r < 0)
 		return r;
-	if (is_dnf(s))
-		snprintf(text, sizeof(text),
-		         "# Written by gpuboot: %s, signed by the key pinned in gpuboot's catalog (%s).\n"
-		         "[%s]\nname=%s\nbaseurl=%s\nenabled=1\ngpgcheck=1\ngpgkey=file:///%s\n",
-		         repo->id, repo->key_pin, s->alias, s->alias, repo->uri, s->keyfile);
-	else
-		snprintf(text, sizeof(text),
-		         "# Written by gpuboot: %s, signed by the key pinned in gpuboot's catalog (%s).\n"
-		         "[%s]\nname=%s\nenabled=1\nautorefresh=1\nbaseurl=%s\ntype=rpm-md\ngpgcheck=1\n"
-		         "gpgkey=file:///%s\n",
-		         repo->id, repo->key_pin, s->alias, s->alias, repo->uri, s->keyfile);
+	repo_text(s, text, sizeof(text));
 	r = gb_journal_write_file(s->j, STAGE, s->repofile, text, strlen(text), 0644);
 	if (r < 0)
 		return FAIL(s, r, "Failed to write /%s: %s", s->repofile, strerror(-r));
@@ -972,22 +1012,29 @@ static int install_pkgs(struct rinst *s)
 
 /* The commands, in order: the key into rpm's database, the module stream
  * (dnf) or a refresh of the repository (zypper), the resolution, the
- * blacklist, stale locks lifted, the install, the check, the locks. */
+ * blacklist, stale locks lifted, the install, the check, the locks. A
+ * repository that signs its metadata is fetched first on dnf with -y: dnf
+ * asks before it puts the key of gpgkey= into that repository's keyring
+ * (for repomd.xml), and the queries after it must not be asked. */
 static int rpm_install(struct rinst *s)
 {
-	char key[200], ms[160];
+	char key[200], ms[160], repo[120];
 	const char *import[] = { "rpm", "--import", key, NULL };
 	const char *module[] = { "dnf", "-y", "module", "enable", ms, NULL };
+	const char *makecache[] = { "dnf", "-y", "makecache", repo, NULL };
 	const char *refresh[] = { "zypper", "--non-interactive", "refresh", NULL };
 	bool versions_ok = true;
 	int r = 0;
 
 	snprintf(key, sizeof(key), "/%s", s->keyfile);
 	snprintf(ms, sizeof(ms), "%s:%s", s->module, s->stream);
+	snprintf(repo, sizeof(repo), "--repo=%s", s->alias);
 	if (!s->key_imported)
 		r = effect(s, "rpm-import", import, SHORT_TIMEOUT_MS);
 	if (r >= 0 && s->module[0] && !s->module_enabled)
 		r = effect(s, "dnf-module-enable", module, REFRESH_TIMEOUT_MS);
+	if (r >= 0 && is_dnf(s) && s->in->repo->signing == GB_REPO_SIGNS_METADATA)
+		r = effect(s, "dnf-makecache", makecache, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && !is_dnf(s))
 		r = effect(s, "zypper-refresh", refresh, REFRESH_TIMEOUT_MS);
 	/* every version in place (only a lock or the key missing): nothing to install */

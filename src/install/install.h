@@ -32,13 +32,22 @@ enum gb_install_method {
 	                      * (install-rpm.c) by the root's os-release */
 };
 
-/* An apt repository of NVIDIA's (flat: "Suites: /"). */
+/* What a repository's signing key signs, on dnf and zypper (apt checks
+ * InRelease whatever this says). */
+enum gb_repo_signing {
+	GB_REPO_SIGNS_PACKAGES = 0, /* each package (CUDA's): gpgcheck=1 */
+	GB_REPO_SIGNS_METADATA, /* repodata/repomd.xml only (the Container Toolkit's): repo_gpgcheck=1,
+	                         * gpgcheck=0; the packages are checked by their sums in that metadata */
+};
+
+/* An apt repository of NVIDIA's (flat: "Suites: /"), or its rpm counterpart. */
 struct gb_apt_repo {
 	const char *id; /* "cuda-debian12-x86_64": names its keyring and sources files */
 	const char *uri; /* "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" */
 	const char *key_url; /* its signing key (downloaded on this machine, checked, then written) */
 	const char *key_pin; /* the catalog's pin: "cuda-deb", "container-toolkit" (gb_repo_key_find) */
 	const char *ca_file; /* CA bundle for the key's download, or NULL */
+	enum gb_repo_signing signing; /* dnf and zypper: what the repo file has them check */
 };
 
 /* One package to install. version: an exact distribution version

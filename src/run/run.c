@@ -311,8 +311,9 @@ static bool toolkit_installs(const struct run *r)
 }
 
 /* What this version can change: nouveau (prepare), the distribution's own
- * packages (install, --method distro), NVIDIA's apt repositories (the
- * packages method and the Container Toolkit on apt), the modules (load).
+ * packages (install, --method distro), NVIDIA's repositories (the packages
+ * method and the Container Toolkit, on apt, dnf and zypper), the modules
+ * (load).
  * Anything else the plan needs ends the run before the first change, and
  * says so. */
 static const char *not_implemented(const struct run *r)
@@ -332,8 +333,8 @@ static const char *not_implemented(const struct run *r)
 		return "installing kernel headers or an HWE kernel";
 	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages") && !apt && !rpm)
 		return "the packages method with this package manager";
-	if (toolkit_installs(r) && !apt)
-		return "installing the Container Toolkit with dnf or zypper";
+	if (toolkit_installs(r) && !apt && !rpm)
+		return "installing the Container Toolkit with this package manager";
 	return NULL;
 }
 
@@ -709,8 +710,11 @@ static int install_cuda(struct run *r, char *err, size_t errsz, json_object **re
 	return k;
 }
 
-/* The Container Toolkit from NVIDIA's apt repository: its four packages
- * at one version, pinned and held, userspace only. */
+/* The Container Toolkit from NVIDIA's repository: its four packages at one
+ * version, pinned and held (apt) or locked (dnf versionlock, zypper
+ * addlock), userspace only. NVIDIA's rpm repository (one for every rpm
+ * distribution, stable/rpm/<arch>/) signs its repomd.xml, not each
+ * package. */
 static int install_toolkit(struct run *r, char *err, size_t errsz, json_object **ret_json)
 {
 	static const char *const names[] = { "nvidia-container-toolkit", "nvidia-container-toolkit-base",
@@ -718,12 +722,13 @@ static int install_toolkit(struct run *r, char *err, size_t errsz, json_object *
 	struct gb_install_pkg pkgs[ARRAY_SIZE(names)];
 	struct gb_install_result *res = calloc(1, sizeof(*res));
 	char uri[600], key[700], pin[256];
-	const char *deb_arch = streq(r->plan.in.arch, "aarch64") ? "arm64" : "amd64";
+	bool aarch64 = streq(r->plan.in.arch, "aarch64"), rpm = rpm_family(r);
 	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
 		                    .uri = uri,
 		                    .key_url = key,
 		                    .key_pin = "container-toolkit",
-		                    .ca_file = ca_file(r) };
+		                    .ca_file = ca_file(r),
+		                    .signing = rpm ? GB_REPO_SIGNS_METADATA : GB_REPO_SIGNS_PACKAGES };
 	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
 		                       .repo = &repo,
 		                       .packages = pkgs,
@@ -738,7 +743,8 @@ static int install_toolkit(struct run *r, char *err, size_t errsz, json_object *
 		return -ENOMEM;
 	repo_base(r, "libnvidia-container/", "https://nvidia.github.io/", uri, sizeof(uri) - 40);
 	snprintf(key, sizeof(key), "%sgpgkey", uri);
-	snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "stable/deb/%s/", deb_arch);
+	snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "stable/%s/%s/", rpm ? "rpm" : "deb",
+	         rpm ? (aarch64 ? "aarch64" : "x86_64") : (aarch64 ? "arm64" : "amd64"));
 	snprintf(pin, sizeof(pin), "%s %s %s %s", names[0], names[1], names[2], names[3]);
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		pkgs[i] = (struct gb_install_pkg){ .hold = true };

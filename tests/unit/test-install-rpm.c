@@ -7,7 +7,9 @@
  * key refused with nothing written, a missing version refused before any
  * install, another repo file for the same URL refused, the locks of rpm,
  * dnf and zypp waited for and named, a rerun with everything in place
- * that runs no command and changes nothing, every command chrooted; and
+ * that runs no command and changes nothing, every command chrooted; the
+ * Container Toolkit on RHEL 9 and SLES 15 (userspace only, its repository
+ * signing its metadata, its four packages and nothing else locked); and
  * the parsers of what rpm, dnf and zypper print, fed hostile input. */
 #include <errno.h>
 #include <fcntl.h>
@@ -888,6 +890,344 @@ static void test_key_forms(void)
 	free(asc);
 }
 
+/* ---- the Container Toolkit ---- */
+
+#define CTK_KEY "tests/data/nvidia-keys/gpgkey" /* NVIDIA's own, pinned as container-toolkit */
+#define CTK_KEYFILE "etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-nvidia-container-toolkit"
+#define CTK_DNF_REPO "etc/yum.repos.d/gpuboot-nvidia-container-toolkit.repo"
+#define CTK_ZYPP_REPO "etc/zypp/repos.d/gpuboot-nvidia-container-toolkit.repo"
+
+static const char *const ctk_names[] = { "nvidia-container-toolkit", "nvidia-container-toolkit-base",
+	                                 "libnvidia-container-tools", "libnvidia-container1", NULL };
+static char ctk_pubkey_line[64]; /* NVIDIA's toolkit key as `rpm -q gpg-pubkey` prints it */
+
+/* gb_install with in, on the root made last, the fake per spec. */
+static void run_in(struct run *x, const char *spec, const struct gb_install_input *in)
+{
+	char err[512], p[4400];
+	json_object *plan = json_object_new_object();
+
+	memset(x, 0, sizeof(*x));
+	snprintf(x->state, sizeof(x->state), "%s/state", base);
+	x->ctx.opt.root = rootdir;
+	x->ctx.opt.state_dir = x->state;
+	CHECK_INT(gb_ops_fake_new(spec, &x->ctx.ops), 0);
+	CHECK_INT(gb_root_open(rootdir, &x->ctx.root), 0);
+	json_object_object_add(plan, "test", json_object_new_string("install-rpm-toolkit"));
+	CHECK_INT(gb_journal_open(&x->ctx, plan, "run", &x->j, err, sizeof(err)), 0);
+	json_object_put(plan);
+	x->r = gb_install(&x->ctx, in, x->j, &x->res);
+	CHECK_INT(gb_journal_finish(x->j, x->r < 0 ? "failed" : "done", x->r < 0 ? 1 : 0), 0);
+	snprintf(p, sizeof(p), "%s/record", base);
+	x->record = slurp(p);
+	if (!x->record)
+		x->record = strdup("");
+}
+
+/* The input run.c's install_toolkit gives on an rpm root: NVIDIA's rpm
+ * repository for arch (its metadata signed), the key pin
+ * container-toolkit, the names at version, held, userspace only, no
+ * driver version. NVIDIA's key is served from a file. */
+static void run_toolkit(struct run *x, const char *spec, const char *arch, const char *const *names,
+                        const char *version)
+{
+	struct gb_install_pkg pkgs[6];
+	char uri[160], key_url[4400], abs[4200];
+	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
+		                    .uri = uri,
+		                    .key_url = key_url,
+		                    .key_pin = "container-toolkit",
+		                    .signing = GB_REPO_SIGNS_METADATA };
+	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
+		                       .packages = pkgs,
+		                       .repo = &repo,
+		                       .userspace_only = true,
+		                       .pin_name = "nvidia-container-toolkit",
+		                       .pin_version = version,
+		                       .lock_timeout_ms = 3000 };
+
+	for (size_t i = 0; names[i] && i < ARRAY_SIZE(pkgs); i++, in.n_packages++) {
+		pkgs[i] = (struct gb_install_pkg){ .hold = true };
+		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
+		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), version);
+	}
+	snprintf(uri, sizeof(uri), "https://nvidia.github.io/libnvidia-container/stable/rpm/%s/", arch);
+	CHECK(realpath(CTK_KEY, abs) != NULL);
+	snprintf(key_url, sizeof(key_url), "file://%s", abs);
+	run_in(x, spec, &in);
+}
+
+/* Nothing of the kernel's: no development package, no module stream, no
+ * blacklist, no kernel looked up or checked. */
+static void check_userspace_only(const struct run *x)
+{
+	CHECK(!strstr(x->record, "rpm -qf") && !strstr(x->record, "kernel-") && !strstr(x->record, "module enable"));
+	CHECK(!strstr(x->record, "--gpg-auto-import-keys"));
+	CHECK(!exists("etc/modprobe.d/gpuboot-blacklist-nouveau.conf"));
+	CHECK_INT(x->res.n_kernels, 0);
+}
+
+/* After the install: the four at 1.17.8-1, the driver's packages beside them. */
+static const char ctk_rhel_after[] = "nvidia-open\t3:595.84-1.el9\tnoarch\n"
+                                     "nvidia-driver\t3:595.84-1.el9\tx86_64\n"
+                                     "nvidia-container-toolkit\t0:1.17.8-1\tx86_64\n"
+                                     "nvidia-container-toolkit-base\t0:1.17.8-1\tx86_64\n"
+                                     "libnvidia-container-tools\t0:1.17.8-1\tx86_64\n"
+                                     "libnvidia-container1\t0:1.17.8-1\tx86_64\n"
+                                     "python3-dnf-plugin-versionlock\t0:4.3.0-13.el9\tnoarch\n";
+
+/* missing: the one of the four whose 1.17.8 the repository lacks, or NULL */
+static void ctk_rhel_spec(char *spec, size_t sz, bool installed, const char *missing)
+{
+	base_spec(spec, sz, &rhel9);
+	script(spec, sz, "rpm -q --qf", installed ? 0 : 5, "before",
+	       installed ? ctk_rhel_after
+	                 : "package nvidia-container-toolkit is not installed\n"
+	                   "package nvidia-container-toolkit-base is not installed\n"
+	                   "package libnvidia-container-tools is not installed\n"
+	                   "package libnvidia-container1 is not installed\n"
+	                   "package python3-dnf-plugin-versionlock is not installed\n");
+	script(spec, sz, "rpm -qa", 0, "after", ctk_rhel_after);
+	for (size_t i = 0; ctk_names[i]; i++) {
+		char prefix[160], name[64], out[400];
+		snprintf(prefix, sizeof(prefix), "dnf -q list --showduplicates %s-1.17.8", ctk_names[i]);
+		snprintf(name, sizeof(name), "list-ctk%zu", i);
+		snprintf(out, sizeof(out),
+		         "Available Packages\n%s.x86_64    1.17.8-1    gpuboot-nvidia-container-toolkit\n",
+		         ctk_names[i]);
+		if (missing && streq(missing, ctk_names[i]))
+			script(spec, sz, prefix, 1, name, "Error: No matching Packages to list\n");
+		else
+			script(spec, sz, prefix, 0, name, out);
+	}
+	script(
+	    spec, sz, "dnf -q list python3-dnf-plugin-versionlock", 0, "list-plugin",
+	    "Available Packages\npython3-dnf-plugin-versionlock.noarch  4.3.0-13.el9  rhel-9-for-x86_64-baseos-rpms\n");
+}
+
+/* RHEL 9 (a driver from NVIDIA's repository already there): the repo file
+ * with repo_gpgcheck, the key, the four at 1.17.8-1 and only they locked. */
+static void test_toolkit_dnf(void)
+{
+	char spec[8192];
+	struct run x;
+	const char *const want[] = {
+		"rpm --import /" CTK_KEYFILE,
+		"dnf -y makecache --repo=gpuboot-nvidia-container-toolkit",
+		"dnf -q list --showduplicates nvidia-container-toolkit-1.17.8",
+		"dnf -q list --showduplicates nvidia-container-toolkit-base-1.17.8",
+		"dnf -q list --showduplicates libnvidia-container-tools-1.17.8",
+		"dnf -q list --showduplicates libnvidia-container1-1.17.8",
+		"dnf -q list python3-dnf-plugin-versionlock",
+		"dnf -y install nvidia-container-toolkit-1.17.8-1 nvidia-container-toolkit-base-1.17.8-1 "
+		"libnvidia-container-tools-1.17.8-1 libnvidia-container1-1.17.8-1 "
+		"python3-dnf-plugin-versionlock-4.3.0-13.el9",
+		"dnf versionlock add nvidia-container-toolkit-0:1.17.8-1 nvidia-container-toolkit-base-0:1.17.8-1 "
+		"libnvidia-container-tools-0:1.17.8-1 libnvidia-container1-0:1.17.8-1",
+		NULL,
+	};
+
+	make_root(&rhel9);
+	put("root/etc/dnf/plugins/versionlock.list", "nvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n");
+	ctk_rhel_spec(spec, sizeof(spec), false, NULL);
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	check_sequence(x.record, want);
+	if (getenv("SHOW_RECORD"))
+		fputs(x.record, stderr);
+	/* the fake's versionlock wrote nothing; the check after reads the file */
+	CHECK_INT(x.r, -EIO);
+	CHECK(strstr(x.res.error, "nvidia-container-toolkit is not locked at 0:1.17.8-1") != NULL);
+	check_userspace_only(&x);
+	CHECK(!strstr(x.record, "versionlock delete")); /* the driver's locks stay */
+	CHECK(!strstr(x.record, "zypper"));
+	CHECK_INT(x.res.n_pkgs, 5);
+	CHECK_STREQ(x.res.pkgs[0].resolved, "1.17.8-1");
+	CHECK_STREQ(x.res.pkgs[0].suite, "gpuboot-nvidia-container-toolkit");
+	CHECK(x.res.sources_changed && x.res.packages_changed);
+	check_bytes(CTK_DNF_REPO, "tests/expected/install/gpuboot-nvidia-container-toolkit-dnf.repo");
+	check_bytes(CTK_KEYFILE, CTK_KEY);
+	check_cleaned(&x);
+	run_done(&x);
+}
+
+/* Everything in place (the four installed and locked, the key imported):
+ * the first run writes the key and the repo file and runs no package
+ * manager, the second has no effect at all. */
+static void test_toolkit_dnf_rerun(void)
+{
+	char spec[8192], p[4400];
+	struct run x;
+
+	make_root(&rhel9);
+	put("root/etc/dnf/plugins/versionlock.list",
+	    "nvidia-open-3:595.84-1.el9.*\nnvidia-container-toolkit-0:1.17.8-1.*\n"
+	    "nvidia-container-toolkit-base-0:1.17.8-1.*\nlibnvidia-container-tools-0:1.17.8-1.*\n"
+	    "libnvidia-container1-0:1.17.8-1.*\n");
+	ctk_rhel_spec(spec, sizeof(spec), true, NULL);
+	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", ctk_pubkey_line);
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, 0);
+	if (x.r)
+		fprintf(stderr, "error: %s\nrecord:\n%s", x.res.error, x.record);
+	CHECK(!strstr(x.record, " dnf ") && !strstr(x.record, "rpm --import"));
+	CHECK(x.res.sources_changed && !x.res.packages_changed);
+	run_done(&x);
+	snprintf(p, sizeof(p), "%s/record", base);
+	unlink(p);
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, 0);
+	CHECK_INT(x.j->n_effects, 0);
+	CHECK(!strstr(x.record, " dnf ") && !strstr(x.record, "rpm --import") && !strstr(x.record, "mount_bind"));
+	CHECK(!x.res.sources_changed && !x.res.packages_changed);
+	for (size_t i = 0; i < 4; i++) {
+		CHECK_STREQ(x.res.pkgs[i].after, "0:1.17.8-1");
+		CHECK(x.res.pkgs[i].held_after);
+	}
+	check_userspace_only(&x);
+	check_bytes(CTK_DNF_REPO, "tests/expected/install/gpuboot-nvidia-container-toolkit-dnf.repo");
+	run_done(&x);
+}
+
+/* The version the plan pinned is not in the repository for one of the
+ * four: refused before any install, naming it; no version at all,
+ * NVIDIA's own repo file for the same repository, or a module stream in a
+ * userspace install: refused before anything is written. */
+static void test_toolkit_refused(void)
+{
+	char spec[8192];
+	struct run x;
+	const char *const stream[] = { "nvidia-container-toolkit", "@nvidia-driver:595-open", NULL };
+
+	make_root(&rhel9);
+	ctk_rhel_spec(spec, sizeof(spec), false, "libnvidia-container1");
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, -ENOPKG);
+	CHECK(strstr(x.res.error, "libnvidia-container1 1.17.8 (no such package or version)") != NULL);
+	CHECK(strstr(x.res.error, "nothing was installed") != NULL);
+	CHECK(strstr(x.record, "dnf -q list --showduplicates libnvidia-container1-1.17.8") != NULL);
+	CHECK(!strstr(x.record, "dnf -y install") && !strstr(x.record, "dnf versionlock"));
+	check_userspace_only(&x);
+	check_cleaned(&x);
+	run_done(&x);
+
+	make_root(&rhel9);
+	ctk_rhel_spec(spec, sizeof(spec), false, NULL);
+	run_toolkit(&x, spec, "x86_64", ctk_names, "");
+	CHECK_INT(x.r, -EINVAL);
+	CHECK(strstr(x.res.error, "nvidia-container-toolkit has no version") != NULL);
+	CHECK_INT(x.j->n_effects, 0);
+	CHECK(!exists(CTK_DNF_REPO) && !exists("etc/pki/rpm-gpg"));
+	CHECK(!strstr(x.record, "run "));
+	run_done(&x);
+
+	/* NVIDIA's own repo file for the toolkit ($basearch in its baseurl): refused, named */
+	make_root(&rhel9);
+	put("root/etc/yum.repos.d/nvidia-container-toolkit.repo",
+	    "[nvidia-container-toolkit]\nname=nvidia-container-toolkit\n"
+	    "baseurl=https://nvidia.github.io/libnvidia-container/stable/rpm/$basearch\nrepo_gpgcheck=1\n"
+	    "gpgcheck=0\nenabled=1\ngpgkey=https://nvidia.github.io/libnvidia-container/gpgkey\n");
+	ctk_rhel_spec(spec, sizeof(spec), false, NULL);
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, -EEXIST);
+	CHECK(strstr(x.res.error, "/etc/yum.repos.d/nvidia-container-toolkit.repo") != NULL);
+	CHECK_INT(x.j->n_effects, 0);
+	CHECK(!exists(CTK_DNF_REPO) && !exists("etc/pki/rpm-gpg"));
+	run_done(&x);
+
+	make_root(&rhel9);
+	ctk_rhel_spec(spec, sizeof(spec), false, NULL);
+	run_toolkit(&x, spec, "x86_64", stream, "1.17.8");
+	CHECK_INT(x.r, -EINVAL);
+	CHECK(strstr(x.res.error, "userspace only") != NULL);
+	CHECK_INT(x.j->n_effects, 0);
+	CHECK(!exists(CTK_DNF_REPO));
+	run_done(&x);
+}
+
+static const char ctk_sles_after[] = "nvidia-open\t0:595.84-1\taarch64\n"
+                                     "nvidia-container-toolkit\t0:1.17.8-1\taarch64\n"
+                                     "nvidia-container-toolkit-base\t0:1.17.8-1\taarch64\n"
+                                     "libnvidia-container-tools\t0:1.17.8-1\taarch64\n"
+                                     "libnvidia-container1\t0:1.17.8-1\taarch64\n";
+
+static void ctk_sles_spec(char *spec, size_t sz, bool installed)
+{
+	base_spec(spec, sz, &sles15);
+	script(spec, sz, "rpm -q --qf", installed ? 0 : 4, "before",
+	       installed ? ctk_sles_after
+	                 : "package nvidia-container-toolkit is not installed\n"
+	                   "package nvidia-container-toolkit-base is not installed\n"
+	                   "package libnvidia-container-tools is not installed\n"
+	                   "package libnvidia-container1 is not installed\n");
+	script(spec, sz, "rpm -qa", 0, "after", ctk_sles_after);
+	script(spec, sz, "zypper --non-interactive --no-refresh install --dry-run", 0, "dry-run", "Nothing to do.\n");
+}
+
+/* SLES 15 on aarch64: the zypper repo file with repo_gpgcheck, refresh,
+ * the dry run and the install at NAME=1.17.8, addlock of the four and
+ * nothing else; then in place, twice: the second run has no effect. */
+static void test_toolkit_zypper(void)
+{
+	char spec[8192], p[4400];
+	struct run x;
+	const char *const want[] = {
+		"rpm --import /" CTK_KEYFILE,
+		"zypper --non-interactive refresh",
+		"zypper --non-interactive --no-refresh install --dry-run --auto-agree-with-licenses "
+		"nvidia-container-toolkit=1.17.8 nvidia-container-toolkit-base=1.17.8 libnvidia-container-tools=1.17.8 "
+		"libnvidia-container1=1.17.8",
+		"zypper --non-interactive install --auto-agree-with-licenses nvidia-container-toolkit=1.17.8 "
+		"nvidia-container-toolkit-base=1.17.8 libnvidia-container-tools=1.17.8 libnvidia-container1=1.17.8",
+		"zypper --non-interactive addlock nvidia-container-toolkit nvidia-container-toolkit-base "
+		"libnvidia-container-tools libnvidia-container1",
+		NULL,
+	};
+
+	make_root(&sles15);
+	ctk_sles_spec(spec, sizeof(spec), false);
+	run_toolkit(&x, spec, "aarch64", ctk_names, "1.17.8");
+	check_sequence(x.record, want);
+	CHECK_INT(x.r, -EIO); /* the fake's addlock locked nothing */
+	CHECK(strstr(x.res.error, "After zypper addlock, nvidia-container-toolkit is not locked") != NULL);
+	check_userspace_only(&x);
+	CHECK(!strstr(x.record, " dnf ") && !strstr(x.record, "removelock"));
+	CHECK_INT(x.res.n_pkgs, 4);
+	check_bytes(CTK_ZYPP_REPO, "tests/expected/install/gpuboot-nvidia-container-toolkit-zypper.repo");
+	check_bytes(CTK_KEYFILE, CTK_KEY);
+	check_cleaned(&x);
+	run_done(&x);
+
+	make_root(&sles15);
+	put("root/etc/zypp/locks", "type: package\nmatch_type: glob\ncase_sensitive: on\nsolvable_name: nvidia-open\n\n"
+	                           "type: package\nmatch_type: glob\ncase_sensitive: on\n"
+	                           "solvable_name: nvidia-container-toolkit\n\n"
+	                           "type: package\nmatch_type: glob\ncase_sensitive: on\n"
+	                           "solvable_name: nvidia-container-toolkit-base\n\n"
+	                           "type: package\nmatch_type: glob\ncase_sensitive: on\n"
+	                           "solvable_name: libnvidia-container-tools\n\n"
+	                           "type: package\nmatch_type: glob\ncase_sensitive: on\n"
+	                           "solvable_name: libnvidia-container1\n");
+	ctk_sles_spec(spec, sizeof(spec), true);
+	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", ctk_pubkey_line);
+	run_toolkit(&x, spec, "aarch64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, 0);
+	if (x.r)
+		fprintf(stderr, "error: %s\nrecord:\n%s", x.res.error, x.record);
+	CHECK(!strstr(x.record, "zypper") && !strstr(x.record, "rpm --import"));
+	run_done(&x);
+	snprintf(p, sizeof(p), "%s/record", base);
+	unlink(p);
+	run_toolkit(&x, spec, "aarch64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, 0);
+	CHECK_INT(x.j->n_effects, 0);
+	CHECK(!strstr(x.record, "zypper") && !strstr(x.record, "rpm --import") && !strstr(x.record, "mount_bind"));
+	for (size_t i = 0; i < 4; i++)
+		CHECK(x.res.pkgs[i].held_after);
+	check_userspace_only(&x);
+	check_bytes(CTK_ZYPP_REPO, "tests/expected/install/gpuboot-nvidia-container-toolkit-zypper.repo");
+	run_done(&x);
+}
+
 /* The test key as rpm names it once imported: gpg-pubkey-KEYID8-CREATED. */
 static void make_pubkey_line(void)
 {
@@ -900,6 +1240,22 @@ static void make_pubkey_line(void)
 	for (char *c = pubkey_line; *c; c++)
 		if (*c >= 'A' && *c <= 'F')
 			*c = (char)(*c - 'A' + 'a');
+	gb_pgp_key_free(&k);
+	free(asc);
+}
+
+static void make_ctk_pubkey_line(void)
+{
+	char *asc, err[256];
+	size_t len;
+	struct gb_pgp_key k;
+	CHECK_INT(gb_read_file(CTK_KEY, 65536, &asc, &len), 0);
+	CHECK_INT(gb_pgp_key_read(asc, len, &k, err, sizeof(err)), 0);
+	snprintf(ctk_pubkey_line, sizeof(ctk_pubkey_line), "%.8s-%08x\n", k.key_id + 8, (unsigned)k.created);
+	for (char *c = ctk_pubkey_line; *c; c++)
+		if (*c >= 'A' && *c <= 'F')
+			*c = (char)(*c - 'A' + 'a');
+	CHECK(gb_startswith(ctk_pubkey_line, "f796ecb0-"));
 	gb_pgp_key_free(&k);
 	free(asc);
 }
@@ -923,6 +1279,11 @@ int main(void)
 	test_lock_wait();
 	test_key_forms();
 	test_version_change();
+	make_ctk_pubkey_line();
+	test_toolkit_dnf();
+	test_toolkit_dnf_rerun();
+	test_toolkit_refused();
+	test_toolkit_zypper();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;
