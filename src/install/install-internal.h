@@ -10,6 +10,7 @@
 
 struct gb_ctx;
 struct gb_journal;
+struct gb_cmd_result;
 struct gb_pgp_key;
 
 #define GB_APT_SOURCES_MAX (256u * 1024u)
@@ -94,6 +95,31 @@ bool gb_repo_key_pinned(const char *pin_name, const char *fpr);
 bool gb_repo_key_file_ok(struct gb_ctx *ctx, const char *path, const char *pin);
 /* An https:// (or http://) URI ending in '/' with no quoting bytes. */
 bool gb_repo_uri_valid(const char *s);
+
+/* pkg-common.c: what both package engines share. */
+/* The kernels to build for: in->kernels (each a plain release name), or
+ * every lib/modules/<kver> with boot/vmlinuz-<kver>; none when
+ * in->userspace_only. -ENOENT when there is none, -EINVAL for a bad name. */
+int gb_install_kernels(struct gb_ctx *ctx, const struct gb_install_input *in, char (*out)[GB_INSTALL_KVER],
+                       size_t *n_out, char *err, size_t errsz);
+/* A read-only query (chrooted in an image): not an effect, not journaled.
+ * whole: its output is parsed, so it must all be there (-E2BIG). */
+int gb_install_query(struct gb_ctx *ctx, const char *chroot_dir, const char *const *argv, unsigned timeout_ms,
+                     bool whole, struct gb_cmd_result *res, char *err, size_t errsz);
+/* A journaled package-manager command after lock_wait; -EIO when it exits
+ * non-zero (its tail in the journal and in err). */
+struct gb_install_effect {
+	struct gb_ctx *ctx;
+	struct gb_journal *j;
+	const char *chroot_dir;
+	int (*lock_wait)(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t errsz);
+	unsigned lock_ms;
+	struct gb_cmd_result *res;
+};
+int gb_install_effect(const struct gb_install_effect *e, const char *id, const char *const *argv, unsigned timeout_ms,
+                      char *err, size_t errsz);
+/* etc/modprobe.d/gpuboot-blacklist-nouveau.conf, journaled. */
+int gb_install_write_blacklist(struct gb_journal *j, char *err, size_t errsz);
 
 /* install-distro.c: the distro method (Debian) and the packages method on
  * apt (NVIDIA's repository): one apt engine. */

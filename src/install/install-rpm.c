@@ -49,11 +49,6 @@
 #define ZYPP_LOCKS "etc/zypp/locks"
 #define VERSIONLOCK_PLUGIN "python3-dnf-plugin-versionlock"
 /* The same file, and the same words, as the apt engine's (install-distro.c). */
-#define BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
-#define BLACKLIST_TEXT                                                                    \
-	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
-	"blacklist nouveau\n"                                                             \
-	"options nouveau modeset=0\n"
 /* rpm turns the \t and \n of a query format into bytes itself. */
 #define QF "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"
 
@@ -223,13 +218,8 @@ static int add_pkg(struct rinst *s, const char *name, const char *version, bool 
  * (it is parsed), else only its tail is read. */
 static int query(struct rinst *s, const char *const *argv, bool whole)
 {
-	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = s->chroot_dir, .timeout_ms = QUERY_TIMEOUT_MS };
-	int r = s->ctx->ops->run_command(s->ctx->ops, &spec, s->res);
-	if (r < 0)
-		return FAIL(s, r, "Failed to run %s %s: %s", argv[0], argv[1], strerror(-r));
-	if (whole && s->res->output_len >= GB_CMD_CAPTURE_MAX - 1)
-		return FAIL(s, -E2BIG, "The output of %s %s is longer than gpuboot reads", argv[0], argv[1]);
-	return 0;
+	return gb_install_query(s->ctx, s->chroot_dir, argv, QUERY_TIMEOUT_MS, whole, s->res, s->ret->error,
+	                        sizeof(s->ret->error));
 }
 
 /* "@nvidia-driver:595-open": enable the stream (dnf, where there are
@@ -271,31 +261,7 @@ static int add_module(struct rinst *s, const struct gb_install_pkg *p)
 /* The kernels: as given, or every lib/modules/<kver> with boot/vmlinuz-<kver>. */
 static int find_kernels(struct rinst *s)
 {
-	char **names = NULL, path[GB_INSTALL_KVER + 32];
-	size_t n = 0;
-	int r;
-
-	if (s->in->userspace_only)
-		return 0;
-	for (size_t i = 0; s->in->kernels && i < s->in->n_kernels && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++)
-		if (gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, s->in->kernels[i]) < 0 ||
-		    strpbrk(s->in->kernels[i], "/ \n") || s->in->kernels[i][0] == '.')
-			return FAIL(s, -EINVAL, "'%s' is not a kernel release", s->in->kernels[i]);
-	if (!s->in->kernels) {
-		r = gb_root_list_dir(s->ctx->root, "lib/modules", &names, &n);
-		if (r < 0)
-			return FAIL(s, r, "Failed to list lib/modules in %s: %s", s->ctx->root->path, strerror(-r));
-		for (size_t i = 0; i < n && s->n_kernels < GB_INSTALL_MAX_KERNELS; i++) {
-			snprintf(path, sizeof(path), "boot/vmlinuz-%s", names[i]);
-			if (strlen(names[i]) < GB_INSTALL_KVER && gb_root_exists(s->ctx->root, path))
-				gb_strscpy(s->kernels[s->n_kernels++], GB_INSTALL_KVER, names[i]);
-		}
-		gb_strv_free(names);
-	}
-	if (s->n_kernels == 0)
-		return FAIL(s, -ENOENT, "No kernel in %s (lib/modules/<release> with boot/vmlinuz-<release>)",
-		            s->ctx->root->path);
-	return 0;
+	return gb_install_kernels(s->ctx, s->in, s->kernels, &s->n_kernels, s->ret->error, sizeof(s->ret->error));
 }
 
 /* The development package of each kernel, at the kernel package's own
@@ -753,31 +719,19 @@ static int repo_setup(struct rinst *s)
  * -EIO when it exits non-zero (its tail is in the journal and the error). */
 static int effect(struct rinst *s, const char *id, const char *const *argv, unsigned timeout_ms)
 {
-	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = s->chroot_dir, .timeout_ms = (int)timeout_ms };
-	int r = gb_rpm_lock_wait(s->ctx, s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
-	                         s->ret->error, sizeof(s->ret->error));
-	if (r < 0)
-		return r;
-	r = gb_journal_run(s->j, STAGE, id, &spec, s->res);
-	if (r == 1) /* done in the run this one resumes */
-		return 0;
-	if (r < 0) {
-		const char *tail =
-		    s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output;
-		char esc[700];
-		gb_log_escape(esc, sizeof(esc), tail);
-		return FAIL(s, r, "%s %s failed%s: %s", argv[0], argv[1], s->res->timed_out ? " (timed out)" : "", esc);
-	}
-	return 0;
+	const struct gb_install_effect e = { .ctx = s->ctx,
+		                             .j = s->j,
+		                             .chroot_dir = s->chroot_dir,
+		                             .lock_wait = gb_rpm_lock_wait,
+		                             .lock_ms =
+		                                 s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
+		                             .res = s->res };
+	return gb_install_effect(&e, id, argv, timeout_ms, s->ret->error, sizeof(s->ret->error));
 }
 
 static int write_blacklist(struct rinst *s)
 {
-	int r;
-	if (s->in->userspace_only)
-		return 0;
-	r = gb_journal_write_file(s->j, STAGE, BLACKLIST_PATH, BLACKLIST_TEXT, strlen(BLACKLIST_TEXT), 0644);
-	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", BLACKLIST_PATH, strerror(-r)) : 0;
+	return s->in->userspace_only ? 0 : gb_install_write_blacklist(s->j, s->ret->error, sizeof(s->ret->error));
 }
 
 static void add_missing(char *missing, size_t sz, size_t *o, const struct gb_install_pkg_result *p, const char *why)
