@@ -471,6 +471,11 @@ static int apt_install(struct inst *s)
 	return r;
 }
 
+static int apt_install_cb(void *s)
+{
+	return apt_install(s);
+}
+
 /* After apt: every package at its version and held as asked, a module for
  * every kernel. */
 static int check_after(struct inst *s)
@@ -510,8 +515,7 @@ static int sources(struct inst *s)
 
 static int distro_apply(struct inst *s)
 {
-	struct gb_chroot c;
-	int r, k;
+	int r;
 
 	r = sources(s);
 	if (r < 0)
@@ -530,23 +534,8 @@ static int distro_apply(struct inst *s)
 			r = write_uu_blacklist(s);
 		return r < 0 ? r : check_after(s);
 	}
-	if (!s->chroot_dir) {
-		r = apt_install(s);
-		return r < 0 ? r : check_after(s);
-	}
-	r = gb_chroot_enter(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
-	if (r < 0)
-		return r;
-	r = apt_install(s);
-	/* On every path: unmounted, policy-rc.d gone. A failure of the
-	 * install is the one reported; one of the cleanup only if it alone
-	 * failed. */
-	k = gb_chroot_leave(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
-	if (r < 0)
-		return r;
-	if (k < 0)
-		return k;
-	return check_after(s);
+	r = gb_install_in_root(s->ctx, s->j, s->chroot_dir, apt_install_cb, s, s->ret->error, sizeof(s->ret->error));
+	return r < 0 ? r : check_after(s);
 }
 
 int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,

@@ -118,6 +118,10 @@ struct gb_install_effect {
 };
 int gb_install_effect(const struct gb_install_effect *e, const char *id, const char *const *argv, unsigned timeout_ms,
                       char *err, size_t errsz);
+/* fn(arg) on the live machine, or inside gb_chroot_enter/leave for an
+ * image (chroot_dir set): left on every path; fn's error first. */
+int gb_install_in_root(struct gb_ctx *ctx, struct gb_journal *j, const char *chroot_dir, int (*fn)(void *), void *arg,
+                       char *err, size_t errsz);
 /* etc/modprobe.d/gpuboot-blacklist-nouveau.conf, journaled. */
 int gb_install_write_blacklist(struct gb_journal *j, char *err, size_t errsz);
 

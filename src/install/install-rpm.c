@@ -1011,6 +1011,11 @@ static int rpm_install(struct rinst *s)
 	return r < 0 ? r : add_locks(s);
 }
 
+static int rpm_install_cb(void *s)
+{
+	return rpm_install(s);
+}
+
 /* After: every package at its version (the resolved one, on dnf) and
  * locked as asked, a module for every kernel. */
 static int check_after(struct rinst *s)
@@ -1051,9 +1056,8 @@ static int check_after(struct rinst *s)
 
 static int rpm_apply(struct rinst *s)
 {
-	struct gb_chroot c;
 	bool done = false;
-	int r, k;
+	int r;
 
 	r = module_state(s); /* a refusal before anything is written */
 	if (r >= 0)
@@ -1070,22 +1074,8 @@ static int rpm_apply(struct rinst *s)
 		return r < 0 ? r : check_after(s);
 	}
 	s->family_read = false;
-	if (!s->chroot_dir) {
-		r = rpm_install(s);
-		return r < 0 ? r : check_after(s);
-	}
-	r = gb_chroot_enter(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
-	if (r < 0)
-		return r;
-	r = rpm_install(s);
-	/* On every path: unmounted. A failure of the install is the one
-	 * reported; one of the cleanup only if it alone failed. */
-	k = gb_chroot_leave(s->ctx, s->j, &c, s->ret->error, sizeof(s->ret->error));
-	if (r < 0)
-		return r;
-	if (k < 0)
-		return k;
-	return check_after(s);
+	r = gb_install_in_root(s->ctx, s->j, s->chroot_dir, rpm_install_cb, s, s->ret->error, sizeof(s->ret->error));
+	return r < 0 ? r : check_after(s);
 }
 
 int gb_install_rpm(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,

@@ -106,3 +106,21 @@ int gb_install_write_blacklist(struct gb_journal *j, char *err, size_t errsz)
 		snprintf(err, errsz, "Failed to write '%s': %s", BLACKLIST_PATH, strerror(-r));
 	return r < 0 ? r : 0;
 }
+
+int gb_install_in_root(struct gb_ctx *ctx, struct gb_journal *j, const char *chroot_dir, int (*fn)(void *), void *arg,
+                       char *err, size_t errsz)
+{
+	struct gb_chroot c;
+	int r, k;
+
+	if (!chroot_dir)
+		return fn(arg);
+	r = gb_chroot_enter(ctx, j, &c, err, errsz);
+	if (r < 0)
+		return r;
+	r = fn(arg);
+	/* On every path: unmounted, policy-rc.d gone. A failure of fn is the
+	 * one reported; one of the cleanup only if it alone failed. */
+	k = gb_chroot_leave(ctx, j, &c, err, errsz);
+	return r < 0 ? r : k;
+}
