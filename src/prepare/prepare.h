@@ -115,6 +115,26 @@ enum gb_initramfs_verdict gb_prepare_initramfs_verdict(struct gb_ctx *ctx, const
 /* The result for the status document. New object. */
 json_object *gb_prepare_result_to_json(const struct gb_prepare_result *r);
 
+/* ---- the kernel: Ubuntu's HWE metapackage (kernel.c) ---- */
+
+struct gb_prepare_kernel_result {
+	char package[96]; /* the metapackage the plan chose */
+	bool installed_now; /* apt installed it in this run (false: it was there) */
+	char next_kernel[GB_KVER_MAX]; /* the release GRUB boots next, "" when unknown */
+	char error[768];
+};
+
+/* Install package (the plan's kernel.package) with apt unless dpkg says it
+ * is installed: `apt-get update`, `apt-get install -y` (journaled as
+ * kernel:apt-get-update and kernel:apt-get-install, after the dpkg/apt
+ * locks; chrooted with /proc, /sys, /dev bound when image), then read the
+ * kernel GRUB boots next. 0, or a negative errno with ret->error: -EINVAL
+ * (not a package name), -EBUSY (a lock stayed held), -EIO (apt failed: its
+ * output tail is in the journal). */
+int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const char *package, bool image,
+                   struct gb_prepare_kernel_result *ret);
+json_object *gb_prepare_kernel_result_to_json(const struct gb_prepare_kernel_result *r);
+
 /* ---- reboot and resume ---- */
 
 #define GB_PREPARE_RESUME_UNIT "gpuboot-resume.service"

@@ -327,10 +327,11 @@ static const char *not_implemented(const struct run *r)
 	if (getenv("GPUBOOT_TEST_NOT_IMPLEMENTED"))
 		return getenv("GPUBOOT_TEST_NOT_IMPLEMENTED");
 #endif
-	if (r->plan.kernel.action && !streq(r->plan.kernel.action, "none") &&
-	    !(streq(r->plan.kernel.action, "install-headers") &&
-	      (streq(r->plan.driver.method, "distro") || ((apt || rpm) && streq(r->plan.driver.method, "packages")))))
-		return "installing kernel headers or an HWE kernel";
+	if (r->plan.kernel.action && streq(r->plan.kernel.action, "install-hwe") && !apt)
+		return "installing an HWE kernel without apt";
+	if (r->plan.kernel.action && streq(r->plan.kernel.action, "install-headers") &&
+	    !(streq(r->plan.driver.method, "distro") || ((apt || rpm) && streq(r->plan.driver.method, "packages"))))
+		return "installing kernel headers for this method";
 	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages") && !apt && !rpm)
 		return "the packages method with this package manager";
 	if (toolkit_installs(r) && !apt && !rpm)
@@ -364,6 +365,25 @@ static int need_reboot(struct run *r, struct gb_stage *st, const char *reason, c
 	if (r->ctx->opt.reboot && r->ctx->root->is_host && r->ctx->ops->systemctl(r->ctx->ops, "reboot", NULL) < 0)
 		gb_log_warning("systemctl reboot failed; reboot the machine to finish");
 	return GB_EXIT_REBOOT;
+}
+
+/* Ubuntu's HWE kernel the plan chose: installed now; the live machine
+ * reboots into it after prepare (the resume unit finishes the run), an
+ * image gets the modules built for it by the install stage. */
+static int prepare_hwe(struct run *r, bool image, char *cause, size_t causesz)
+{
+	struct gb_prepare_kernel_result *kr = calloc(1, sizeof(*kr));
+	int k;
+	if (!kr)
+		return -ENOMEM;
+	k = gb_prepare_hwe(r->ctx, r->journal, r->plan.kernel.package, image, kr);
+	gb_json_add(r->st.prepare, "kernel", gb_prepare_kernel_result_to_json(kr));
+	if (k < 0)
+		gb_strscpy(cause, causesz, kr->error);
+	else if (kr->next_kernel[0])
+		gb_log_info("%s installed; GRUB boots %s next", kr->package, kr->next_kernel);
+	free(kr);
+	return k;
 }
 
 static int stage_prepare(struct run *r, struct gb_stage *st)
@@ -405,12 +425,16 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	k = gb_prepare_nouveau(r->ctx, r->journal, &in, pr);
 	json_object_put(r->st.prepare);
 	r->st.prepare = gb_prepare_result_to_json(pr);
+	/* The HWE kernel after the blacklist: its initramfs is made with it. */
+	if (k >= 0 && r->plan.kernel.action && streq(r->plan.kernel.action, "install-hwe") &&
+	    (k = prepare_hwe(r, in.image, pr->cause, sizeof(pr->cause))) < 0)
+		gb_stage_hint(st, "see prepare.kernel in the status document; the journal names the apt command");
 	if (k < 0) {
 		gb_stage_end(r->ctx, st, "failed", k, "%s", pr->cause[0] ? pr->cause : strerror(-k));
 		gb_stage_hint(st, "see the prepare entry of the status document; the journal lists what was done");
 		gb_log_error("prepare: %s", st->error);
 		code = GB_EXIT_FAILED;
-	} else if (pr->reboot_needed || r->plan.kernel.reboot_required) {
+	} else if (pr->reboot_needed || (r->plan.kernel.reboot_required && !in.image)) {
 		code = need_reboot(r, st, pr->reboot_needed ? pr->reboot_reason : "kernel",
 		                   pr->reboot_needed ? pr->cause : r->plan.kernel.reason);
 	} else {

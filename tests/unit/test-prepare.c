@@ -1011,6 +1011,84 @@ out:
 	world_close(&w);
 }
 
+/* Ubuntu's HWE metapackage: installed with apt (chrooted in an image),
+ * then the kernel GRUB boots next read; nothing run when it is there. */
+static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit, bool image,
+                   struct gb_prepare_kernel_result *kr, char **record)
+{
+	struct gb_ctx ctx = { 0 };
+	struct gb_journal *j = NULL;
+	const struct gb_ops *ops = NULL;
+	json_object *plan = json_tokener_parse("{\"kernel\": {\"action\": \"install-hwe\"}}");
+	char dir[4200], root[4300], spec[8192], p[4400], err[512];
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/%s", base, name);
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(p, sizeof(p), "mkdir -p %s && cp -a tests/prepare/debian12 %s", dir, root);
+	CHECK_INT(system(p), 0);
+	snprintf(p, sizeof(p), "%s/dpkg", dir);
+	write_text(p, dpkg_out);
+	snprintf(spec, sizeof(spec),
+	         "record=%s/record,clock:1000000000,command:dpkg-query:1:%s/dpkg,command:apt-get install:%s:%s/dpkg",
+	         dir, dir, apt_exit, dir);
+	CHECK_INT(gb_ops_fake_new(spec, &ops), 0);
+	ctx.ops = ops;
+	CHECK_INT(gb_root_open(root, &ctx.root), 0);
+	ctx.opt.root = root;
+	snprintf(p, sizeof(p), "%s/state", dir);
+	ctx.opt.state_dir = p;
+	CHECK_INT(gb_journal_open(&ctx, plan, "run", &j, err, sizeof(err)), 0);
+	r = gb_prepare_hwe(&ctx, j, "linux-generic-hwe-22.04", image, kr);
+	gb_journal_free(j);
+	snprintf(p, sizeof(p), "%s/record", dir);
+	*record = slurp(p, NULL);
+	if (!*record)
+		*record = strdup("");
+	gb_ops_fake_free(ops);
+	gb_root_free(ctx.root);
+	json_object_put(plan);
+	return r;
+}
+
+static void test_hwe(void)
+{
+	struct gb_prepare_kernel_result kr;
+	char *rec = NULL;
+
+	/* not installed, live: apt-get update and install, unchrooted; GRUB's next kernel read */
+	CHECK_INT(hwe_run("hwe-live", "", "0", false, &kr, &rec), 0);
+	CHECK(strstr(rec, "apt-get update -q\n") != NULL);
+	CHECK(strstr(rec, "apt-get install -y -q -o Dpkg::Options::=--force-confdef -o "
+	                  "Dpkg::Options::=--force-confold linux-generic-hwe-22.04\n") != NULL);
+	CHECK(strstr(rec, "mount_bind") == NULL);
+	CHECK(kr.installed_now);
+	CHECK_STREQ(kr.next_kernel, "6.1.0-18-amd64");
+	free(rec);
+	/* an image: the same, chrooted, and unmounted after */
+	CHECK_INT(hwe_run("hwe-image", "", "0", true, &kr, &rec), 0);
+	CHECK(strstr(rec, "mount_bind /proc ") != NULL && strstr(rec, "umount ") != NULL);
+	CHECK(strstr(rec, "apt-get install") > strstr(rec, "mount_bind /proc "));
+	free(rec);
+	/* already installed: nothing runs */
+	CHECK_INT(hwe_run("hwe-there", "linux-generic-hwe-22.04\t6.8.0.49.52~22.04.1\tinstall ok installed\n", "0",
+	                  false, &kr, &rec),
+	          0);
+	CHECK(strstr(rec, "apt-get") == NULL);
+	CHECK(!kr.installed_now);
+	free(rec);
+	/* apt fails: -EIO, named; nothing left mounted */
+	CHECK_INT(hwe_run("hwe-fails", "", "100", true, &kr, &rec), -EIO);
+	CHECK(strstr(kr.error, "apt-get install failed") != NULL);
+	CHECK(strstr(rec, "umount ") != NULL);
+	free(rec);
+	/* a name that is not a package: refused, nothing run */
+	{
+		struct gb_ctx ctx = { 0 };
+		CHECK_INT(gb_prepare_hwe(&ctx, NULL, "linux-generic; reboot", false, &kr), -EINVAL);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(base)) {
@@ -1030,6 +1108,7 @@ int main(void)
 	test_initramfs_rebuild();
 	test_reboot_rule();
 	test_resume_unit();
+	test_hwe();
 	if (!unit_failures) {
 		char cmd[256];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
