@@ -204,6 +204,14 @@ soak-powerloss:
 	sh tests/integration/t-powerloss.sh
 	sh tests/integration/t-fulldisk.sh
 
+# soak-powercut: real power cuts (QEMU killed) under gpuboot's durable writes,
+# POWERCUT_CYCLES boots of one guest disk (vm-tests/powercut.sh; ~1 min a
+# cycle under TCG). Skipped (exit 77) where QEMU or the guest image is missing.
+POWERCUT_CYCLES ?= 12
+soak-powercut:
+	$(MAKE) build/gpuboot
+	vm-tests/powercut.sh $(POWERCUT_CYCLES); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+
 # soak-fuzz: every fuzzer for FUZZ_RUNS executions or FUZZ_SECONDS each,
 # FUZZ_JOBS at once; new inputs go to build/fuzz/new/<target>, then only
 # those that add coverage are merged into tests/fuzz/corpus/<target>.
@@ -219,7 +227,7 @@ soak-alloc: $(ASAN)/gpuboot fake-nvidia $(ALLOC_SHIM)
 	tests/alloc/torture.sh verify 1
 	tests/alloc/torture.sh journal 1
 
-soak: soak-kill soak-mirror soak-powerloss soak-fuzz soak-alloc
+soak: soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc
 
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
@@ -244,7 +252,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test soak soak-kill soak-mirror soak-powerloss soak-fuzz soak-alloc
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "fileio.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "macro.h"
 #include "root.h"
 #include "util.h"
@@ -44,10 +48,68 @@ int gb_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	return gb_root_read_file(base, path, max, ret, ret_len);
 }
 
-/* Create a temp file beside path; on success *ret_fd and tmp (the name) are set. */
+/* This boot's tag in temp names: the first 8 hex digits of the kernel's
+ * boot id (the running kernel's, whatever --root is); "" when unknown. */
+static void boot_tag(char tag[9])
+{
+	char id[40] = "";
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, id, sizeof(id) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	tag[0] = '\0';
+	if (n >= 8 && strspn(id, "0123456789abcdef") >= 8) {
+		memcpy(tag, id, 8);
+		tag[8] = '\0';
+	}
+}
+
+/* Whether name is a temp file of an earlier boot: ".<file>.<tag>.XXXXXX",
+ * the tag 8 hex digits that are not this boot's. Its writer cannot be
+ * running: a power cut (or a crash) stopped it between the temp file and
+ * the rename. */
+static bool stale_temp(const char *name, const char *tag)
+{
+	size_t n = strlen(name);
+	const char *t;
+
+	if (name[0] != '.' || n < 2 + 1 + 8 + 1 + 6)
+		return false;
+	t = name + n - 6 - 1 - 8;
+	if (t[-1] != '.' || t[8] != '.')
+		return false;
+	if (strspn(t, "0123456789abcdef") < 8 || strneq(t, tag, 8))
+		return false;
+	for (size_t i = 9; i < 15; i++)
+		if (!isalnum((unsigned char)t[i]))
+			return false;
+	return true;
+}
+
+/* Remove what a power cut left of earlier writes into dir: temp files of
+ * earlier boots, of any file (one written once, like mirror-version, may
+ * never be written again). A temp file of this boot may be another
+ * process's write in flight (`gpuboot verify` beside a run): kept. */
+static void remove_stale_temps(const char *dir, const char *tag)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (stale_temp(e->d_name, tag) && unlinkat(dirfd(d), e->d_name, 0) == 0)
+			gb_log_debug("removed '%s/%s', the temp file of a write a power cut stopped", dir, e->d_name);
+	closedir(d);
+}
+
+/* Create a temp file beside path, named with this boot's tag; on success
+ * *ret_fd and tmp (the name) are set. */
 static int temp_beside(const char *path, char *tmp, size_t tmpsz, char *dir, size_t dirsz, int *ret_fd)
 {
 	const char *slash = strrchr(path, '/');
+	char tag[9];
 	int r;
 
 	if (!slash || (size_t)(slash - path) >= dirsz)
@@ -59,7 +121,12 @@ static int temp_beside(const char *path, char *tmp, size_t tmpsz, char *dir, siz
 	r = gb_mkdir_p(dir, 0755);
 	if (r < 0)
 		return r;
-	snprintf(tmp, tmpsz, "%s/.%s.XXXXXX", dir, slash + 1);
+	boot_tag(tag);
+	if (tag[0]) {
+		remove_stale_temps(dir, tag);
+		snprintf(tmp, tmpsz, "%s/.%s.%s.XXXXXX", dir, slash + 1, tag);
+	} else
+		snprintf(tmp, tmpsz, "%s/.%s.XXXXXX", dir, slash + 1);
 	*ret_fd = mkostemp(tmp, O_CLOEXEC);
 	return *ret_fd < 0 ? negative_errno() : 0;
 }

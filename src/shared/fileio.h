@@ -7,7 +7,10 @@
  * one, fsync the directory; on failure the temp file is removed and the old
  * file is untouched. Creates the directory (0755) if missing. A failure to
  * sync the directory after the rename is returned (the new file is in
- * place but may not survive a power cut). */
+ * place but may not survive a power cut). The temp file is
+ * ".<name>.<boot tag>.XXXXXX" (the tag: the boot id's first 8 hex digits);
+ * those of earlier boots in the directory, which a power cut left, are
+ * removed first. */
 int gb_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
 
 /* Bytes free to an unprivileged writer on the filesystem holding path (a
