@@ -79,29 +79,7 @@ nv_driver_repo "$srv/compute/cuda/repos/$REPO/$RARCH" "$DV" 999.1.2 "$PKGS" "$kv
 	"head -c ${BUILD_MIB}M /dev/zero | sha256sum >/dev/null"
 nv_sign_setup
 nv_sign_repo "$srv/compute/cuda/repos/$REPO/$RARCH"
-python3 - "$work/plan.json" "$srv" "$CUDA_MIB" <<'PY'
-import hashlib, io, json, os, sys, tarfile
-plan, w, mib = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
-cuda, comps = plan["cuda"]["version"], plan["cuda"]["components"]
-doc = {"release_date": "2025-08-04", "release_label": cuda, "release_product": "cuda"}
-each = mib * 1024 * 1024 // len(comps)
-for comp in comps:
-    name, version = comp.split()
-    rel = f"{name}/linux-x86_64/{name}-linux-x86_64-{version}-archive.tar.xz"
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:xz", preset=0) as t:
-        data = os.urandom(each)
-        i = tarfile.TarInfo(f"{name}-linux-x86_64-{version}-archive/lib/lib{name}.so.1"); i.size = len(data)
-        t.addfile(i, io.BytesIO(data))
-    blob = buf.getvalue()
-    p = os.path.join(w, "compute/cuda/redist", rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    open(p, "wb").write(blob)
-    doc[name] = {"name": name, "license": "CUDA Toolkit", "version": version,
-                 "linux-x86_64": {"relative_path": rel, "sha256": hashlib.sha256(blob).hexdigest(),
-                                  "md5": hashlib.md5(blob).hexdigest(), "size": str(len(blob))}}
-open(os.path.join(w, "compute/cuda/redist", f"redistrib_{cuda}.json"), "w").write(json.dumps(doc, indent=4))
-PY
+tests/make-cuda-redist.py "$work/plan.json" "$srv" "$CUDA_MIB"
 MAN=$(ls "$srv"/compute/cuda/redist/redistrib_*.json)
 export GPUBOOT_TEST_CUDA_MANIFEST_PIN="$(sha256sum "$MAN" | cut -d' ' -f1):$(stat -c %s "$MAN")"
 

@@ -11,31 +11,11 @@ W=$TMP/www
 mkdir -p "$W"
 # shellcheck disable=SC2086
 "$GB" --root "$FIX/nogpu-debian12" plan $ARGS --json >"$TMP/plan.json"
-python3 - "$TMP/plan.json" "$W" <<'PY'
-import hashlib, io, json, os, sys, tarfile
-plan, w = json.load(open(sys.argv[1])), sys.argv[2]
-url = plan["driver"]["runfile_url"]
-open(os.path.join(w, "runfile.path"), "w").write(url.split("/", 3)[3])
-cuda = plan["cuda"]["version"]
-doc = {"release_date": "2025-08-04", "release_label": cuda, "release_product": "cuda"}
-for comp in plan["cuda"]["components"]:
-    name, version = comp.split()
-    rel = f"{name}/linux-x86_64/{name}-linux-x86_64-{version}-archive.tar.xz"
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:xz") as t:
-        data = (name * 2000).encode()
-        i = tarfile.TarInfo(f"{name}-linux-x86_64-{version}-archive/lib/lib{name}.so.1"); i.size = len(data)
-        t.addfile(i, io.BytesIO(data))
-    blob = buf.getvalue()
-    p = os.path.join(w, "compute/cuda/redist", rel)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    open(p, "wb").write(blob)
-    doc[name] = {"name": name, "license": "CUDA Toolkit", "version": version,
-                 "linux-x86_64": {"relative_path": rel, "sha256": hashlib.sha256(blob).hexdigest(),
-                                  "md5": hashlib.md5(blob).hexdigest(), "size": str(len(blob))}}
-m = os.path.join(w, "compute/cuda/redist", f"redistrib_{cuda}.json")
-open(m, "w").write(json.dumps(doc, indent=4))
-PY
+python3 -c "
+import json, sys
+url = json.load(open(sys.argv[1]))['driver']['runfile_url']
+open(sys.argv[2] + '/runfile.path', 'w').write(url.split('/', 3)[3])" "$TMP/plan.json" "$W"
+tests/make-cuda-redist.py "$TMP/plan.json" "$W"
 RP=$(cat "$W/runfile.path")
 VER=$(basename "$(dirname "$RP")")
 tests/make-runfile "$W/$RP" "$VER"
