@@ -221,9 +221,10 @@ FUZZ_JOBS    ?= $(shell nproc)
 soak-fuzz: $(FUZZ_BINS)
 	scripts/soak-fuzz.sh $(FUZZ_RUNS) $(FUZZ_SECONDS) $(FUZZ_JOBS)
 
-# soak-alloc: every N, for plan, verify and the journal
+# soak-alloc: every N, for plan, verify, the journal and the libraries' initialisation
 soak-alloc: $(ASAN)/gpuboot fake-nvidia $(ALLOC_SHIM)
 	tests/alloc/torture.sh plan 1
+	tests/alloc/torture.sh tls 1
 	tests/alloc/torture.sh verify 1
 	tests/alloc/torture.sh journal 1
 

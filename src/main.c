@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "context.h"
 #include "exit-codes.h"
+#include "fetch/fetch.h"
 #include "repair/repair.h"
 #include "shared/json-util.h"
 #include "shared/log.h"
@@ -369,6 +370,31 @@ static int setup_ops(struct gb_ctx *ctx)
 	return 0;
 }
 
+/* OpenSSL, and libcurl for the commands that use them, initialised before
+ * the command runs and before any thread, where a failure ends the program
+ * cleanly; lazily, OpenSSL would ignore some of its allocation failures and
+ * crash on others in the middle of a run. */
+static int init_libraries(const struct gb_cmd *cmd)
+{
+	const char *missing = "?";
+	int r = gb_tls_init(cmd->uses_tls, &missing);
+
+	if (r == -ENOPKG) {
+		gb_log_error("OpenSSL has no %s: gpuboot needs it (a build of OpenSSL without it?)", missing);
+		return r;
+	}
+	if (r == 0 && cmd->uses_tls && gb_fetch_global_init() < 0) {
+		gb_log_error("libcurl failed to initialise (out of memory?)");
+		return -EIO;
+	}
+	/* again: libcurl initialises more of OpenSSL, and ignores its result */
+	if (r < 0 || gb_tls_alloc_failures() > 0) {
+		gb_log_error("OpenSSL failed to initialise (out of memory?)");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char **argv)
 {
 	int r;
@@ -376,6 +402,11 @@ static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char
 		return GB_EXIT_USAGE;
 	r = gb_root_open(ctx->opt.root, &ctx->root);
 	if (r < 0) {
+		gb_ops_fake_free(ctx->ops);
+		if (r == -ENOMEM) {
+			gb_log_error_errno(r, "Failed to open root '%s': %m", ctx->opt.root);
+			return GB_EXIT_FAILED;
+		}
 		gb_log_error_errno(r, "Failed to open root '%s': %m; --root needs a directory", ctx->opt.root);
 		return GB_EXIT_USAGE;
 	}
@@ -389,10 +420,25 @@ static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char
 		r = GB_EXIT_USAGE;
 	else
 		r = cmd->fn(ctx, argc, argv);
+#ifdef GB_TEST_HOOKS
+	/* A command that uses OpenSSL initialises it first (uses_tls, or
+	 * gb_tls_init before the use), or OpenSSL would do it lazily, in the
+	 * middle of the command, where its failures go unseen. */
+	if (gb_tls_used_uninitialised()) {
+		gb_log_error("internal error: '%s' used OpenSSL without gb_tls_init(full) first", cmd->name);
+		r = GB_EXIT_FAILED;
+	}
+#endif
 	/* The backstop: a command that lost a part of a JSON document to memory
 	 * (and wrote none, gb_json_text) has not succeeded. */
 	if (r == GB_EXIT_OK && gb_json_oom()) {
 		gb_log_error("Failed to build a JSON document: out of memory");
+		r = GB_EXIT_FAILED;
+	}
+	/* And one that decided from a read under the root lost to memory (an
+	 * "absent" that may not be): gb_root_lexists and its kind answer no. */
+	if (r == GB_EXIT_OK && ctx->root->oom) {
+		gb_log_error("Failed to read under '%s': out of memory", ctx->opt.root);
 		r = GB_EXIT_FAILED;
 	}
 	gb_root_free(ctx->root);
@@ -431,9 +477,7 @@ int main(int argc, char **argv)
 	cmd = select_command(&ctx.opt, &rest_argc, &rest);
 	if (!cmd || check_applies(cmd, given, n_given) < 0 || check_state_dir(cmd, &ctx.opt) < 0)
 		return GB_EXIT_USAGE;
-	if (gb_tls_init() < 0) {
-		gb_log_error("Failed to initialise OpenSSL");
+	if (init_libraries(cmd) < 0)
 		return GB_EXIT_FAILED;
-	}
 	return dispatch(&ctx, cmd, rest_argc, rest);
 }

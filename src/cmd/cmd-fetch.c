@@ -171,6 +171,7 @@ const struct gb_cmd gb_cmd_fetch = {
 	.help = "download and verify into the cache only (--dry-run lists what it would fetch)",
 	.writes_state = 1,
 	.reads_root = 1,
+	.uses_tls = 1,
 };
 
 const struct gb_cmd gb_cmd_mirror = {
@@ -180,4 +181,5 @@ const struct gb_cmd gb_cmd_mirror = {
 	.help = "build an offline mirror for a profile (mirror DIR --sign-key KEY)",
 	.writes_state = 1,
 	.reads_root = 1,
+	.uses_tls = 1,
 };

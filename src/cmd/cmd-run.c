@@ -17,6 +17,7 @@ const struct gb_cmd gb_cmd_run = {
 	.help = "the whole pipeline (what cloud-init runs)",
 	.writes_state = 1,
 	.reads_root = 1,
+	.uses_tls = 1,
 };
 
 const struct gb_cmd gb_cmd_repair = {
@@ -26,4 +27,5 @@ const struct gb_cmd gb_cmd_repair = {
 	.help = "after a kernel upgrade: make the modules match the kernel, reload, verify (= --repair)",
 	.writes_state = 1,
 	.reads_root = 1,
+	.uses_tls = 1,
 };

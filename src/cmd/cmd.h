@@ -27,6 +27,7 @@ struct gb_cmd {
 	const char *help;
 	unsigned writes_state : 1; /* needs a writable state directory (root, or --state-dir) */
 	unsigned reads_root : 1; /* reads the machine under --root */
+	unsigned uses_tls : 1; /* hashes, signs or downloads: OpenSSL and libcurl initialised and checked first */
 };
 
 extern const struct gb_cmd gb_cmd_run, gb_cmd_repair, gb_cmd_detect, gb_cmd_plan, gb_cmd_fetch, gb_cmd_verify,

@@ -22,7 +22,8 @@ static bool release_valid(const char *r)
 	return true;
 }
 
-char *gb_kernel_flavour(const char *release)
+/* The flavour's text in release (or "default"), NULL when there is none. */
+static const char *flavour_of(const char *release)
 {
 	const char *p = release;
 	int dots = 0;
@@ -39,16 +40,26 @@ char *gb_kernel_flavour(const char *release)
 		while (isdigit((unsigned char)*q))
 			q++;
 		if (*q == '-' && isalpha((unsigned char)q[1]))
-			return strdup(q + 1);
+			return q + 1;
 	}
 	/* RPM kernels: X.Y.Z-REL.distro.arch[+variant] ("5.14.0-362.8.1.el9_3.x86_64+64k"). */
 	{
 		const char *plus = strrchr(release, '+');
 		if (strstr(release, ".el") || strstr(release, ".amzn") || strstr(release, ".fc") ||
 		    strstr(release, ".azl"))
-			return strdup(plus ? plus + 1 : "default");
+			return plus ? plus + 1 : "default";
 	}
 	return NULL;
+}
+
+int gb_kernel_flavour(const char *release, char **ret)
+{
+	const char *f = flavour_of(release);
+
+	*ret = NULL;
+	if (f && !(*ret = strdup(f)))
+		return -ENOMEM;
+	return 0;
 }
 
 static const struct {
@@ -281,12 +292,13 @@ int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f)
 	r = gb_root_read_attr(ctx->root, "proc/sys/kernel/osrelease", &rel);
 	if (r < 0 && ctx->root->is_host) {
 		struct utsname u;
-		if (ctx->ops->uname(ctx->ops, &u) >= 0)
-			rel = strdup(u.release);
+		if (ctx->ops->uname(ctx->ops, &u) >= 0 && !(rel = strdup(u.release)))
+			return -ENOMEM;
 	}
 	if (rel && release_valid(rel)) {
 		f->kernel.release = TAKE_PTR(rel);
-		f->kernel.flavour = gb_kernel_flavour(f->kernel.release);
+		if (gb_kernel_flavour(f->kernel.release, &f->kernel.flavour) < 0)
+			return -ENOMEM;
 	} else if (r != -ENOENT || ctx->root->is_host) {
 		gb_log_warning("Failed to read the kernel release from 'proc/sys/kernel/osrelease', ignoring");
 		f->warnings++;
@@ -295,8 +307,8 @@ int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f)
 	if (r < 0)
 		return r;
 	/* A disk image runs nothing: its flavour is the target kernel's. */
-	if (!f->kernel.release && f->kernel.target)
-		f->kernel.flavour = gb_kernel_flavour(f->kernel.target);
+	if (!f->kernel.release && f->kernel.target && gb_kernel_flavour(f->kernel.target, &f->kernel.flavour) < 0)
+		return -ENOMEM;
 
 	r = gb_root_read_file(ctx->root, "proc/cmdline", 64 * 1024, &cmdline, &len);
 	if (r >= 0) {

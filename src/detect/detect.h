@@ -197,9 +197,10 @@ const char *gb_kv_get(const struct gb_kv *kv, size_t n, const char *key);
 /* "32.0 GT/s PCIe" -> 5; -1 when not a known rate. */
 int gb_pci_speed_to_gen(const char *speed);
 
-/* Kernel release -> flavour ("6.8.0-1015-aws" -> "aws"); NULL when the
- * release has no recognisable flavour. */
-char *gb_kernel_flavour(const char *release);
+/* Kernel release -> flavour ("6.8.0-1015-aws" -> "aws"), a copy the caller
+ * frees, into *ret: NULL when the release has no recognisable flavour.
+ * 0, or -ENOMEM. */
+int gb_kernel_flavour(const char *release, char **ret);
 
 /* "none [integrity] confidentiality" -> "integrity" (the bracketed word). */
 int gb_lockdown_parse(const char *text, char **ret_mode);

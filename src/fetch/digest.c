@@ -12,6 +12,8 @@
 int gb_sha256_init(struct gb_sha256 *h)
 {
 	EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+	h->md = NULL; /* gb_sha256_done is safe after a failed init */
 	if (!c)
 		return -ENOMEM;
 	if (EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {

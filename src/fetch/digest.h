@@ -9,6 +9,7 @@ struct gb_sha256 {
 	void *md; /* EVP_MD_CTX */
 };
 
+/* 0, or -ENOMEM / -EIO; gb_sha256_done is safe after either (h->md NULL). */
 int gb_sha256_init(struct gb_sha256 *h);
 int gb_sha256_update(struct gb_sha256 *h, const void *data, size_t len);
 /* Finish into 65 bytes of lowercase hex. */

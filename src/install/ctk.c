@@ -152,7 +152,8 @@ int gb_ctk_docker_merge(const char *text, size_t len, const char *runtime_path, 
 	}
 	if (!runtimes) {
 		runtimes = gb_json_new_object();
-		gb_json_add(root, "runtimes", runtimes);
+		if (gb_json_add(root, "runtimes", runtimes) < 0)
+			runtimes = NULL; /* released, the flag set: the text below fails */
 	}
 	gb_json_add(runtimes, "nvidia", want); /* replaced where it was, added at the end where not */
 	if (set_default)

@@ -177,7 +177,9 @@ static int add_headers(struct inst *s)
 
 	for (size_t i = 0; i < s->n_kernels; i++) {
 		snprintf(names[2 * i], GB_INSTALL_NAME, "linux-image-%s", s->kernels[i]);
-		_cleanup_free_ char *f = gb_kernel_flavour(s->kernels[i]);
+		_cleanup_free_ char *f = NULL;
+		if (gb_kernel_flavour(s->kernels[i], &f) < 0)
+			return FAIL(s, -ENOMEM, "out of memory");
 		if (!f || gb_strscpy(flav[i], sizeof(flav[i]), f) < 0 || !gb_deb_name_valid(f))
 			flav[i][0] = '\0';
 		snprintf(names[2 * i + 1], GB_INSTALL_NAME, "linux-image-%s", flav[i][0] ? flav[i] : s->kernels[i]);

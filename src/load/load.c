@@ -149,8 +149,9 @@ static int step_begin(struct gb_journal *j, const char *id, const struct gb_load
 	return r < 0 ? r : 0;
 }
 
-/* One module. Returns a negative errno only when the journal failed (the
- * insert did not run); an insert's failure is in res and ret. */
+/* One module. Returns a negative errno only when the journal failed or
+ * memory ran out (the insert did not run); an insert's failure is in res
+ * and ret. */
 static int load_one(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_load_module *m,
                     struct gb_load_module_result *res, struct gb_load_result *ret)
 {
@@ -160,8 +161,12 @@ static int load_one(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_lo
 	char id[96];
 	int r;
 
-	/* A state that cannot be read is tried: the insert ignores a loaded module. */
-	if (ops->module_state(ops, m->name, &st) == 0 && (st == GB_MODULE_LIVE || st == GB_MODULE_BUILTIN)) {
+	/* A state that cannot be read is tried: the insert ignores a loaded
+	 * module. Not one lost to memory: the insert would be no better off. */
+	r = ops->module_state(ops, m->name, &st);
+	if (r == -ENOMEM)
+		return r;
+	if (r == 0 && (st == GB_MODULE_LIVE || st == GB_MODULE_BUILTIN)) {
 		res->state = GB_LOAD_ALREADY;
 		return 0;
 	}

@@ -85,7 +85,9 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 	cp(in->kernel_release, sizeof(in->kernel_release), f->kernel.target ? f->kernel.target : f->kernel.release);
 	in->kernel_known = in->kernel_release[0] != '\0';
 	{
-		_cleanup_free_ char *fl = in->kernel_known ? gb_kernel_flavour(in->kernel_release) : NULL;
+		_cleanup_free_ char *fl = NULL;
+		if (in->kernel_known && gb_kernel_flavour(in->kernel_release, &fl) < 0)
+			return -ENOMEM; /* not a custom kernel: an unknown one */
 		in->custom_kernel = in->kernel_known && !fl && !sles_kernel(in->kernel_release);
 		if (fl)
 			cp(in->kernel_flavour, sizeof(in->kernel_flavour), fl);

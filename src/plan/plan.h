@@ -152,7 +152,8 @@ struct gb_plan {
 struct gb_ctx;
 
 /* Fill in from detected facts, and/or targets ("ubuntu:22.04[:aarch64]",
- * "H100x8"). -EINVAL with a message in err for a bad target. */
+ * "H100x8"). -EINVAL with a message in err for a bad target; from facts,
+ * 0 or -ENOMEM. */
 int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *ret);
 int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *err, size_t errsz);
 int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *err, size_t errsz);

@@ -127,8 +127,11 @@ static int unbind_all(struct gb_ctx *ctx, struct gb_journal *j, struct gb_prepar
 
 	if (r == -ENOENT)
 		return 0;
-	if (r < 0)
+	if (r < 0) {
+		snprintf(ret->cause, sizeof(ret->cause), "cannot list the devices nouveau drives (%s): %s",
+		         NOUVEAU_DRIVER_DIR, strerror(-r));
 		return r;
+	}
 	for (size_t i = 0; i < n && ret->n_unbound < GB_PREPARE_MAX_GPUS; i++) {
 		if (!pci_address_ok(names[i]))
 			continue;
@@ -183,8 +186,8 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 		return 0;
 	}
 	r = unbind_all(ctx, j, ret, &journal_failed);
-	if (r < 0 && journal_failed)
-		return r; /* not the kernel's answer: a reboot would not help */
+	if (r < 0 && (journal_failed || r == -ENOMEM))
+		return r; /* not the kernel's answer (the journal, memory): a reboot would not help */
 	if (r < 0) {
 		need_reboot(ret, NULL); /* the cause says which device */
 		return 0;
@@ -202,6 +205,10 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 	gb_kill_point("module");
 	if (gb_journal_end(j, "module-unload:nouveau", r, NULL) < 0)
 		return -EIO;
+	if (r == -ENOMEM) { /* not the module's refusal: a reboot is not the answer */
+		snprintf(ret->cause, sizeof(ret->cause), "could not unload nouveau: %s", strerror(-r));
+		return r;
+	}
 	if (r < 0) {
 		snprintf(why, sizeof(why), "could not unload nouveau: %s", strerror(-r));
 		need_reboot(ret, why);
@@ -313,18 +320,23 @@ enum gb_initramfs_verdict gb_prepare_initramfs_verdict(struct gb_ctx *ctx, const
 	return v;
 }
 
-/* Where the kernel's initramfs lives: Debian/Ubuntu, RHEL family, SUSE. */
-static void image_path(struct gb_root *root, const char *kver_in, char *ret, size_t n)
+/* Where the kernel's initramfs lives: Debian/Ubuntu, RHEL family, SUSE.
+ * 0, or -ENOMEM (a lookup lost to memory is not an absent image). */
+static int image_path(struct gb_root *root, const char *kver_in, char *ret, size_t n)
 {
 	static const char *const fmt[] = { "boot/initrd.img-%s", "boot/initramfs-%s.img", "boot/initrd-%s" };
 	char kver[GB_KVER_MAX];
+	int r;
+
 	gb_strscpy(kver, sizeof(kver), kver_in);
 	for (size_t i = 0; i < ARRAY_SIZE(fmt); i++) {
 		snprintf(ret, n, fmt[i], kver);
-		if (gb_root_lexists(root, ret))
-			return;
+		r = gb_root_lexists_r(root, ret);
+		if (r != 0)
+			return r < 0 ? r : 0;
 	}
 	snprintf(ret, n, fmt[0], kver);
+	return 0;
 }
 
 static bool older_than(struct gb_root *root, const char *path, const char *than)
@@ -379,9 +391,13 @@ static int rebuild(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_pre
 static int handle_image(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_prepare_input *in,
                         struct gb_prepare_image *img, struct gb_prepare_result *ret)
 {
-	int r;
+	int r = image_path(ctx->root, img->kver, img->path, sizeof(img->path));
 
-	image_path(ctx->root, img->kver, img->path, sizeof(img->path));
+	if (r < 0) {
+		snprintf(ret->cause, sizeof(ret->cause), "cannot look for the initramfs of %s: %s", img->kver,
+		         strerror(-r));
+		return r;
+	}
 	img->before = gb_prepare_initramfs_verdict(ctx, img->path, in->read_timeout_ms, img->detail,
 	                                           sizeof(img->detail), &img->err);
 	if (img->before != GB_INITRAMFS_LOADS_NOUVEAU &&

@@ -240,10 +240,12 @@ int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *
 
 int gb_prepare_disarm_resume(struct gb_ctx *ctx, struct gb_journal *j)
 {
-	bool unit = gb_root_lexists(ctx->root, GB_PREPARE_RESUME_PATH);
-	bool wants = !ctx->root->is_host && gb_root_lexists(ctx->root, GB_PREPARE_RESUME_WANTS);
+	int unit = gb_root_lexists_r(ctx->root, GB_PREPARE_RESUME_PATH);
+	int wants = ctx->root->is_host || unit < 0 ? 0 : gb_root_lexists_r(ctx->root, GB_PREPARE_RESUME_WANTS);
 	int r = 0;
 
+	if (unit < 0 || wants < 0)
+		return -ENOMEM; /* an armed unit left behind would run again at the next boot */
 	if (!unit && !wants)
 		return 0;
 	if (unit || wants)

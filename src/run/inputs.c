@@ -12,6 +12,7 @@
 #include "run.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
+#include "shared/tls.h"
 #include "load/modsign.h"
 #include "shared/util.h"
 
@@ -19,6 +20,7 @@
  * certificate; the certificate's name and key id as the kernel shows them. */
 static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
 {
+	const char *missing = "?";
 	char e[400] = "";
 	int r;
 	if (!s->signing_key && !s->signing_cert)
@@ -29,6 +31,14 @@ static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
 		         "certificate), or neither");
 		return -EINVAL;
 	}
+	/* read with OpenSSL: initialised and checked first (plan, verify) */
+	r = gb_tls_init(true, &missing);
+	if (r == -ENOPKG) {
+		snprintf(err, errsz, "OpenSSL has no %s: the site certificate cannot be read", missing);
+		return -EIO;
+	}
+	if (r < 0)
+		return r;
 	r = gb_modsign_pair_check(s->signing_key, s->signing_cert, e, sizeof(e));
 	if (r >= 0)
 		r = gb_modsign_cert_id(s->signing_cert, s->signing_cert_subject, sizeof(s->signing_cert_subject),
@@ -102,7 +112,10 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 	char err[1024] = "", date[16];
 	int r;
 
-	gb_plan_input_from_facts(&in->facts, &pin);
+	if (gb_plan_input_from_facts(&in->facts, &pin) < 0) {
+		gb_log_error("out of memory while planning");
+		return GB_EXIT_FAILED;
+	}
 	pin.repair = ctx->opt.repair;
 	if (ctx->opt.method) {
 		gb_strscpy(pin.method, sizeof(pin.method), ctx->opt.method);

@@ -319,7 +319,11 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 		gb_json_add(s, "stage", gb_json_new_string(stage));
 		gb_json_add(s, "kind", gb_json_new_string(kind));
 		gb_json_add(s, "attempts", gb_json_new_int(1));
-		gb_json_append(j->steps, s);
+		if (gb_json_append(j->steps, s) < 0) {
+			/* s is released: no record, so the effect must not run either */
+			json_object_put(detail);
+			return -ENOMEM;
+		}
 	}
 	gb_json_add(s, "state", gb_json_new_string("started"));
 	gb_json_add(s, "started_at", iso_now(j->ctx));

@@ -62,6 +62,15 @@ struct stage_def {
 	int (*fn)(struct run *r, struct gb_stage *st);
 };
 
+/* A stage that could not get the memory it starts with: said in the status
+ * and on stderr, as every failure is. */
+static int stage_oom(struct run *r, struct gb_stage *st)
+{
+	gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
+	gb_log_error("%s: out of memory", st->name);
+	return GB_EXIT_FAILED;
+}
+
 static int stage_detect(struct run *r, struct gb_stage *st)
 {
 	int code = gb_inputs_load(r->ctx, &r->in);
@@ -190,8 +199,7 @@ static int sign_modules(struct run *r, struct gb_stage *st, json_object **ret_js
 	int k;
 
 	if (!ms) {
-		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
-		return GB_EXIT_FAILED;
+		return stage_oom(r, st);
 	}
 	module_dir(r, dir, sizeof(dir));
 	k = gb_modsign_dir(r->ctx, r->journal, dir, r->in.site.signing_key, r->in.site.signing_cert, ms);
@@ -273,8 +281,7 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	res = calloc(1, sizeof(*res));
 	if (!res) {
 		json_object_put(signing);
-		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
-		return GB_EXIT_FAILED;
+		return stage_oom(r, st);
 	}
 	k = gb_load(r->ctx, &in, r->journal, res);
 	json_object_put(r->st.load);
@@ -284,8 +291,13 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	if (k == 0) {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
 		code = load_cdi(r, st);
+	} else if (!res->failed_module && k == -ENOMEM) {
+		gb_stage_end(r->ctx, st, "failed", k, "out of memory before an insert");
+		gb_log_error("load: %s", st->error);
+		code = GB_EXIT_FAILED;
 	} else if (!res->failed_module) {
 		gb_stage_end(r->ctx, st, "failed", k, "the load could not be journaled: %s", strerror(-k));
+		gb_log_error("load: %s", st->error);
 		code = GB_EXIT_FAILED;
 	} else {
 		gb_stage_end(r->ctx, st, "failed", res->cause.err ? res->cause.err : k, "%s: %s", res->failed_module,
@@ -419,8 +431,7 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	in.image = image_mode(r);
 	pr = calloc(1, sizeof(*pr));
 	if (!pr) {
-		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
-		return GB_EXIT_FAILED;
+		return stage_oom(r, st);
 	}
 	k = gb_prepare_nouveau(r->ctx, r->journal, &in, pr);
 	json_object_put(r->st.prepare);
@@ -564,8 +575,7 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	int k, code = 0;
 
 	if (!res) {
-		gb_stage_end(r->ctx, st, "failed", -ENOMEM, "out of memory");
-		return GB_EXIT_FAILED;
+		return stage_oom(r, st);
 	}
 	k = gb_repair(r->ctx, r->ctx->opt.kernel, r->journal, res);
 	if (k >= 0 && res->before.no_driver) {
@@ -1005,7 +1015,7 @@ static bool repair_not_needed(struct gb_ctx *ctx)
 int gb_run(struct gb_ctx *ctx)
 {
 	struct run r = { .ctx = ctx };
-	int code, lock = -1;
+	int code, k, lock = -1;
 
 	r.st.command = ctx->opt.repair ? "repair" : "run";
 	r.st.write_flags = true;
@@ -1022,8 +1032,14 @@ int gb_run(struct gb_ctx *ctx)
 	code = walk(&r);
 	if (fetch_join(&r, true) && code == GB_EXIT_OK) /* never left running; never "ok" without it */
 		code = GB_EXIT_FETCH;
-	if (r.journal && code != GB_EXIT_REBOOT && gb_prepare_disarm_resume(ctx, r.journal) < 0)
-		gb_log_warning("Failed to disarm gpuboot-resume.service, ignoring");
+	if (r.journal && code != GB_EXIT_REBOOT && (k = gb_prepare_disarm_resume(ctx, r.journal)) < 0) {
+		if (k != -ENOMEM) {
+			gb_log_warning("Failed to disarm gpuboot-resume.service, ignoring");
+		} else if (code == GB_EXIT_OK) { /* not known whether it is armed: not a success */
+			gb_log_error("Failed to disarm gpuboot-resume.service: out of memory");
+			code = GB_EXIT_FAILED;
+		}
+	}
 	if (r.journal) {
 		if (gb_journal_finish(r.journal, journal_state(code), code) < 0 && code == GB_EXIT_OK)
 			code = GB_EXIT_FAILED;

@@ -106,9 +106,26 @@ json_object *gb_json_new_boolean(bool b)
 	return made(json_object_new_boolean(b));
 }
 
+/* json-c 0.16 copies a new key before it grows the table, and leaks the copy
+ * when the growth fails (json_object_object_add_ex): a member under a
+ * constant key, never copied, makes the table grow first. 0 or -ENOMEM. */
+static int make_room(json_object *o, const char *k)
+{
+	static const char placeholder[] = "\001gpuboot";
+	struct lh_table *t = json_object_get_object(o);
+
+	if (t->count < t->size * LH_LOAD_FACTOR || json_object_object_get_ex(o, k, NULL))
+		return 0;
+	if (json_object_object_add_ex(o, placeholder, NULL, JSON_C_OBJECT_ADD_CONSTANT_KEY) < 0)
+		return -ENOMEM;
+	json_object_object_del(o, placeholder);
+	return 0;
+}
+
 int gb_json_add(json_object *o, const char *k, json_object *v)
 {
-	if (!o || !json_object_is_type(o, json_type_object) || json_object_object_add(o, k, v) < 0) {
+	if (!o || !json_object_is_type(o, json_type_object) || make_room(o, k) < 0 ||
+	    json_object_object_add(o, k, v) < 0) {
 		json_object_put(v);
 		gb_json_set_oom();
 		return -ENOMEM;

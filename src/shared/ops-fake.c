@@ -92,15 +92,30 @@ static void fake_kmsg(struct fake *f, const char *module)
 	fclose(out);
 }
 
-static void fake_set_loaded(struct fake *f, const char *module, bool loaded)
+/* The fake kernel's module state under its root; a negative errno (the
+ * call fails, proc/modules unchanged) when its own bookkeeping cannot be
+ * done, as a kernel out of memory would fail the load. */
+static int fake_set_loaded(struct fake *f, const char *module, bool loaded)
 {
 	char path[1200];
 	_cleanup_free_ char *mods = NULL;
 	size_t len = 0;
 	FILE *out;
+	int r;
 
 	if (!f->root[0])
-		return;
+		return 0;
+	/* proc/modules: one line per module, "name size refs deps state address". */
+	snprintf(path, sizeof(path), "%s/proc/modules", f->root);
+	r = gb_read_file(path, 1u << 20, &mods, &len);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	snprintf(path, sizeof(path), "%s/proc", f->root);
+	(void)gb_mkdir_p(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc/modules", f->root);
+	out = fopen(path, "we");
+	if (!out)
+		return negative_errno();
 	snprintf(path, sizeof(path), "%s/sys/module/%s", f->root, module);
 	if (loaded) {
 		(void)gb_mkdir_p(path, 0755);
@@ -112,15 +127,6 @@ static void fake_set_loaded(struct fake *f, const char *module, bool loaded)
 		snprintf(path, sizeof(path), "%s/sys/module/%s", f->root, module);
 		rmdir(path);
 	}
-	/* proc/modules: one line per module, "name size refs deps state address". */
-	snprintf(path, sizeof(path), "%s/proc/modules", f->root);
-	(void)gb_read_file(path, 1u << 20, &mods, &len);
-	snprintf(path, sizeof(path), "%s/proc", f->root);
-	(void)gb_mkdir_p(path, 0755);
-	snprintf(path, sizeof(path), "%s/proc/modules", f->root);
-	out = fopen(path, "we");
-	if (!out)
-		return;
 	for (char *line = mods, *next; line && *line; line = next) {
 		size_t n = strcspn(line, "\n"), ml = strlen(module);
 		next = line[n] ? line + n + 1 : line + n;
@@ -132,6 +138,7 @@ static void fake_set_loaded(struct fake *f, const char *module, bool loaded)
 	if (loaded)
 		fprintf(out, "%s 1048576 0 - Live 0x0000000000000000\n", module);
 	fclose(out);
+	return 0;
 }
 
 static int fake_module_load(const struct gb_ops *ops, const char *module, const char *params)
@@ -143,8 +150,7 @@ static int fake_module_load(const struct gb_ops *ops, const char *module, const 
 		fake_kmsg(f, module);
 		return -r->value;
 	}
-	fake_set_loaded(f, module, true);
-	return 0;
+	return fake_set_loaded(f, module, true);
 }
 
 static int fake_module_unload(const struct gb_ops *ops, const char *module)
@@ -154,8 +160,7 @@ static int fake_module_unload(const struct gb_ops *ops, const char *module)
 	fake_record(ops, "module_unload %s", module);
 	if (r)
 		return -r->value;
-	fake_set_loaded(f, module, false);
-	return 0;
+	return fake_set_loaded(f, module, false);
 }
 
 static int fake_module_state(const struct gb_ops *ops, const char *module, enum gb_module_state *ret)
@@ -165,16 +170,20 @@ static int fake_module_state(const struct gb_ops *ops, const char *module, enum 
 	_cleanup_free_ char *s = NULL;
 	size_t len;
 	struct stat st;
+	int r;
 
 	*ret = GB_MODULE_ABSENT;
 	if (!f->root[0])
 		return 0;
 	snprintf(path, sizeof(path), "%s/sys/module/%s/initstate", f->root, module);
-	if (gb_read_file(path, 64, &s, &len) == 0) {
+	r = gb_read_file(path, 64, &s, &len);
+	if (r == 0) {
 		gb_strstrip(s);
 		*ret = streq(s, "live") ? GB_MODULE_LIVE : streq(s, "coming") ? GB_MODULE_COMING : GB_MODULE_GOING;
 		return 0;
 	}
+	if (r == -ENOMEM)
+		return r; /* as the real one (libkmod) answers when it cannot read it */
 	snprintf(path, sizeof(path), "%s/sys/module/%s", f->root, module);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		*ret = GB_MODULE_BUILTIN;

@@ -96,8 +96,10 @@ int gb_root_open_parent(struct gb_root *root, const char *path, bool create, con
 }
 
 /* A temp copy of NAME a killed writer left (".#NAME." and 8 hex digits):
- * removed before the next write, never left beside the file for good. */
-static void remove_stale_temps(int dfd, const char *name)
+ * removed before the next write, never left beside the file for good.
+ * 0, or a negative errno when the directory cannot be read (the write
+ * fails rather than leave them). */
+static int remove_stale_temps(int dfd, const char *name)
 {
 	_cleanup_close_ int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	size_t n = strlen(name);
@@ -105,13 +107,14 @@ static void remove_stale_temps(int dfd, const char *name)
 	DIR *d;
 
 	if (fd < 0 || !(d = fdopendir(fd)))
-		return;
+		return negative_errno();
 	fd = -1; /* the DIR owns it */
 	while ((e = readdir(d)))
 		if (gb_startswith(e->d_name, ".#") && strneq(e->d_name + 2, name, n) && e->d_name[2 + n] == '.' &&
 		    strlen(e->d_name + 3 + n) == 8 && strspn(e->d_name + 3 + n, "0123456789abcdef") == 8)
 			(void)unlinkat(dirfd(d), e->d_name, 0);
 	closedir(d);
+	return 0;
 }
 
 int gb_root_write_file(struct gb_root *root, const char *path, const void *data, size_t len, mode_t mode)
@@ -126,7 +129,9 @@ int gb_root_write_file(struct gb_root *root, const char *path, const void *data,
 		return dfd;
 	if (strlen(name) > 200)
 		return -ENAMETOOLONG;
-	remove_stale_temps(dfd, name);
+	r = remove_stale_temps(dfd, name);
+	if (r < 0)
+		return r;
 	for (int tries = 0;; tries++) {
 		snprintf(tmp, sizeof(tmp), ".#%s.%08x", name, (unsigned)(getpid() ^ (tries * 2654435761u)));
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);

@@ -345,6 +345,18 @@ bool gb_root_lexists(struct gb_root *root, const char *path)
 	return true;
 }
 
+int gb_root_lexists_r(struct gb_root *root, const char *path)
+{
+	bool before = root->oom, yes;
+
+	root->oom = false;
+	yes = gb_root_lexists(root, path);
+	if (root->oom)
+		return -ENOMEM;
+	root->oom = before;
+	return yes;
+}
+
 void gb_strv_free(char **v)
 {
 	if (!v)

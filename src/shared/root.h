@@ -72,6 +72,10 @@ bool gb_root_exists(struct gb_root *root, const char *path);
  * counts)? Records the path for capture as a link or an existence check. */
 bool gb_root_lexists(struct gb_root *root, const char *path);
 
+/* gb_root_lexists for a decision that must not be made on a lost answer:
+ * 1, 0, or -ENOMEM when the lookup ran out of memory (root->oom set too). */
+int gb_root_lexists_r(struct gb_root *root, const char *path);
+
 /* List a directory below the root: names (excluding . and ..), sorted.
  * *ret is a NULL-terminated malloc'd array of malloc'd strings. */
 int gb_root_list_dir(struct gb_root *root, const char *path, char ***ret, size_t *ret_n);

@@ -174,10 +174,12 @@ static json_object *status_doc(const struct gb_status *s, json_object *prev)
 		json_object *p = gb_json_get(prev, "verification");
 		ver = p && json_object_is_type(p, json_type_object) ? json_object_get(p) : never_verified();
 	}
-	gb_json_add(o, "verification", ver);
+	/* a reference of our own: a failed add releases the one it was given */
+	gb_json_add(o, "verification", json_object_get(ver));
 	/* Shortcuts kept from schema 1: the last verification's flags and checks. */
 	gb_json_add(o, "ready", json_object_get(gb_json_get(ver, "ready")));
 	gb_json_add(o, "checks", json_object_get(gb_json_get(ver, "checks")));
+	json_object_put(ver);
 	return o;
 }
 

@@ -8,11 +8,12 @@
 # message, unless the failure was in something optional (ALLOWED below).
 #
 #   tests/alloc/torture.sh SCENARIO [STRIDE] [JOBS]
-#   SCENARIO: plan | verify | journal;  STRIDE default 1 (every N)
+#   SCENARIO: plan | verify | journal | tls;  STRIDE default 1 (every N)
 #
-# Prints one line per failing N (and per N that hit json-c's parser defect,
-# below) and a summary line counting both; exits 0 when no N failed (the
-# json-c defect counted apart), 1 otherwise, 77 when the build is missing.
+# Prints one line per failing N (and per N that hit a library's own defect,
+# below: json-c's parser, OpenSSL's and libkmod's leaks on their failure
+# paths) and a summary line counting each; exits 0 when no N failed (those
+# counted apart), 1 otherwise, 77 when the build is missing.
 set -u
 cd "$(dirname "$0")/../.."
 ONE=
@@ -20,7 +21,7 @@ if [ "${1:-}" = --one ]; then # a worker: --one SCENARIO N, in $TORTURE_W
 	ONE=$3
 	shift
 fi
-SCEN=${1:?usage: torture.sh plan|verify|journal [STRIDE] [JOBS]}
+SCEN=${1:?usage: torture.sh plan|verify|journal|tls [STRIDE] [JOBS]}
 STRIDE=${2:-1}
 JOBS=${3:-$(nproc 2>/dev/null || echo 2)}
 ROOTDIR=$PWD
@@ -50,9 +51,24 @@ export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS
 #     formats UTC times.
 #   _IO_file_doallocate: a stdio stream's buffer; glibc falls back to an
 #     unbuffered stream, which writes the same bytes.
+#   qsort_r: glibc's merge sort's temporary array (stdlib/msort.c); on
+#     failure it sorts in place with its quicksort. The one caller met,
+#     libssl sorting its cipher table by id (all distinct) during libcurl's
+#     initialisation, gets the same order.
 #   array_list_shrink: json-c trimming a parsed array's buffer to its
 #     length; on failure the array keeps its larger buffer, contents unchanged.
-ALLOWED='tzset_internal|__tzfile_read|_IO_file_doallocate|array_list_shrink'
+#   __duplocale: json-c's tokener copying the current locale to parse in
+#     "C"; on failure newlocale makes "C" from nothing (base (locale_t) 0),
+#     and gpuboot never sets a locale: the parse is the same.
+#   kmod_new: libkmod 30 reading the host's /proc/cmdline into module
+#     options (kmod_config_new ignores kmod_config_parse_kcmdline's result);
+#     detect's context (the only one these scenarios make) reads no
+#     configuration and opens modules by path for their modinfo, which those
+#     options never touch. kmod_new's own failures return NULL, an error.
+#   kmod_module_new_from_path: libkmod adding the new module object to its
+#     context's pool, a cache (kmod_pool_add_module ignores hash_add's
+#     result); detect opens each module once, by path, for its modinfo.
+ALLOWED='tzset_internal|__tzfile_read|_IO_file_doallocate|qsort_r|array_list_shrink|__duplocale|kmod_new|kmod_module_new_from_path'
 
 # json-c's own defect (Debian 12's json-c 0.16, docs/reliability.md), counted
 # and reported apart, never as a pass: when an allocation that
@@ -75,10 +91,39 @@ jsonc_defect() { # DIR RC
 	fi
 }
 
+# OpenSSL 3.0's own leaks on its failure paths (docs/reliability.md), counted
+# apart the same way: gpuboot stopped at its explicit initialisation
+# (src/main.c: "OpenSSL failed to initialise", exit 1, 99 once LeakSanitizer
+# reports), and every leak reported was allocated by OpenSSL: the first
+# frame past the shim and ASan is libcrypto's, or gpuboot's counting
+# allocator for it (ossl_malloc, ossl_realloc); no other sanitizer report.
+openssl_defect() { # DIR RC
+	[ "$2" -ne 0 ] && grep -q 'OpenSSL failed to initialise' "$1/err" && grep -q 'ERROR: LeakSanitizer' "$1/err" || return 1
+	! grep -qE 'ERROR: AddressSanitizer|runtime error:' "$1/err" || return 1
+	awk '/^(Direct|Indirect) leak of/ { n++; f = 1; next }
+		f && /^ +#[0-9]+ / && !/asan_malloc_linux|failalloc\.c|__interceptor_/ {
+			if ($0 ~ /libcrypto\.so| in ossl_(malloc|realloc) /) ok++
+			f = 0
+		}
+		END { exit !(n > 0 && ok == n) }' "$1/err"
+}
+
+# libkmod 30's own leak, counted apart too: when an allocation kmod_new makes
+# after reading its configuration fails (its by-name hash), it returns NULL
+# without freeing that configuration (libkmod.c, kmod_new's fail path), and
+# gpuboot fails with an error: the injected allocation's stack, from its
+# innermost frame, stays in libkmod up to kmod_new, the run exited nonzero
+# with an error message, and the only sanitizer report is LeakSanitizer's.
+libkmod_defect() { # DIR RC
+	[ "$2" -ne 0 ] && grep -q 'error' "$1/err" && grep -q 'ERROR: LeakSanitizer' "$1/err" || return 1
+	! grep -qE 'ERROR: AddressSanitizer|runtime error:' "$1/err" || return 1
+	awk '/libkmod/ { if ($0 ~ / kmod_new /) { print 1; exit } next } { exit }' "$1/stack" | grep -q 1
+}
+
 # --- scenarios: setup once (template), then a fresh copy per run ---
 setup() {
 	case $SCEN in
-	plan) ;;
+	plan | tls) ;;
 	verify)
 		cp -a "$FIX/h100x8-ubuntu2204" "$W/m" && mkdir -p "$W/m/dev" || return 1
 		for n in nvidiactl nvidia-uvm nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7; do
@@ -111,6 +156,8 @@ one_run() {
 	case $SCEN in
 	plan)
 		"$GB" --root "$FIX/h200-ubuntu2404" plan ;;
+	tls) # OpenSSL's and libcurl's initialisation (src/main.c), then a plan
+		"$GB" --root "$FIX/h200-ubuntu2404" fetch --dry-run --offline --state-dir "$d/s" ;;
 	verify)
 		LD_LIBRARY_PATH=$FAKE FAKE_NV_SCENARIO=healthy "$GB" --root "$W/m" verify --tier active \
 			--state-dir "$d/s" --run-dir "$d/s/run" ;;
@@ -133,6 +180,10 @@ check() {
 		grep -vE 'failalloc\.c|libasan|__interceptor_|__sanitizer_print_stack_trace|sanitizer_common' >"$d/stack"
 	if [ -s "$d/log" ] && jsonc_defect "$d" "$rc"; then
 		v="json-c defect"
+	elif [ -s "$d/log" ] && openssl_defect "$d" "$rc"; then
+		v="OpenSSL defect"
+	elif [ -s "$d/log" ] && libkmod_defect "$d" "$rc"; then
+		v="libkmod defect"
 	elif [ ! -s "$d/log" ]; then
 		v="none"
 		[ "$rc" -eq 0 ] || v="FAIL exit $rc with no failure injected"
@@ -152,7 +203,7 @@ check() {
 		v="ok"
 	fi
 	case $v in
-	FAIL* | json-c*)
+	FAIL* | *defect)
 		echo "N=$n $v"
 		echo "      $(sed -n '1p' "$d/log")"
 		sed 's/^ *#[0-9]* 0x[0-9a-f]* in /      /' "$d/stack" | head -5
@@ -184,5 +235,7 @@ tried=$(seq 1 "$STRIDE" "$((total + 1))" | wc -l)
 bad=$(cat "$W"/verdict.* 2>/dev/null | grep -c FAIL)
 none=$(cat "$W"/verdict.* 2>/dev/null | grep -c ' none$')
 jsonc=$(cat "$W"/verdict.* 2>/dev/null | grep -c ' json-c defect$')
-echo "$SCEN: $total allocations; $tried runs (N = 1..$((total + 1)) step $STRIDE), $((tried - none)) with a failure injected, $bad failed, $jsonc json-c's parser defect ($(($(date +%s) - start)) s, $JOBS jobs)"
+ossl=$(cat "$W"/verdict.* 2>/dev/null | grep -c ' OpenSSL defect$')
+kmod=$(cat "$W"/verdict.* 2>/dev/null | grep -c ' libkmod defect$')
+echo "$SCEN: $total allocations; $tried runs (N = 1..$((total + 1)) step $STRIDE), $((tried - none)) with a failure injected, $bad failed; apart: $jsonc json-c's parser defect, $ossl OpenSSL's leak on a failed initialisation, $kmod libkmod's leak in kmod_new ($(($(date +%s) - start)) s, $JOBS jobs)"
 [ "$bad" -eq 0 ]

@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)gb_pci_speed_to_gen(v);
 	(void)gb_version_valid(v);
 	(void)gb_version_cmp(v, "580.65.06");
-	fl = gb_kernel_flavour(v);
-	free(fl);
+	if (gb_kernel_flavour(v, &fl) == 0)
+		free(fl);
 	if (gb_nvrm_version_parse(v, &ver, &flavor) == 0)
 		free(ver);
 	free(v);

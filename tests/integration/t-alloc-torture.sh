@@ -1,8 +1,10 @@
 # Allocation-failure torture, the short version (docs/reliability.md): plan
 # of a bundled fixture with the Nth allocation failing, for every 4th N of
-# an undisturbed run's allocations, and verify --tier active for every
-# 250th (make soak-alloc: every N, and the journal too). No N may crash, leak, or end in exit 0 after its
-# allocation failed; a run with no failure injected must still succeed.
+# an undisturbed run's allocations, verify --tier active for every 250th, and
+# OpenSSL's and libcurl's initialisation (fetch --dry-run) for every 100th
+# (make soak-alloc: every N, and the journal too). No N may crash, leak, or
+# end in exit 0 after its allocation failed; a run with no failure injected
+# must still succeed.
 . tests/integration/lib.sh
 [ -f build/alloc/failalloc.so ] || fail "build/alloc/failalloc.so missing (make test builds it)"
 # The shim must actually fail what it is told to, or this test proves nothing.
@@ -16,3 +18,4 @@ set -e
 tests/alloc/torture.sh plan 4 2 || fail "plan under allocation failures (see above)"
 [ -d build/fake-nvidia ] || fail "build/fake-nvidia missing (make test builds it)"
 tests/alloc/torture.sh verify 250 2 || fail "verify under allocation failures (see above)"
+tests/alloc/torture.sh tls 100 2 || fail "OpenSSL's and libcurl's initialisation under allocation failures (see above)"
