@@ -206,13 +206,15 @@ CUDA_MANIFESTS = ["11.8.0", "12.8.0", "13.0.0"]
 # Distribution -> NVIDIA CUDA repository directory; a release not listed
 # (but of a known distribution, with glibc) installs from the runfile.
 DISTROS = [
-    # id, version_id, repo dir, min supported?, HWE meta (Ubuntu), GA kernel, HWE kernel
-    ("ubuntu", "20.04", "ubuntu2004", "linux-generic-hwe-20.04", "5.4", "5.15"),
-    ("ubuntu", "22.04", "ubuntu2204", "linux-generic-hwe-22.04", "5.15", "6.8"),
-    ("ubuntu", "24.04", "ubuntu2404", "linux-generic-hwe-24.04", "6.8", "6.17"),
-    ("debian", "11", "debian11", None, "5.10", None),
-    ("debian", "12", "debian12", None, "6.1", None),
-    ("debian", "13", "debian13", None, "6.12", None),
+    # id, version_id, repo dir, HWE meta (Ubuntu), GA kernel, newer kernel, its suite (Debian)
+    ("ubuntu", "20.04", "ubuntu2004", "linux-generic-hwe-20.04", "5.4", "5.15", None),
+    ("ubuntu", "22.04", "ubuntu2204", "linux-generic-hwe-22.04", "5.15", "6.8", None),
+    ("ubuntu", "24.04", "ubuntu2404", "linux-generic-hwe-24.04", "6.8", "6.17", None),
+    ("debian", "11", "debian11", None, "5.10", None, None),
+    # Debian's newer kernel: bookworm-backports' linux-image-<arch> (6.12,
+    # seen in the archive 2026-12-01); bullseye-backports is archived.
+    ("debian", "12", "debian12", None, "6.1", "6.12", "bookworm-backports"),
+    ("debian", "13", "debian13", None, "6.12", None, None),
 ]
 # The NVIDIA driver a distribution packages itself (the `distro` method),
 # and whether its open kernel module is usable there (data/SOURCES.md):
@@ -223,11 +225,11 @@ DISTROS = [
 # 550.163.01 with nvidia-open-kernel-dkms.
 DISTRO_DRIVERS = {("debian", "12"): ("535.309.01", False), ("debian", "13"): ("550.163.01", True)}
 DISTROS += [
-    ("rhel", "8", "rhel8", None, "4.18", None),
-    ("rhel", "9", "rhel9", None, "5.14", None),
-    ("rhel", "10", "rhel10", None, "6.12", None),
-    ("amzn", "2023", "amzn2023", None, "6.1", None),
-    ("sles", "15", "sles15", None, "5.14", None),
+    ("rhel", "8", "rhel8", None, "4.18", None, None),
+    ("rhel", "9", "rhel9", None, "5.14", None, None),
+    ("rhel", "10", "rhel10", None, "6.12", None, None),
+    ("amzn", "2023", "amzn2023", None, "6.1", None, None),
+    ("sles", "15", "sles15", None, "5.14", None, None),
 ]
 # Releases older than these are refused (end of life, no NVIDIA support).
 DISTRO_MIN = [("ubuntu", "20.04"), ("debian", "11"), ("rhel", "8"), ("rocky", "8"), ("almalinux", "8"),
@@ -373,10 +375,10 @@ def gen_data(data):
     out.append("")
 
     out.append("const struct gb_distro gb_distros[] = {")
-    for did, ver, repo, hwe, ga, hwek in DISTROS:
+    for did, ver, repo, hwe, ga, hwek, suite in DISTROS:
         dd, dopen = DISTRO_DRIVERS.get((did, ver), (None, False))
         dopen = "true" if dopen else "false"
-        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(dd)}, {dopen} }},")
+        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(suite)}, {c_str(dd)}, {dopen} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
     out.append("const struct gb_distro_min gb_distro_mins[] = {")

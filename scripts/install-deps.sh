@@ -9,7 +9,7 @@ clang libclang-rt-14-dev clang-format cppcheck binutils prometheus openssl curl 
 python3-yaml util-linux linux-kbuild-6.1
 gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross linux-libc-dev-arm64-cross qemu-user-static"
 # --vm: also what vm-tests need (QEMU, mmdebstrap, a NoCloud seed maker).
-[ "${1:-}" = "--vm" ] && PKGS="$PKGS qemu-system-x86 qemu-utils mmdebstrap cloud-image-utils genisoimage binutils ovmf python3-cryptography python3-pefile apt-utils gnupg"
+[ "${1:-}" = "--vm" ] && PKGS="$PKGS qemu-system-x86 qemu-utils mmdebstrap cloud-image-utils genisoimage binutils ovmf python3-cryptography python3-pefile apt-utils gnupg grub-pc-bin grub-common"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -17,6 +17,10 @@
 # it ever boots. Exported: vmlinuz/initrd.img = the oldest kernel (the one
 # gpuboot installed for), vmlinuz-next/initrd.img-next = the newest.
 #
+# The NVIDIA image also has GRUB's tools (grub2-common: update-grub, no
+# boot sector): the reboot scenario runs Debian's update-grub in the guest
+# and boots through GRUB reading the guest's own grub.cfg.
+#
 # SUITE bookworm-plymouth: the bookworm guest with plymouth, whose
 # initramfs hook copies the DRM drivers, nouveau among them, into the
 # initramfs (the kernel's own MODULES=most adds none): the nouveau scenario.
@@ -35,11 +39,12 @@ fi
 if [ "$suite" = bookworm-nvidia ]; then
 	suite=bookworm
 	extra=$GB
+	more=,grub2-common
 	GB=$(cd "$(dirname "$GB")" && pwd)/$(basename "$GB")
 fi
 hash=$(cat "$here/build-image.sh" "$here"/guest/* $extra | sha256sum | cut -c1-16)
 [ -n "$extra" ] && suite_name=bookworm-nvidia || suite_name=$suite
-[ -n "$more" ] && suite_name=bookworm-plymouth
+[ "$more" = ,plymouth ] && suite_name=bookworm-plymouth
 cache=${GPUBOOT_VM_CACHE:-${HOME:-/root}/.cache/gpuboot-vm}
 img=$cache/$suite_name-$hash
 if [ -f "$img/.complete" ]; then

@@ -38,6 +38,40 @@ check() { # description, then a shell test
 	fi
 }
 
+# qemu_boot SUFFIX QEMU-ARGS...: one QEMU run of the scenario's guest (its
+# serial lines in console$SUFFIX.log and report$SUFFIX.log); sets rc.
+qemu_boot() {
+	sfx=$1
+	shift
+	# shellcheck disable=SC2086
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
+		-display none -no-user-config -nic none \
+		-serial "file:$dir/console$sfx.log" -serial "file:$dir/report$sfx.log" "$@" \
+		-drive "file=$dir/overlay.qcow2,if=virtio,format=qcow2" \
+		-drive "file=$dir/seed.iso,if=virtio,format=raw,readonly=on" \
+		-drive "file=$dir/media.iso,if=virtio,format=raw,readonly=on" >>"$dir/qemu.log" 2>&1
+	rc=$?
+}
+
+# GRUB for the boots after the first, as QEMU loads a Linux kernel: GRUB's
+# lnxboot.img before a core image (Debian's grub-pc-bin) that holds every
+# module a Debian grub.cfg asks for and vm-tests/grub-early.cfg, which finds
+# the guest's disk by its label and reads the guest's own grub.cfg.
+grub_prep() {
+	g=$LOGS/grub
+	[ -f "$g/grub.lnx" ] && return 0
+	mkdir -p "$g"
+	grub-mkimage -O i386-pc -o "$g/core.img" -c vm-tests/grub-early.cfg -p '(hd0)/boot/grub' \
+		biosdisk ext2 part_msdos part_gpt linux normal search search_label search_fs_uuid search_fs_file \
+		configfile loadenv test echo gzio serial terminal terminfo halt reboot true sleep regexp cat ls \
+		all_video video font gfxterm gettext >"$g/grub-mkimage.log" 2>&1 &&
+		cat /usr/lib/grub/i386-pc/lnxboot.img "$g/core.img" >"$g/grub.lnx" || {
+		echo "      could not make GRUB's image (grub-pc-bin: scripts/install-deps.sh --vm; see $g/grub-mkimage.log)" >>"$dir/failures"
+		rm -f "$g/grub.lnx"
+		return 1
+	}
+}
+
 # scenario NAME SUITE EXAMPLE BOOTS
 scenario() {
 	name=$1 suite=$2 example=$3 boots=$4
@@ -73,16 +107,24 @@ scenario() {
 	cloud-localds "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
 	qemu-img create -q -f qcow2 -b "$img/disk.raw" -F raw "$dir/overlay.qcow2"
 	start=$(date +%s)
-	# shellcheck disable=SC2086
-	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
-		-display none -no-user-config -nic none \
-		-serial "file:$dir/console.log" -serial "file:$dir/report.log" \
-		-kernel "$img/vmlinuz${kernel:+-$kernel}" -initrd "$img/initrd.img${kernel:+-$kernel}" \
-		-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots" \
-		-drive "file=$dir/overlay.qcow2,if=virtio,format=qcow2" \
-		-drive "file=$dir/seed.iso,if=virtio,format=raw,readonly=on" \
-		-drive "file=$dir/media.iso,if=virtio,format=raw,readonly=on" >"$dir/qemu.log" 2>&1
-	rc=$?
+	if [ "${boot:-}" = grub ]; then
+		# The first boot straight into the image's first kernel; each boot is
+		# one QEMU run (-no-reboot: the guest's reboot ends it), and every
+		# later boot goes through GRUB, which reads the guest's own grub.cfg
+		# (vm-tests/grub-early.cfg).
+		qemu_boot "" -no-reboot -kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
+			-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots"
+		n=1
+		while [ "$rc" -eq 0 ] && [ "$n" -lt "$boots" ] && grub_prep; do
+			n=$((n + 1))
+			qemu_boot "-$n" -no-reboot -kernel "$LOGS/grub/grub.lnx"
+			cat "$dir/console-$n.log" >>"$dir/console.log"
+			cat "$dir/report-$n.log" >>"$dir/report.log"
+		done
+	else
+		qemu_boot "" -kernel "$img/vmlinuz${kernel:+-$kernel}" -initrd "$img/initrd.img${kernel:+-$kernel}" \
+			-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots"
+	fi
 	echo "$name: qemu exited $rc after $(($(date +%s) - start)) s" >"$dir/timing"
 	rm -f "$dir/overlay.qcow2"
 	[ "$rc" -eq 0 ] || echo "      qemu exited $rc (timeout: 124)" >>"$dir/failures"
@@ -354,6 +396,61 @@ assert r["after"]["kernel"] == sys.argv[2] and r["after"]["module"] and not r["b
 PY
 }
 
+# Reboot and resume: boot 1 (6.1) plans bookworm-backports' kernel for the
+# site's [kernel] minimum 6.12, finds it installed, reads GRUB's next kernel,
+# arms the resume unit, exits 3; boot 2 goes through GRUB into that kernel,
+# where the resume unit finishes the run (ENODEV: no GPU) and disarms itself.
+checks_reboot() {
+	awk '/^VMTEST-BEGIN boot=2/{on=1} on{print}' "$r" >"$dir/boot2.log"
+	section STATUSJSON "$dir/boot2.log" | sed '$d' >"$dir/status-boot2.json"
+	section FIRSTBOOT "$dir/boot2.log" >"$dir/firstboot.log"
+	block GRUBCFG "$dir/firstboot.log" >"$dir/grub.cfg"
+	k1=$(block UNAME-1 "$dir/firstboot.log")
+	k2=$(block UNAME-2 "$dir/firstboot.log")
+	check "Debian's update-grub wrote the guest's grub.cfg" grep -q "update-grub exited 0" "$dir/firstboot.log"
+	check "boot 1: gpuboot run exited 3 (reboot needed)" grep -q "gpuboot run exited 3" "$dir/firstboot.log"
+	check "boot 1: plan install-hwe of bookworm-backports' kernel for the site's minimum; prepare found it, read GRUB's next kernel, reboot-needed" \
+		python3 - "$dir/status.json" "$k1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 3 and d["result"] == "reboot-needed", (d["exit_code"], d["result"])
+k = d["plan"]["kernel"]
+assert (k["action"], k["package"], k["headers"], k["suite"], k["minimum"], k["reboot_required"]) == \
+    ("install-hwe", "linux-image-amd64", "linux-headers-amd64", "bookworm-backports", "6.12", True), k
+assert "site's [kernel] minimum" in k["reason"], k["reason"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["prepare"]["result"] == "reboot-needed", st["prepare"]
+pk = d["prepare"]["kernel"]
+assert pk["installed_now"] is False and pk["installed_version"].startswith("6.12"), pk
+assert pk["next_kernel"].startswith("6.12.") and sys.argv[2].startswith("6.1."), (pk, sys.argv[2])
+assert d["journal"]["boots"] == 1, d["journal"]
+PY
+	block RESUME-1 "$dir/firstboot.log" >"$dir/resume-1"
+	block RESUME-2 "$dir/firstboot.log" >"$dir/resume-2"
+	block UNIT "$dir/firstboot.log" >"$dir/resume-unit"
+	check "boot 1: the resume unit armed (wants link, enabled)" grep -qx enabled "$dir/resume-1"
+	check "boot 2 came up through GRUB (the guest's grub.cfg) in the kernel gpuboot predicted" python3 - "$dir/status.json" "$k2" "$dir/console.log" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["prepare"]["kernel"]["next_kernel"] == sys.argv[2], (d["prepare"]["kernel"]["next_kernel"], sys.argv[2])
+c = open(sys.argv[3], errors="replace").read()
+assert "vm-tests GRUB: root=hd0" in c and "Booting `" in c, "no GRUB boot in the console"
+PY
+	check "boot 2: the resume unit finished the run: exit 11, load ENODEV, no NVIDIA GPU, both boots in the journal" \
+		python3 - "$dir/status-boot2.json" "$k2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 11, (d["command"], d["exit_code"], d.get("result"))
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV" and "no NVIDIA GPU the driver can drive" in st["load"]["error"], st["load"]
+assert d["plan"]["kernel"]["action"] == "none", d["plan"]["kernel"]
+assert d["facts"]["kernel"]["release"] == sys.argv[2], d["facts"]["kernel"]
+assert d["journal"]["boots"] == 2, d["journal"]
+PY
+	check "the resume unit runs gpuboot run --resume" grep -q '^ExecStart=/usr/local/bin/gpuboot run --resume' "$dir/resume-unit"
+	check "boot 2: the resume unit disarmed itself" grep -qx disabled "$dir/resume-2"
+}
+
 run_one() {
 	scenario "$@"
 	if [ -s "$LOGS/$1/failures" ]; then
@@ -369,19 +466,20 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade"}
+want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot"}
 for s in $want; do
 	case $s in
-	bookworm-cloud-config) firmware= kernel= checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
-	bookworm-shell) firmware= kernel= checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
-	trixie-cloud-config) firmware= kernel= checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
-	bookworm-nvidia-firstboot) firmware= kernel= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
-	bookworm-nouveau) firmware= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
-	bookworm-nvidia-upgrade) firmware= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
+	bookworm-cloud-config) firmware= boot= kernel= checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
+	bookworm-shell) firmware= boot= kernel= checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
+	trixie-cloud-config) firmware= boot= kernel= checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-nvidia-firstboot) firmware= boot= kernel= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-nouveau) firmware= boot= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
+	bookworm-nvidia-upgrade) firmware= boot= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
+	bookworm-nvidia-reboot) firmware= kernel= boot=grub checks=checks_reboot run_one "$s" bookworm-nvidia kernel-reboot.yaml 2 ;;
 	bookworm-nvidia-secureboot)
-		firmware=secboot kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
+		firmware=secboot boot= kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
 	bookworm-nvidia-secureboot-db)
-		firmware=secboot-db kernel= checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
+		firmware=secboot-db boot= kernel= checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done

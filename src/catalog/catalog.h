@@ -82,6 +82,7 @@ struct gb_distro {
 	const char *hwe_meta; /* "linux-generic-hwe-22.04" or NULL */
 	const char *ga_kernel; /* "5.15" */
 	const char *hwe_kernel; /* "6.8" or NULL */
+	const char *hwe_suite; /* Debian: the suite of the newer kernel ("bookworm-backports"), or NULL */
 	const char *distro_driver; /* the NVIDIA driver the distribution packages itself ("535.309.01"), or NULL */
 	bool distro_open; /* its open kernel module is usable there */
 };

@@ -155,6 +155,8 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 		json_object *k = gb_json_new_object();
 		gb_json_add(k, "action", gb_json_new_string(p->kernel.action));
 		gb_json_add(k, "package", jstr(p->kernel.package));
+		gb_json_add(k, "headers", jstr(p->kernel.headers));
+		gb_json_add(k, "suite", jstr(p->kernel.suite));
 		gb_json_add(k, "minimum", jstr(p->kernel.minimum));
 		gb_json_add(k, "reboot_required", gb_json_new_boolean(p->kernel.reboot_required));
 		gb_json_add(k, "reason", gb_json_new_string(p->kernel.reason));

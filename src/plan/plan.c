@@ -554,19 +554,6 @@ static bool platform_check(struct gb_plan *p)
 	return true;
 }
 
-static void kernel_xy(const char *release, char *out, size_t n)
-{
-	size_t dots = 0, i = 0;
-	for (; release[i] && i + 1 < n; i++) {
-		if (release[i] == '.' && ++dots == 2)
-			break;
-		if (release[i] != '.' && (release[i] < '0' || release[i] > '9'))
-			break;
-		out[i] = release[i];
-	}
-	out[i] = '\0';
-}
-
 /* Secure Boot with a site key: the kernel must already trust its
  * certificate (one of its keys in /proc/keys has the certificate's key id),
  * or no module gpuboot signs could load: refuse before anything changes. */
@@ -714,6 +701,36 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 	}
 }
 
+/* The running kernel is older than kmin and the distribution has a newer
+ * one: Ubuntu's HWE metapackage, Debian's kernel from backports (image and
+ * headers metapackages of the architecture, from that suite). Installed in
+ * prepare; the live machine reboots into it. */
+static void plan_newer_kernel(struct gb_plan *p, const struct gb_distro *d, bool grace, const char *kmin,
+                              const char *why)
+{
+	const char *debarch = streq(p->in.arch, "aarch64") ? "arm64" : "amd64";
+	p->kernel.action = "install-hwe";
+	p->kernel.reboot_required = true;
+	if (d->hwe_suite) {
+		SAY(p->kernel.package, "linux-image-%s", debarch);
+		SAY(p->kernel.headers, "linux-headers-%s", debarch);
+		SAY(p->kernel.suite, "%s", d->hwe_suite);
+		SAY(p->kernel.reason,
+		    "kernel %s is older than %s (%s); %s's kernel (%s) is new enough: install %s and %s from %s "
+		    "(it must be in apt's sources), reboot into it",
+		    p->in.kernel_release, kmin, why, d->hwe_suite, d->hwe_kernel, p->kernel.package, p->kernel.headers,
+		    d->hwe_suite);
+		return;
+	}
+	if (streq(p->in.kernel_flavour, "nvidia-64k") || grace)
+		SAY(p->kernel.package, "linux-nvidia-64k-hwe-%s", p->in.os_version);
+	else
+		SAY(p->kernel.package, "%s", d->hwe_meta);
+	SAY(p->kernel.reason,
+	    "kernel %s is older than %s (%s); Ubuntu %s's HWE kernel (%s) is new enough: install %s, reboot into it",
+	    p->in.kernel_release, kmin, why, p->in.os_version, d->hwe_kernel, p->kernel.package);
+}
+
 static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
 {
 	const struct gb_distro *d = find_distro(&p->in);
@@ -721,15 +738,19 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	bool ubuntu = streq(p->in.os_id, "ubuntu");
 	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
 	bool precompiled = false;
-	char kxy[16] = "";
+	char kxy[16] = "", minname[32];
 	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
-	bool grace = false;
+	bool grace = false, site_min = false;
 	int r;
 
 	for (size_t i = 0; i < p->n_gpus; i++)
 		grace |= is_grace_board(p->gpus[i].device);
 	if (grace && streq(p->in.arch, "aarch64"))
 		kmin = "6.5";
+	if (site->kernel_minimum[0] && gb_version_cmp(site->kernel_minimum, kmin) > 0) {
+		kmin = site->kernel_minimum;
+		site_min = true;
+	}
 
 	/* Secure Boot first: it can decide the method. */
 	r = decide_secure_boot(p, site, ubuntu);
@@ -749,31 +770,27 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		    p->driver.branch, kmin);
 		return;
 	}
-	kernel_xy(p->in.kernel_release, kxy, sizeof(kxy));
+	gb_kernel_xy(p->in.kernel_release, kxy, sizeof(kxy));
 	if (gb_version_cmp(kxy, kmin) < 0) {
-		if (ubuntu && d && d->hwe_meta && d->hwe_kernel && gb_version_cmp(d->hwe_kernel, kmin) >= 0) {
-			p->kernel.action = "install-hwe";
-			if (streq(p->in.kernel_flavour, "nvidia-64k") || grace)
-				SAY(p->kernel.package, "linux-nvidia-64k-hwe-%s", p->in.os_version);
-			else
-				SAY(p->kernel.package, "%s", d->hwe_meta);
-			p->kernel.reboot_required = true;
-			SAY(p->kernel.reason,
-			    "kernel %s is older than %s (%s); Ubuntu %s's HWE kernel (%s) is new enough: install %s, "
-			    "reboot into it",
-			    p->in.kernel_release, kmin, grace ? "Grace platform support" : "the branch's minimum",
-			    p->in.os_version, d->hwe_kernel, p->kernel.package);
-		} else {
+		const char *why = site_min ? "the site's [kernel] minimum"
+		                  : grace  ? "Grace platform support"
+		                           : "the branch's minimum";
+		if (apt && d && d->hwe_kernel && (ubuntu ? d->hwe_meta != NULL : d->hwe_suite != NULL) &&
+		    gb_version_cmp(d->hwe_kernel, kmin) >= 0)
+			plan_newer_kernel(p, d, grace, kmin, why);
+		else
 			refuse(p, GB_EXIT_UNSUPPORTED,
-			       "kernel %s is older than %s, the minimum for %s, and no newer kernel is known for %s %s",
-			       p->in.kernel_release, kmin, grace ? "the Grace platform" : "this driver branch",
-			       p->in.os_id, p->in.os_version);
-		}
+			       "kernel %s is older than %s (%s), and no newer kernel is known for %s %s",
+			       p->in.kernel_release, kmin, why, p->in.os_id, p->in.os_version);
 		return;
 	}
+	if (site_min)
+		snprintf(minname, sizeof(minname), "the site's minimum");
+	else
+		snprintf(minname, sizeof(minname), "R%u's minimum", p->driver.branch);
 	if (precompiled) {
-		SAY(p->kernel.reason, "kernel %s meets R%u's minimum %s; precompiled modules need no headers",
-		    p->in.kernel_release, p->driver.branch, kmin);
+		SAY(p->kernel.reason, "kernel %s meets %s %s; precompiled modules need no headers",
+		    p->in.kernel_release, minname, kmin);
 	} else if (streq(p->driver.action, "keep") && p->in.installed.module) {
 		SAY(p->kernel.reason, "the kept driver has its module for kernel %s%s: no headers needed",
 		    p->in.kernel_release, p->in.installed.loaded ? " (loaded)" : "");
@@ -793,8 +810,8 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		SAY(p->kernel.reason, "the modules are built for the running kernel %s, whose headers are missing%s",
 		    p->in.kernel_release, p->kernel.package[0] ? "" : ": install them before running gpuboot");
 	} else {
-		SAY(p->kernel.reason, "kernel %s meets R%u's minimum %s and its headers are present",
-		    p->in.kernel_release, p->driver.branch, kmin);
+		SAY(p->kernel.reason, "kernel %s meets %s %s and its headers are present", p->in.kernel_release,
+		    minname, kmin);
 	}
 }
 

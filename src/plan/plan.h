@@ -119,6 +119,8 @@ struct gb_plan {
 	struct {
 		const char *action; /* "none" | "install-hwe" | "install-headers" */
 		char package[96];
+		char headers[96]; /* install-hwe on Debian: the headers metapackage beside the image's */
+		char suite[32]; /* install-hwe from this suite (apt -t): "bookworm-backports", "" = default */
 		char minimum[16];
 		bool reboot_required;
 		char reason[GB_REASON];

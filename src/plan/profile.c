@@ -784,6 +784,14 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 		s->replace_installed_set = true;
 		return set_replace(&s->replace_installed, v, why, n);
 	}
+	if (IS("kernel", "minimum")) {
+		char xy[sizeof(s->kernel_minimum)];
+		if (!gb_version_valid(v) || strlen(v) >= sizeof(s->kernel_minimum) || !strchr(v, '.'))
+			return bad(why, n, "minimum must be a kernel version like 6.12, not '%s'", v);
+		gb_kernel_xy(v, xy, sizeof(xy));
+		gb_strscpy(s->kernel_minimum, sizeof(s->kernel_minimum), xy);
+		return 0;
+	}
 	if (IS("secure_boot", "signing_key"))
 		return set_path(&s->signing_key, k, v, why, n);
 	if (IS("secure_boot", "signing_cert"))

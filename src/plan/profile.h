@@ -87,6 +87,7 @@ struct gb_site_config {
 	/* the certificate as the kernel would name it (gb_inputs_load fills it) */
 	char signing_cert_subject[128], signing_cert_key_id[130];
 	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */
+	char kernel_minimum[16]; /* [kernel] minimum: "6.12", the site's own floor over the branch's, "" = none */
 };
 
 /* A site's GPU override from <root>/etc/gpuboot/gpus.d/ (*.conf). */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The kernel part of prepare: Ubuntu's HWE metapackage the plan chose when
- * the running kernel is older than the driver branch's minimum
- * (linux-generic-hwe-<release>, linux-nvidia-64k-hwe-<release>), installed
+/* The kernel part of prepare: the newer kernel the plan chose when the
+ * running kernel is older than the minimum (the driver branch's, the Grace
+ * platform's, or the site's [kernel] minimum): Ubuntu's HWE metapackage
+ * (linux-generic-hwe-<release>, linux-nvidia-64k-hwe-<release>), Debian's
+ * linux-image-<arch> and linux-headers-<arch> from bookworm-backports; installed
  * with apt under the package manager's etiquette (the locks waited for,
  * chrooted with /proc, /sys, /dev bound for an image), then the kernel GRUB
  * will boot next read from the boot loader's files. On the live machine the
@@ -31,7 +33,7 @@
 struct hwe {
 	struct gb_ctx *ctx;
 	struct gb_journal *j;
-	const char *package;
+	const char *package, *headers, *suite;
 	struct gb_cmd_result *res;
 	struct gb_prepare_kernel_result *ret;
 	const char *chroot_dir;
@@ -47,13 +49,23 @@ static int apt_steps(void *p)
 		                             .lock_ms = LOCK_TIMEOUT_MS,
 		                             .res = h->res };
 	const char *update[] = { "apt-get", "update", "-q", NULL };
-	const char *install[] = { "apt-get",  "install",
-		                  "-y",       "-q",
-		                  "-o",       "Dpkg::Options::=--force-confdef",
-		                  "-o",       "Dpkg::Options::=--force-confold",
-		                  h->package, NULL };
-	int r = gb_install_effect(&e, "kernel:apt-get-update", update, UPDATE_TIMEOUT_MS, h->ret->error,
-	                          sizeof(h->ret->error));
+	const char *install[16] = { "apt-get", "install",
+		                    "-y",      "-q",
+		                    "-o",      "Dpkg::Options::=--force-confdef",
+		                    "-o",      "Dpkg::Options::=--force-confold" };
+	size_t n = 8;
+	int r;
+
+	if (h->suite) {
+		install[n++] = "-t";
+		install[n++] = h->suite;
+	}
+	install[n++] = h->package;
+	if (h->headers)
+		install[n++] = h->headers;
+	install[n] = NULL;
+	r = gb_install_effect(&e, "kernel:apt-get-update", update, UPDATE_TIMEOUT_MS, h->ret->error,
+	                      sizeof(h->ret->error));
 	if (r >= 0)
 		r = gb_install_effect(&e, "kernel:apt-get-install", install, INSTALL_TIMEOUT_MS, h->ret->error,
 		                      sizeof(h->ret->error));
@@ -62,8 +74,10 @@ static int apt_steps(void *p)
 	return r;
 }
 
-/* Is the metapackage installed (dpkg's "install ok installed")? */
-static int installed(struct hwe *h, bool *ret)
+/* Is the metapackage installed (dpkg's "install ok installed"), at a version
+ * of at least minimum (bookworm's own linux-image-amd64 is 6.1, the
+ * backports one 6.12)? */
+static int installed(struct hwe *h, const char *minimum, bool *ret)
 {
 	const char *argv[] = { "dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Status}\\n", h->package, NULL };
 	char v[GB_INSTALL_VERSION];
@@ -78,28 +92,49 @@ static int installed(struct hwe *h, bool *ret)
 		         h->package);
 		return r;
 	}
+	gb_strscpy(h->ret->installed_version, sizeof(h->ret->installed_version), v);
 	*ret = v[0] != '\0';
+	if (*ret && minimum) {
+		char xy[16];
+		/* "6.12.48-1~bpo12+1", Ubuntu's "6.8.0.49.52~22.04.1"; an epoch first is not a kernel's */
+		gb_kernel_xy(v, xy, sizeof(xy));
+		*ret = xy[0] && gb_version_cmp(xy, minimum) >= 0;
+	}
 	return 0;
 }
 
-int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const char *package, bool image,
+static bool name_ok(const char *s)
+{
+	return !s || gb_deb_name_valid(s);
+}
+
+int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_prepare_kernel_request *req,
                    struct gb_prepare_kernel_result *ret)
 {
 	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
-	char dir[4096];
-	struct hwe h = { .ctx = ctx, .j = j, .package = package, .res = res, .ret = ret };
+	char dir[4096], xy[16];
+	struct hwe h = { .ctx = ctx,
+		         .j = j,
+		         .package = req->package,
+		         .headers = req->headers && req->headers[0] ? req->headers : NULL,
+		         .suite = req->suite && req->suite[0] ? req->suite : NULL,
+		         .res = res,
+		         .ret = ret };
+	const char *minimum = req->minimum && req->minimum[0] ? req->minimum : NULL;
 	bool have = false;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	if (!res)
 		return -ENOMEM;
-	gb_strscpy(ret->package, sizeof(ret->package), package ? package : "");
-	if (!package || !gb_deb_name_valid(package)) {
-		snprintf(ret->error, sizeof(ret->error), "'%s' is not a kernel package name", ret->package);
+	gb_strscpy(ret->package, sizeof(ret->package), req->package ? req->package : "");
+	if (!req->package || !gb_deb_name_valid(req->package) || !name_ok(h.headers) || !name_ok(h.suite)) {
+		snprintf(ret->error, sizeof(ret->error),
+		         "'%s' (headers '%s', suite '%s') is not a kernel package to install", ret->package,
+		         h.headers ? h.headers : "", h.suite ? h.suite : "");
 		return -EINVAL;
 	}
-	if (image) {
+	if (req->image) {
 		if (!realpath(ctx->opt.root, dir)) {
 			r = negative_errno();
 			snprintf(ret->error, sizeof(ret->error), "Failed to resolve the root '%s': %s", ctx->opt.root,
@@ -108,7 +143,7 @@ int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const char *package
 		}
 		h.chroot_dir = dir;
 	}
-	r = installed(&h, &have);
+	r = installed(&h, minimum, &have);
 	if (r >= 0 && !have)
 		r = gb_install_in_root(ctx, j, h.chroot_dir, apt_steps, &h, ret->error, sizeof(ret->error));
 	if (r < 0)
@@ -116,9 +151,21 @@ int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const char *package
 	r = gb_prepare_next_kernel(ctx->root, ret->next_kernel, sizeof(ret->next_kernel));
 	if (r < 0 && r != -ENOENT) {
 		snprintf(ret->error, sizeof(ret->error),
-		         "%s is installed, but the kernel GRUB boots next cannot be read under %s: %s", package,
+		         "%s is installed, but the kernel GRUB boots next cannot be read under %s: %s", req->package,
 		         ctx->root->path, strerror(-r));
 		return r;
+	}
+	if (r < 0 || req->image || !minimum)
+		return 0; /* no GRUB to read (another boot loader), or an image's first boot picks its newest */
+	gb_kernel_xy(ret->next_kernel, xy, sizeof(xy));
+	if (!xy[0] || gb_version_cmp(xy, minimum) < 0) {
+		snprintf(
+		    ret->error, sizeof(ret->error),
+		    "%s is installed, but GRUB boots %s next, older than %s: a reboot would not bring the new kernel "
+		    "up; make GRUB's default the new kernel (GRUB_DEFAULT in /etc/default/grub and update-grub, or "
+		    "grub-set-default) and rerun",
+		    req->package, ret->next_kernel, minimum);
+		return -ERANGE;
 	}
 	return 0;
 }
@@ -127,6 +174,7 @@ json_object *gb_prepare_kernel_result_to_json(const struct gb_prepare_kernel_res
 {
 	json_object *o = gb_json_new_object();
 	gb_json_add(o, "package", gb_json_new_string(r->package));
+	gb_json_add(o, "installed_version", r->installed_version[0] ? gb_json_new_string(r->installed_version) : NULL);
 	gb_json_add(o, "installed_now", gb_json_new_boolean(r->installed_now));
 	gb_json_add(o, "next_kernel", r->next_kernel[0] ? gb_json_new_string(r->next_kernel) : NULL);
 	gb_json_add(o, "error", r->error[0] ? gb_json_new_string(r->error) : NULL);

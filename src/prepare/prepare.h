@@ -115,23 +115,35 @@ enum gb_initramfs_verdict gb_prepare_initramfs_verdict(struct gb_ctx *ctx, const
 /* The result for the status document. New object. */
 json_object *gb_prepare_result_to_json(const struct gb_prepare_result *r);
 
-/* ---- the kernel: Ubuntu's HWE metapackage (kernel.c) ---- */
+/* ---- the kernel: Ubuntu's HWE metapackage, Debian's backports kernel (kernel.c) ---- */
+
+struct gb_prepare_kernel_request {
+	const char *package; /* the plan's kernel.package: "linux-generic-hwe-22.04", "linux-image-amd64" */
+	const char *headers; /* the plan's kernel.headers ("linux-headers-amd64"), or NULL */
+	const char *suite; /* apt -t SUITE ("bookworm-backports"), or NULL */
+	const char
+	    *minimum; /* "6.12": the installed package's version and the next kernel must reach it; NULL: not checked */
+	bool image;
+};
 
 struct gb_prepare_kernel_result {
 	char package[96]; /* the metapackage the plan chose */
+	char installed_version[64]; /* dpkg's version of it before the run, "" = none */
 	bool installed_now; /* apt installed it in this run (false: it was there) */
 	char next_kernel[GB_KVER_MAX]; /* the release GRUB boots next, "" when unknown */
 	char error[768];
 };
 
-/* Install package (the plan's kernel.package) with apt unless dpkg says it
- * is installed: `apt-get update`, `apt-get install -y` (journaled as
- * kernel:apt-get-update and kernel:apt-get-install, after the dpkg/apt
- * locks; chrooted with /proc, /sys, /dev bound when image), then read the
- * kernel GRUB boots next. 0, or a negative errno with ret->error: -EINVAL
- * (not a package name), -EBUSY (a lock stayed held), -EIO (apt failed: its
- * output tail is in the journal). */
-int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const char *package, bool image,
+/* Install package (and headers) with apt, from suite when given, unless
+ * dpkg says package is installed at a version of at least minimum:
+ * `apt-get update`, `apt-get install -y [-t SUITE] PACKAGE [HEADERS]`
+ * (journaled as kernel:apt-get-update and kernel:apt-get-install, after the
+ * dpkg/apt locks; chrooted with /proc, /sys, /dev bound for an image), then
+ * read the kernel GRUB boots next. On the live machine a next kernel older
+ * than minimum is -ERANGE: the reboot would not bring the new kernel up.
+ * Also -EINVAL (not a package name), -EBUSY (a lock stayed held), -EIO (apt
+ * failed: its output tail is in the journal). */
+int gb_prepare_hwe(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_prepare_kernel_request *req,
                    struct gb_prepare_kernel_result *ret);
 json_object *gb_prepare_kernel_result_to_json(const struct gb_prepare_kernel_result *r);
 

@@ -58,23 +58,26 @@ int gb_prepare_reboot_allowed(json_object *doc, const char *reason, char *why, s
 	return 0;
 }
 
-/* A value that can stand as one word of ExecStart= unquoted. */
-static bool unit_word_ok(const char *s)
+/* A value that can stand as one word of ExecStart= unquoted (with spaces:
+ * in double quotes, as systemd splits its command lines). */
+static bool unit_word_ok(const char *s, bool spaces)
 {
 	if (!s || !s[0] || strlen(s) > 1024)
 		return false;
 	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || strchr("\"'\\%$;", *p))
+		if (((unsigned char)*p <= 0x20 && !(spaces && *p == ' ')) || (unsigned char)*p >= 0x7f ||
+		    strchr("\"'\\%$;", *p))
 			return false;
 	return true;
 }
 
 static int add_opt(char *buf, size_t bufsz, size_t *o, const char *name, const char *value)
 {
+	const char *q = value && strchr(value, ' ') ? "\"" : "";
 	int n;
-	if (value && !unit_word_ok(value))
+	if (value && !unit_word_ok(value, true))
 		return -EINVAL;
-	n = snprintf(buf + *o, bufsz - *o, " --%s%s%s", name, value ? " " : "", value ? value : "");
+	n = snprintf(buf + *o, bufsz - *o, " --%s%s%s%s%s", name, value ? " " : "", q, value ? value : "", q);
 	if (n < 0 || (size_t)n >= bufsz - *o)
 		return -ENOBUFS;
 	*o += (size_t)n;
@@ -82,8 +85,10 @@ static int add_opt(char *buf, size_t bufsz, size_t *o, const char *name, const c
 }
 
 /* ExecStart's options: those that decide the plan (the resumed run must
- * find the same plan hash) and where its files go. Never --root (the
- * resume runs on the booted machine), --force or --target-gpu. */
+ * find the same plan, installed the same way) and where its files go.
+ * --target-gpu only from the live machine (the GPU it was told to plan
+ * for); from an image root the first boot plans for the GPU it has. Never
+ * --root (the resume runs on the booted machine) or --force. */
 static int exec_options(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *o)
 {
 	const struct gb_options *opt = &ctx->opt;
@@ -91,6 +96,10 @@ static int exec_options(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_
 
 	if (opt->profile)
 		r = add_opt(buf, bufsz, o, "profile", opt->profile);
+	if (r >= 0 && opt->method)
+		r = add_opt(buf, bufsz, o, "method", opt->method);
+	if (r >= 0 && opt->target_gpu && ctx->root && ctx->root->is_host)
+		r = add_opt(buf, bufsz, o, "target-gpu", opt->target_gpu);
 	if (r >= 0 && opt->config_given && opt->config)
 		r = add_opt(buf, bufsz, o, "config", opt->config);
 	if (r >= 0 && opt->state_dir_given && opt->state_dir)
@@ -118,7 +127,7 @@ int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufs
 	size_t o;
 	int n, r;
 
-	if (!unit_word_ok(state))
+	if (!unit_word_ok(state, false))
 		return -EINVAL;
 	n = snprintf(buf, bufsz,
 	             "# Written by gpuboot: finishes a run after the reboot it needed, then removes itself.\n"
@@ -139,18 +148,19 @@ int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufs
 	if (r < 0)
 		return r;
 	/* 3 is "reboot needed": the unit stays armed for the next boot. Any
-	 * other end disables it, even when gpuboot could not (a crash). */
+	 * other end disables it, even when gpuboot could not (a crash); when
+	 * gpuboot did (the unit file gone), there is nothing left to do. */
 	n = snprintf(buf + o, bufsz - o,
 	             "\n"
 	             "SuccessExitStatus=3\n"
-	             "ExecStopPost=/bin/sh -c '[ \"$$EXIT_STATUS\" = 3 ] || exec systemctl --no-reload disable "
-	             "%s'\n"
+	             "ExecStopPost=/bin/sh -c '[ \"$$EXIT_STATUS\" = 3 ] || [ ! -e /%s ] || exec systemctl --no-reload "
+	             "disable %s'\n"
 	             "TimeoutStartSec=2h\n"
 	             "StandardOutput=journal+console\n"
 	             "\n"
 	             "[Install]\n"
 	             "WantedBy=multi-user.target\n",
-	             GB_PREPARE_RESUME_UNIT);
+	             GB_PREPARE_RESUME_PATH, GB_PREPARE_RESUME_UNIT);
 	if (n < 0 || (size_t)n >= bufsz - o)
 		return -ENOBUFS;
 	*ret_len = o + (size_t)n;
@@ -205,7 +215,7 @@ int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *
 	int r;
 
 	why[0] = '\0';
-	if (!reason || !unit_word_ok(reason) || strlen(reason) > 64)
+	if (!reason || !unit_word_ok(reason, false) || strlen(reason) > 64)
 		return -EINVAL;
 	r = gb_prepare_reboot_allowed(j->doc, reason, why, whysz);
 	if (r < 0)

@@ -379,16 +379,22 @@ static int need_reboot(struct run *r, struct gb_stage *st, const char *reason, c
 	return GB_EXIT_REBOOT;
 }
 
-/* Ubuntu's HWE kernel the plan chose: installed now; the live machine
- * reboots into it after prepare (the resume unit finishes the run), an
- * image gets the modules built for it by the install stage. */
+/* The newer kernel the plan chose (Ubuntu's HWE, Debian's backports):
+ * installed now; the live machine reboots into it after prepare (the
+ * resume unit finishes the run), an image gets the modules built for it by
+ * the install stage. */
 static int prepare_hwe(struct run *r, bool image, char *cause, size_t causesz)
 {
 	struct gb_prepare_kernel_result *kr = calloc(1, sizeof(*kr));
+	const struct gb_prepare_kernel_request req = { .package = r->plan.kernel.package,
+		                                       .headers = r->plan.kernel.headers,
+		                                       .suite = r->plan.kernel.suite,
+		                                       .minimum = r->plan.kernel.minimum,
+		                                       .image = image };
 	int k;
 	if (!kr)
 		return -ENOMEM;
-	k = gb_prepare_hwe(r->ctx, r->journal, r->plan.kernel.package, image, kr);
+	k = gb_prepare_hwe(r->ctx, r->journal, &req, kr);
 	gb_json_add(r->st.prepare, "kernel", gb_prepare_kernel_result_to_json(kr));
 	if (k < 0)
 		gb_strscpy(cause, causesz, kr->error);

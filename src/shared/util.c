@@ -225,3 +225,18 @@ void gb_hex_encode(const void *data, size_t n, char *out, size_t outsz)
 	}
 	out[2 * i] = '\0';
 }
+
+void gb_kernel_xy(const char *release, char *out, size_t n)
+{
+	size_t dots = 0, i = 0;
+	if (n == 0)
+		return;
+	for (; release[i] && i + 1 < n; i++) {
+		if (release[i] == '.' && ++dots == 2)
+			break;
+		if (release[i] != '.' && (release[i] < '0' || release[i] > '9'))
+			break;
+		out[i] = release[i];
+	}
+	out[i] = '\0';
+}

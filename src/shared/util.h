@@ -39,3 +39,6 @@ int gb_version_cmp(const char *a, const char *b);
 
 /* True when s is a plausible NVIDIA driver version (digits and dots, 2-3 parts). */
 bool gb_version_valid(const char *s);
+/* "6.12" of a kernel release or version ("6.12.48+deb12-amd64", "6.12.48-1~bpo12+1"): the
+ * leading digits up to the second dot; "" when it starts with no digit. */
+void gb_kernel_xy(const char *release, char *out, size_t n);

@@ -87,6 +87,27 @@ expect_exit 0 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf" --j
 [ "$(j 'd["driver"]["version"]')" = "570.195.03" ] || fail "driver pin: $(j 'd["driver"]')"
 [ "$(j 'd["cuda"]["version"]')" = "12.8.0" ] || fail "cuda pin"
 [ "$(j 'd["verify"]["skip"]')" = "['disk', 'network']" ] || fail "skip list"
+# The site's kernel floor: Debian 12's kernel from bookworm-backports, Ubuntu's HWE; past what the
+# distribution has, refused; not a version, exit 2 with the line.
+printf '[kernel]\nminimum = 6.12\n' >"$TMP/site.conf"
+expect_exit 0 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf" --json
+[ "$(j 'd["kernel"]["action"], d["kernel"]["package"], d["kernel"]["headers"], d["kernel"]["suite"], d["kernel"]["minimum"], d["kernel"]["reboot_required"]')" = \
+	"('install-hwe', 'linux-image-amd64', 'linux-headers-amd64', 'bookworm-backports', '6.12', True)" ] || fail "debian 12, minimum 6.12: $(j 'd["kernel"]')"
+j 'd["kernel"]["reason"]' | grep -q "older than 6.12 (the site's \[kernel\] minimum)" || fail "reason: $(j 'd["kernel"]["reason"]')"
+printf '[kernel]\nminimum = 6.13.2\n' >"$TMP/site.conf"
+expect_exit 10 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf"
+grep -q "older than 6.13 (the site's \[kernel\] minimum), and no newer kernel is known for debian 12" "$TMP/err" ||
+	fail "debian 12, minimum 6.13: $(cat "$TMP/err")"
+printf '[kernel]\nminimum = 6.8\n' >"$TMP/site.conf"
+expect_exit 0 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --config "$TMP/site.conf" --json
+[ "$(j 'd["kernel"]["action"], d["kernel"]["package"], d["kernel"]["suite"]')" = "('install-hwe', 'linux-generic-hwe-22.04', None)" ] ||
+	fail "ubuntu 22.04 on 5.15, minimum 6.8: $(j 'd["kernel"]')"
+printf '[kernel]\nminimum = 6.1\n' >"$TMP/site.conf"
+expect_exit 0 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf" --json
+[ "$(j 'd["kernel"]["action"]')" = "none" ] || fail "debian 12, minimum 6.1 is met: $(j 'd["kernel"]')"
+printf '[kernel]\nminimum = newest\n' >"$TMP/site.conf"
+expect_exit 2 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf"
+grep -q "site.conf:2: minimum must be a kernel version like 6.12" "$TMP/err" || fail "bad minimum: $(cat "$TMP/err")"
 printf '[pins]\ndriver = 999.1.1\n' >"$TMP/site.conf"
 expect_exit 2 "$GB" --root "$H200" plan --config "$TMP/site.conf"
 printf '[pins]\ncuda = 13.0\n' >"$TMP/site.conf"

@@ -965,16 +965,20 @@ static void test_resume_unit(void)
 	w.ctx.opt.mirror = "https://mirror.example/gpuboot";
 	w.ctx.opt.state_dir_given = true;
 	w.ctx.opt.offline = true;
+	w.ctx.opt.method = "distro";
+	w.ctx.opt.target_gpu = "Tesla T4"; /* an image root's first boot plans for its own GPU: not carried */
 	/* an image root: the wants/ link */
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, GB_PREPARE_REBOOT_NOUVEAU, why, sizeof(why)), 0);
 	t = world_file(&w, GB_PREPARE_RESUME_PATH);
 	CHECK(t && strstr(t, "Type=oneshot\n") && strstr(t, "After=network-online.target\n"));
 	snprintf(p, sizeof(p),
-	         "ExecStart=/usr/local/bin/gpuboot run --resume --profile training --state-dir %s "
+	         "ExecStart=/usr/local/bin/gpuboot run --resume --profile training --method distro --state-dir %s "
 	         "--mirror https://mirror.example/gpuboot --offline\n",
 	         w.state);
 	CHECK(t && strstr(t, p));
 	CHECK(t && strstr(t, "SuccessExitStatus=3\n") && strstr(t, "disable gpuboot-resume.service"));
+	/* gpuboot's own disarm removed the file: ExecStopPost then has nothing to disable, and does not fail */
+	CHECK(t && strstr(t, "|| [ ! -e /etc/systemd/system/gpuboot-resume.service ] ||"));
 	snprintf(p, sizeof(p), "%s/%s", w.root, GB_PREPARE_RESUME_WANTS);
 	n = readlink(p, link, sizeof(link) - 1);
 	CHECK(n > 0);
@@ -986,7 +990,7 @@ static void test_resume_unit(void)
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, GB_PREPARE_REBOOT_NOUVEAU, why, sizeof(why)), -ELOOP);
 	CHECK(strstr(why, "did not help") != NULL);
 	/* an option that would break the unit */
-	w.ctx.opt.profile = "a b";
+	w.ctx.opt.profile = "a\"b";
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, "kernel-hwe", why, sizeof(why)), -EINVAL);
 	w.ctx.opt.profile = "x%n";
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, "kernel-hwe", why, sizeof(why)), -EINVAL);
@@ -1000,6 +1004,10 @@ static void test_resume_unit(void)
 	w.ctx.opt.profile = "training";
 	CHECK_INT(world_rerun(&w), 0);
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, "kernel-hwe", why, sizeof(why)), 0);
+	free(t);
+	t = world_file(&w, GB_PREPARE_RESUME_PATH);
+	/* the live machine's run was told its GPU: the resumed run plans for the same one */
+	CHECK(t && strstr(t, " --profile training --method distro --target-gpu \"Tesla T4\" --state-dir "));
 	CHECK_INT(gb_prepare_disarm_resume(&w.ctx, w.j), 0);
 	rec = slurp(w.record, NULL);
 	CHECK_INT(count(rec, "systemctl enable gpuboot-resume.service"), 1);
@@ -1011,10 +1019,11 @@ out:
 	world_close(&w);
 }
 
-/* Ubuntu's HWE metapackage: installed with apt (chrooted in an image),
- * then the kernel GRUB boots next read; nothing run when it is there. */
-static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit, bool image,
-                   struct gb_prepare_kernel_result *kr, char **record)
+/* The newer kernel (Ubuntu's HWE metapackage, Debian's backports kernel):
+ * installed with apt (chrooted in an image), then the kernel GRUB boots
+ * next read; nothing run when it is there. fixture: the root copied. */
+static int hwe_run_req(const char *name, const char *fixture, const char *dpkg_out, const char *apt_exit,
+                       const struct gb_prepare_kernel_request *req, struct gb_prepare_kernel_result *kr, char **record)
 {
 	struct gb_ctx ctx = { 0 };
 	struct gb_journal *j = NULL;
@@ -1025,7 +1034,7 @@ static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit,
 
 	snprintf(dir, sizeof(dir), "%s/%s", base, name);
 	snprintf(root, sizeof(root), "%s/root", dir);
-	snprintf(p, sizeof(p), "mkdir -p %s && cp -a tests/prepare/debian12 %s", dir, root);
+	snprintf(p, sizeof(p), "mkdir -p %s && cp -a %s %s", dir, fixture, root);
 	CHECK_INT(system(p), 0);
 	snprintf(p, sizeof(p), "%s/dpkg", dir);
 	write_text(p, dpkg_out);
@@ -1039,7 +1048,7 @@ static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit,
 	snprintf(p, sizeof(p), "%s/state", dir);
 	ctx.opt.state_dir = p;
 	CHECK_INT(gb_journal_open(&ctx, plan, "run", &j, err, sizeof(err)), 0);
-	r = gb_prepare_hwe(&ctx, j, "linux-generic-hwe-22.04", image, kr);
+	r = gb_prepare_hwe(&ctx, j, req, kr);
 	gb_journal_free(j);
 	snprintf(p, sizeof(p), "%s/record", dir);
 	*record = slurp(p, NULL);
@@ -1049,6 +1058,68 @@ static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit,
 	gb_root_free(ctx.root);
 	json_object_put(plan);
 	return r;
+}
+
+static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit, bool image,
+                   struct gb_prepare_kernel_result *kr, char **record)
+{
+	const struct gb_prepare_kernel_request req = { .package = "linux-generic-hwe-22.04", .image = image };
+	return hwe_run_req(name, "tests/prepare/debian12", dpkg_out, apt_exit, &req, kr, record);
+}
+
+/* Debian 12's kernel from bookworm-backports, over bookworm's 6.1. */
+static void test_hwe_debian(void)
+{
+	struct gb_prepare_kernel_request req = { .package = "linux-image-amd64",
+		                                 .headers = "linux-headers-amd64",
+		                                 .suite = "bookworm-backports",
+		                                 .minimum = "6.12" };
+	struct gb_prepare_kernel_result kr;
+	char *rec = NULL;
+
+	/* bookworm's own linux-image-amd64 (6.1) is not the one: apt installs from backports, with the
+	 * headers (DKMS builds the module for the new kernel in the same apt run); GRUB's default is
+	 * still 6.1 in this root, so the live reboot would not help: -ERANGE, named */
+	CHECK_INT(hwe_run_req("deb-live", "tests/prepare/debian12",
+	                      "linux-image-amd64\t6.1.176-1\tinstall ok installed\n", "0", &req, &kr, &rec),
+	          -ERANGE);
+	CHECK(strstr(rec,
+	             "apt-get install -y -q -o Dpkg::Options::=--force-confdef -o "
+	             "Dpkg::Options::=--force-confold -t bookworm-backports linux-image-amd64 linux-headers-amd64\n") !=
+	      NULL);
+	CHECK(kr.installed_now);
+	CHECK_STREQ(kr.installed_version, "6.1.176-1");
+	CHECK_STREQ(kr.next_kernel, "6.1.0-18-amd64");
+	CHECK(strstr(kr.error, "GRUB boots 6.1.0-18-amd64 next, older than 6.12") != NULL);
+	free(rec);
+	/* the backports version already there: no apt; the same GRUB answer */
+	CHECK_INT(hwe_run_req("deb-there", "tests/prepare/debian12",
+	                      "linux-image-amd64\t6.12.48-1~bpo12+1\tinstall ok installed\n", "0", &req, &kr, &rec),
+	          -ERANGE);
+	CHECK(strstr(rec, "apt-get") == NULL);
+	CHECK(!kr.installed_now);
+	free(rec);
+	/* the guest's real grub.cfg after update-grub with backports' kernel installed: GRUB boots 6.12 next,
+	 * the reboot will bring it up */
+	CHECK_INT(hwe_run_req("deb-grub-6.12", "tests/prepare/debian12-backports",
+	                      "linux-image-amd64\t6.12.95-1~bpo12+1\tinstall ok installed\n", "0", &req, &kr, &rec),
+	          0);
+	CHECK(strstr(rec, "apt-get") == NULL);
+	CHECK_STREQ(kr.next_kernel, "6.12.95+deb12-amd64");
+	CHECK_STREQ(kr.error, "");
+	free(rec);
+	/* an image: its first boot picks its newest kernel; GRUB's file is not held against it */
+	req.image = true;
+	CHECK_INT(hwe_run_req("deb-image", "tests/prepare/debian12", "", "0", &req, &kr, &rec), 0);
+	CHECK(strstr(rec, "-t bookworm-backports linux-image-amd64 linux-headers-amd64\n") != NULL);
+	CHECK(strstr(rec, "mount_bind /proc ") != NULL);
+	free(rec);
+	/* a suite that is not a word: refused, nothing run */
+	{
+		struct gb_ctx ctx = { 0 };
+		req.suite = "bookworm-backports linux-image-rt-amd64";
+		CHECK_INT(gb_prepare_hwe(&ctx, NULL, &req, &kr), -EINVAL);
+	}
 }
 
 static void test_hwe(void)
@@ -1085,7 +1156,8 @@ static void test_hwe(void)
 	/* a name that is not a package: refused, nothing run */
 	{
 		struct gb_ctx ctx = { 0 };
-		CHECK_INT(gb_prepare_hwe(&ctx, NULL, "linux-generic; reboot", false, &kr), -EINVAL);
+		const struct gb_prepare_kernel_request bad = { .package = "linux-generic; reboot" };
+		CHECK_INT(gb_prepare_hwe(&ctx, NULL, &bad, &kr), -EINVAL);
 	}
 }
 
@@ -1096,6 +1168,7 @@ int main(void)
 		return 1;
 	}
 	test_grubenv();
+	test_hwe_debian();
 	test_grubcfg_debian();
 	test_grubcfg_hostile();
 	test_bls();
