@@ -747,7 +747,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		grace |= is_grace_board(p->gpus[i].device);
 	if (grace && streq(p->in.arch, "aarch64"))
 		kmin = "6.5";
-	if (site->kernel_minimum[0] && gb_version_cmp(site->kernel_minimum, kmin) > 0) {
+	if (site && site->kernel_minimum[0] && gb_version_cmp(site->kernel_minimum, kmin) > 0) {
 		kmin = site->kernel_minimum;
 		site_min = true;
 	}

@@ -254,7 +254,11 @@ int gb_journal_open(struct gb_ctx *ctx, json_object *plan, const char *command, 
 	if (!j)
 		return -ENOMEM;
 	j->ctx = ctx;
-	snprintf(j->path, sizeof(j->path), "%s/journal.json", ctx->opt.state_dir);
+	/* A repair keeps its own journal: gpuboot-repair.service runs at every
+	 * boot, and must never set aside the journal of a run the resume unit
+	 * is about to finish (its boots and reboots are the loop guard). */
+	snprintf(j->path, sizeof(j->path), "%s/%s", ctx->opt.state_dir,
+	         command && streq(command, "repair") ? "repair-journal.json" : "journal.json");
 	r = gb_plan_hash(plan, j->plan_hash);
 	if (r >= 0)
 		r = decide(j, plan, command, err, errsz);

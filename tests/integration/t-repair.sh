@@ -22,6 +22,19 @@ mkdir -p "$M/lib/modules/$K" "$M/usr/src/nvidia-current-open-535.261.03"
 touch "$M/usr/src/nvidia-current-open-535.261.03/dkms.conf"
 printf '\nPackage: linux-image-%s\nStatus: install ok installed\nVersion: 6.1.183-1\n' "$K" >>"$M/var/lib/dpkg/status"
 R=$TMP/record
+# A run waiting for its reboot (the resume unit armed): a repair (gpuboot-repair.service runs at
+# every boot, maybe first) keeps its own journal and never sets the run's aside.
+mkdir -p "$S"
+cat >"$S/journal.json" <<'EOF'
+{"version": 1, "command": "run", "state": "reboot-pending", "plan_hash": "2222222222222222222222222222222222222222222222222222222222222222",
+ "boots": 1, "boot_id": "cd4a152d-3256-48f1-b386-7599899ce3c2",
+ "steps": [{"id": "reboot:kernel", "stage": "prepare", "kind": "reboot", "state": "done"}]}
+EOF
+cp "$S/journal.json" "$TMP/run-journal.json"
 GPUBOOT_FAKE_OPS="record=$R,root=$M" expect_exit 14 "$GB" --root "$M" --state-dir "$S" --repair --kernel "$K"
+cmp -s "$S/journal.json" "$TMP/run-journal.json" || fail "the repair touched the run's journal"
+[ ! -e "$S/journal.json.prev" ] || fail "the repair set the run's journal aside"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); assert d['command'] == 'repair', d['command']" "$S/repair-journal.json" ||
+	fail "the repair's own journal is not repair-journal.json"
 grep -q "linux-headers-$K" "$TMP/out" "$TMP/err" || fail "--repair --kernel $K does not name linux-headers-$K"
 ! grep -q '^run ' "$R" 2>/dev/null || fail "--repair --kernel $K ran a command though it cannot build"
