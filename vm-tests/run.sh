@@ -450,7 +450,14 @@ assert d["facts"]["kernel"]["release"] == sys.argv[2], d["facts"]["kernel"]
 assert d["journal"]["boots"] == 2, d["journal"]
 PY
 	check "the resume unit runs gpuboot run --resume" grep -q '^ExecStart=/usr/local/bin/gpuboot run --resume' "$dir/resume-unit"
-	check "boot 2: the resume unit disarmed itself" grep -qx disabled "$dir/resume-2"
+	block JOURNAL-2 "$dir/firstboot.log" >"$dir/journal-2"
+	check "boot 2: the resumed run disarmed the resume unit (journaled), none of it left" sh -c "
+		grep -qx 'systemctl:disable:gpuboot-resume.service done None' '$dir/journal-2' &&
+		grep -qx 'unlink:etc/systemd/system/gpuboot-resume.service done None' '$dir/journal-2' &&
+		! grep -qx gpuboot-resume.service '$dir/resume-2' &&
+		grep -q 'Failed to get unit file state for gpuboot-resume.service: No such file' '$dir/resume-2'"
+	check "boot 2: the journal is the run's, resumed: boot 1's reboot step and 2 boots" sh -c "
+		grep -q '^run failed 2 ' '$dir/journal-2' && grep -qx 'reboot:kernel done None' '$dir/journal-2'"
 }
 
 run_one() {

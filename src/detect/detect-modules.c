@@ -129,6 +129,7 @@ static int module_read_info(struct gb_ctx *ctx, struct gb_kmod **k, const char *
 	const char *suffix = module_name_match(strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
 	char proc[64];
 	struct stat st;
+	bool oom = false;
 	int r;
 
 	r = kmod_get(k);
@@ -159,18 +160,23 @@ static int module_read_info(struct gb_ctx *ctx, struct gb_kmod **k, const char *
 		const char *key = kmod_module_info_get_key(it), *value = kmod_module_info_get_value(it);
 		if (!key || !value)
 			continue;
-		if (streq(key, "version") && !m->version && gb_version_valid(value) && strchr(value, '.'))
+		if (streq(key, "version") && !m->version && gb_version_valid(value) && strchr(value, '.')) {
 			m->version = strdup(value);
-		else if (streq(key, "license") && !m->flavor)
+			oom |= !m->version;
+		} else if (streq(key, "license") && !m->flavor)
 			/* The open modules are dual-licensed; the proprietary one says "NVIDIA". */
 			m->flavor = streq(value, "Dual MIT/GPL") ? "open"
 			            : streq(value, "NVIDIA")     ? "proprietary"
 			                                         : NULL;
-		else if (streq(key, "signer") && !m->signer && *value && strlen(value) < 256)
+		else if (streq(key, "signer") && !m->signer && *value && strlen(value) < 256) {
 			m->signer = strdup(value);
+			oom |= !m->signer;
+		}
 	}
 	kmod_module_info_free_list(info);
 	kmod_module_unref(mod);
+	if (oom)
+		return -ENOMEM;
 	return m->version ? 0 : -EBADMSG;
 }
 

@@ -971,7 +971,9 @@ static int walk(struct run *r)
 		code = stages[i].fn(r, st);
 		if (r->journal && !had_journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
 			return GB_EXIT_FAILED;
-		if (r->journal && gb_journal_end(r->journal, id, code ? -ECANCELED : 0, NULL) < 0)
+		/* a stage that ends in a needed reboot did its part: not a failed step */
+		if (r->journal &&
+		    gb_journal_end(r->journal, id, code && code != GB_EXIT_REBOOT ? -ECANCELED : 0, NULL) < 0)
 			return GB_EXIT_FAILED;
 		if (gb_status_write_progress(r->ctx, &r->st) < 0)
 			return GB_EXIT_FAILED;
@@ -1038,7 +1040,10 @@ int gb_run(struct gb_ctx *ctx)
 	code = walk(&r);
 	if (fetch_join(&r, true) && code == GB_EXIT_OK) /* never left running; never "ok" without it */
 		code = GB_EXIT_FETCH;
-	if (r.journal && code != GB_EXIT_REBOOT && (k = gb_prepare_disarm_resume(ctx, r.journal)) < 0) {
+	/* The resume unit is a run's; a repair (gpuboot-repair.service at the
+	 * same boot) leaves it to the run it resumes. */
+	if (r.journal && !ctx->opt.repair && code != GB_EXIT_REBOOT &&
+	    (k = gb_prepare_disarm_resume(ctx, r.journal)) < 0) {
 		if (k != -ENOMEM) {
 			gb_log_warning("Failed to disarm gpuboot-resume.service, ignoring");
 		} else if (code == GB_EXIT_OK) { /* not known whether it is armed: not a success */

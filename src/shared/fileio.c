@@ -90,18 +90,21 @@ static bool stale_temp(const char *name, const char *tag)
 /* Remove what a power cut left of earlier writes into dir: temp files of
  * earlier boots, of any file (one written once, like mirror-version, may
  * never be written again). A temp file of this boot may be another
- * process's write in flight (`gpuboot verify` beside a run): kept. */
-static void remove_stale_temps(const char *dir, const char *tag)
+ * process's write in flight (`gpuboot verify` beside a run): kept. Best
+ * effort (the next write tries again), except that an allocation failure
+ * is the caller's: -ENOMEM. */
+static int remove_stale_temps(const char *dir, const char *tag)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
 	if (!d)
-		return;
+		return errno == ENOMEM ? -ENOMEM : 0;
 	while ((e = readdir(d)))
 		if (stale_temp(e->d_name, tag) && unlinkat(dirfd(d), e->d_name, 0) == 0)
 			gb_log_debug("removed '%s/%s', the temp file of a write a power cut stopped", dir, e->d_name);
 	closedir(d);
+	return 0;
 }
 
 /* Create a temp file beside path, named with this boot's tag; on success
@@ -123,7 +126,9 @@ static int temp_beside(const char *path, char *tmp, size_t tmpsz, char *dir, siz
 		return r;
 	boot_tag(tag);
 	if (tag[0]) {
-		remove_stale_temps(dir, tag);
+		r = remove_stale_temps(dir, tag);
+		if (r < 0)
+			return r;
 		snprintf(tmp, tmpsz, "%s/.%s.%s.XXXXXX", dir, slash + 1, tag);
 	} else
 		snprintf(tmp, tmpsz, "%s/.%s.XXXXXX", dir, slash + 1);

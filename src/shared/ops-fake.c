@@ -120,7 +120,11 @@ static int fake_set_loaded(struct fake *f, const char *module, bool loaded)
 	if (loaded) {
 		(void)gb_mkdir_p(path, 0755);
 		snprintf(path, sizeof(path), "%s/sys/module/%s/initstate", f->root, module);
-		(void)gb_write_file_atomic(path, "live\n", 5, 0644);
+		r = gb_write_file_atomic(path, "live\n", 5, 0644);
+		if (r < 0) {
+			fclose(out);
+			return r;
+		}
 	} else {
 		snprintf(path, sizeof(path), "%s/sys/module/%s/initstate", f->root, module);
 		unlink(path);

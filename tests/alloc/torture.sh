@@ -70,6 +70,31 @@ export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS
 #     result); detect opens each module once, by path, for its modinfo.
 ALLOWED='tzset_internal|__tzfile_read|_IO_file_doallocate|qsort_r|array_list_shrink|__duplocale|kmod_new|kmod_module_new_from_path'
 
+# The time zone loading above (tzset_internal, __tzfile_read) where the C
+# library's own frames are not symbolized (a glibc without its symbol table,
+# as Ubuntu 24.04's): the injected allocation's stack, from its innermost
+# frame, stays inside libc.so up to gpuboot's first frame, and that frame is
+# one of its gmtime_r + strftime callers (which allocate only for the time
+# zone).
+tz_in_libc() { # DIR
+	awk '/ src\// { if ($0 ~ /(^| in )(iso8601|iso_now|today|gb_log_[a-z_]*) src\//) print 1; exit }
+		!/libc\.so/ { exit }' "$1/stack" | grep -q 1
+}
+
+# OpenSSL 3.0 recovering by itself inside EVP_MD_fetch: an allocation of its
+# method store or name map (a cache of what was fetched) fails, the fetch
+# still returns the algorithm, gpuboot's digest works (its result checked),
+# the run's outcome unchanged. The injected allocation's stack, past
+# gpuboot's allocator for OpenSSL (ossl_malloc), stays inside libcrypto
+# through EVP_MD_fetch up to gpuboot's caller. (Met on the 16-core machine
+# only: 3 of 13,998 N.)
+openssl_fetch_recovers() { # DIR
+	awk '/ ossl_(malloc|realloc) src\/shared\/tls\.c/ { next }
+		/ src\// { if (f) print 1; exit }
+		/ EVP_MD_fetch / { f = 1 }
+		!/libcrypto\.so/ { exit }' "$1/stack" | grep -q 1
+}
+
 # json-c's own defect (Debian 12's json-c 0.16, docs/reliability.md), counted
 # and reported apart, never as a pass: when an allocation that
 # json_tokener_parse_ex makes itself (the strdup of an object key) or through
@@ -159,7 +184,7 @@ one_run() {
 	tls) # OpenSSL's and libcurl's initialisation (src/main.c), then a plan
 		"$GB" --root "$FIX/h200-ubuntu2404" fetch --dry-run --offline --state-dir "$d/s" ;;
 	verify)
-		LD_LIBRARY_PATH=$FAKE FAKE_NV_SCENARIO=healthy "$GB" --root "$W/m" verify --tier active \
+		LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} FAKE_NV_SCENARIO=healthy "$GB" --root "$W/m" verify --tier active \
 			--state-dir "$d/s" --run-dir "$d/s/run" ;;
 	journal)
 		GPUBOOT_FAKE_OPS="root=$d/m" "$GB" --root "$d/m" run --profile minimal --no-verify \
@@ -192,7 +217,7 @@ check() {
 	elif [ "$rc" -ge 128 ] || [ "$rc" -eq 99 ]; then
 		v="FAIL signal or abort (exit $rc)"
 	elif [ "$rc" -eq 0 ]; then
-		if [ -n "$ALLOWED" ] && grep -qE "$ALLOWED" "$d/stack"; then
+		if { [ -n "$ALLOWED" ] && grep -qE "$ALLOWED" "$d/stack"; } || tz_in_libc "$d" || openssl_fetch_recovers "$d"; then
 			v="ok (optional)"
 		else
 			v="FAIL exit 0 after a failed allocation"

@@ -31,7 +31,12 @@ cat >"$S/journal.json" <<'EOF'
  "steps": [{"id": "reboot:kernel", "stage": "prepare", "kind": "reboot", "state": "done"}]}
 EOF
 cp "$S/journal.json" "$TMP/run-journal.json"
+mkdir -p "$M/etc/systemd/system/multi-user.target.wants"
+printf '[Service]\nExecStart=/usr/local/bin/gpuboot run --resume\n' >"$M/etc/systemd/system/gpuboot-resume.service"
+ln -s /etc/systemd/system/gpuboot-resume.service "$M/etc/systemd/system/multi-user.target.wants/gpuboot-resume.service"
 GPUBOOT_FAKE_OPS="record=$R,root=$M" expect_exit 14 "$GB" --root "$M" --state-dir "$S" --repair --kernel "$K"
+[ -f "$M/etc/systemd/system/gpuboot-resume.service" ] && [ -L "$M/etc/systemd/system/multi-user.target.wants/gpuboot-resume.service" ] ||
+	fail "the repair disarmed the run's resume unit"
 cmp -s "$S/journal.json" "$TMP/run-journal.json" || fail "the repair touched the run's journal"
 [ ! -e "$S/journal.json.prev" ] || fail "the repair set the run's journal aside"
 python3 -c "import json, sys; d = json.load(open(sys.argv[1])); assert d['command'] == 'repair', d['command']" "$S/repair-journal.json" ||
