@@ -431,15 +431,17 @@ static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char
 #endif
 	/* The backstop: a command that lost a part of a JSON document to memory
 	 * (and wrote none, gb_json_text) has not succeeded. */
-	if (r == GB_EXIT_OK && gb_json_oom()) {
+	if (gb_json_oom()) { /* said even when the command failed otherwise: it is part of why */
 		gb_log_error("Failed to build a JSON document: out of memory");
-		r = GB_EXIT_FAILED;
+		if (r == GB_EXIT_OK)
+			r = GB_EXIT_FAILED;
 	}
 	/* And one that decided from a read under the root lost to memory (an
 	 * "absent" that may not be): gb_root_lexists and its kind answer no. */
-	if (r == GB_EXIT_OK && ctx->root->oom) {
+	if (ctx->root->oom) {
 		gb_log_error("Failed to read under '%s': out of memory", ctx->opt.root);
-		r = GB_EXIT_FAILED;
+		if (r == GB_EXIT_OK)
+			r = GB_EXIT_FAILED;
 	}
 	gb_root_free(ctx->root);
 	gb_ops_fake_free(ctx->ops);

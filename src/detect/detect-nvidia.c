@@ -108,7 +108,7 @@ static int detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
 	return r == -ENOMEM ? r : 0;
 }
 
-static char *json_version(const char *text)
+static char *json_version(struct gb_ctx *ctx, const char *text)
 {
 	json_object *o, *cuda, *ver;
 	char *r = NULL;
@@ -118,6 +118,8 @@ static char *json_version(const char *text)
 	if (json_object_object_get_ex(o, "cuda", &cuda) && json_object_object_get_ex(cuda, "version", &ver) &&
 	    json_object_is_type(ver, json_type_string) && gb_version_valid(json_object_get_string(ver)))
 		r = strdup(json_object_get_string(ver));
+	if (!r && json_object_is_type(ver, json_type_string))
+		ctx->root->oom = true; /* not "no version": main fails the command */
 	json_object_put(o);
 	return r;
 }
@@ -165,7 +167,7 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 			continue;
 		snprintf(path, sizeof(path), "usr/local/%s/version.json", *n);
 		if (gb_root_read_file(ctx->root, path, 256 * 1024, &text, NULL) >= 0) {
-			version = json_version(text);
+			version = json_version(ctx, text);
 			if (!version) {
 				gb_log_warning("'%s' holds no valid cuda.version, ignoring", path);
 				f->warnings++;
@@ -343,11 +345,15 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 		return r;
 
 	if (gb_root_lexists(ctx->root, "usr/bin/nvidia-ctk")) {
-		for (size_t i = 0; i < f->nvidia.installed.n_packages && !f->nvidia.container_toolkit; i++)
-			if (streq(f->nvidia.installed.packages[i].name, "nvidia-container-toolkit"))
-				f->nvidia.container_toolkit = strdup(f->nvidia.installed.packages[i].version);
+		const char *v = "unknown"; /* the binary without its package */
+		for (size_t i = 0; i < f->nvidia.installed.n_packages; i++)
+			if (streq(f->nvidia.installed.packages[i].name, "nvidia-container-toolkit")) {
+				v = f->nvidia.installed.packages[i].version;
+				break;
+			}
+		f->nvidia.container_toolkit = strdup(v);
 		if (!f->nvidia.container_toolkit)
-			f->nvidia.container_toolkit = strdup("unknown");
+			return -ENOMEM;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(engines); i++) {
 		char **a;
@@ -361,9 +367,11 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 		a = realloc(f->nvidia.container_engines, (f->nvidia.n_engines + 2) * sizeof(*a));
 		if (!a)
 			return -ENOMEM;
-		a[f->nvidia.n_engines] = strdup(engines[i].name);
-		a[++f->nvidia.n_engines] = NULL;
 		f->nvidia.container_engines = a;
+		a[f->nvidia.n_engines] = strdup(engines[i].name);
+		if (!a[f->nvidia.n_engines])
+			return -ENOMEM;
+		a[++f->nvidia.n_engines] = NULL;
 	}
 	f->nvidia.fabricmanager = gb_root_lexists(ctx->root, "usr/bin/nv-fabricmanager");
 	f->nvidia.persistenced = gb_root_lexists(ctx->root, "usr/bin/nvidia-persistenced");

@@ -933,6 +933,8 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	probe_args(o, active, r, &pa);
 	tp = ctx->ops->now_monotonic_ns(ctx->ops);
 	rc = gb_probe_run(ctx, pa.args, o->probe_timeout_ms, &r->probe, &exit_code, err, sizeof(err));
+	if (rc == -ENOMEM)
+		gb_log_error("Failed to run the probe: out of memory"); /* gpuboot's failure, not the GPU's */
 	r->probe_ms = (double)(ctx->ops->now_monotonic_ns(ctx->ops) - tp) / 1e6;
 	if (rc < 0) {
 		c = flag(r, "probe", "system", false, err, "gpuboot-probe run from a memfd under a timeout");

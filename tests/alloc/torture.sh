@@ -109,8 +109,11 @@ openssl_fetch_recovers() { # DIR
 jsonc_defect() { # DIR RC
 	awk '/libjson-c/ { if ($0 ~ / json_tokener_parse_ex /) { print 1; exit } next } { exit }' "$1/stack" | grep -q 1 || return 1
 	if grep -q 'ERROR: AddressSanitizer: SEGV' "$1/err"; then
-		sed -n '/ERROR: AddressSanitizer: SEGV/,/^$/p' "$1/err" | grep -E '^ +#[0-9]+ ' | head -6 |
-			grep -A1 ' json_object_object_add_ex ' | grep -q ' json_tokener_parse_ex '
+		# json-c's own frames crash: in the tokener adding the value, or,
+		# reading the object the tokener built, in json-c's accessor (#0)
+		sed -n '/ERROR: AddressSanitizer: SEGV/,/^$/p' "$1/err" | grep -E '^ +#[0-9]+ ' | head -6 >"$1/segv"
+		grep -A1 ' json_object_object_add_ex ' "$1/segv" | grep -q ' json_tokener_parse_ex ' ||
+			head -1 "$1/segv" | grep -q 'libjson-c\.so'
 	else
 		grep -q 'ERROR: LeakSanitizer' "$1/err" || [ "$2" -eq 0 ]
 	fi
