@@ -82,13 +82,11 @@ static bool arch_valid(const char *a)
 	return true;
 }
 
-/* A copy, or NULL with the root's out-of-memory flag set: an unknown
- * answer that is not one, which fails the command (main.c). */
-static char *dup_or_oom(struct gb_ctx *ctx, const char *s)
+/* A copy; NULL with f->oom set (gb_detect then fails with -ENOMEM). */
+static char *dup_fact(struct gb_facts *f, const char *s)
 {
 	char *d = strdup(s);
-	if (!d)
-		ctx->root->oom = true;
+	f->oom |= !d;
 	return d;
 }
 
@@ -110,12 +108,12 @@ static char *detect_arch(struct gb_ctx *ctx, struct gb_facts *f)
 	if (gb_detect_loader(ctx, &path))
 		for (size_t i = 0; i < ARRAY_SIZE(loader_arch); i++)
 			if (streq(loader_arch[i].loader, path))
-				return dup_or_oom(ctx, loader_arch[i].arch);
+				return dup_fact(f, loader_arch[i].arch);
 	/* Last, and only for the live machine: ask the kernel. */
 	if (ctx->root->is_host) {
 		struct utsname u;
 		if (ctx->ops->uname(ctx->ops, &u) >= 0 && arch_valid(u.machine))
-			return dup_or_oom(ctx, u.machine);
+			return dup_fact(f, u.machine);
 	}
 	return NULL;
 }

@@ -108,7 +108,7 @@ static int detect_userspace(struct gb_ctx *ctx, struct gb_facts *f)
 	return r == -ENOMEM ? r : 0;
 }
 
-static char *json_version(struct gb_ctx *ctx, const char *text)
+static char *json_version(struct gb_facts *f, const char *text)
 {
 	json_object *o, *cuda, *ver;
 	char *r = NULL;
@@ -116,10 +116,10 @@ static char *json_version(struct gb_ctx *ctx, const char *text)
 	if (gb_json_parse(text, strlen(text), 8, &o) < 0)
 		return NULL; /* out of memory: the flag fails the command */
 	if (json_object_object_get_ex(o, "cuda", &cuda) && json_object_object_get_ex(cuda, "version", &ver) &&
-	    json_object_is_type(ver, json_type_string) && gb_version_valid(json_object_get_string(ver)))
+	    json_object_is_type(ver, json_type_string) && gb_version_valid(json_object_get_string(ver))) {
 		r = strdup(json_object_get_string(ver));
-	if (!r && json_object_is_type(ver, json_type_string))
-		ctx->root->oom = true; /* not "no version": main fails the command */
+		f->oom |= !r; /* not "no version" */
+	}
 	json_object_put(o);
 	return r;
 }
@@ -167,7 +167,7 @@ static void detect_cuda(struct gb_ctx *ctx, struct gb_facts *f)
 			continue;
 		snprintf(path, sizeof(path), "usr/local/%s/version.json", *n);
 		if (gb_root_read_file(ctx->root, path, 256 * 1024, &text, NULL) >= 0) {
-			version = json_version(ctx, text);
+			version = json_version(f, text);
 			if (!version) {
 				gb_log_warning("'%s' holds no valid cuda.version, ignoring", path);
 				f->warnings++;

@@ -19,7 +19,9 @@ M=$OLDPWD/tests/fixtures/debian12-nvidia535-disk/lib/modules/6.1.0-50-cloud-amd6
 cp "$M" plain.ko
 
 # The name the kernel gives the certificate: "<CN>: <subjectKeyIdentifier>".
-skid=$(openssl x509 -in site.pem -noout -ext subjectKeyIdentifier | tail -n1 | tr -d ' :' | tr 'A-F' 'a-f')
+openssl x509 -in site.pem -noout -ext subjectKeyIdentifier >skid.txt || fail "openssl cannot print the subjectKeyIdentifier"
+skid=$(tail -n1 skid.txt | tr -d ' :' | tr 'A-F' 'a-f')
+[ -n "$skid" ] || fail "no subjectKeyIdentifier in site.pem"
 [ "$("$OLDPWD/$T" certid site.pem)" = "gpuboot test site key: $skid" ] || fail "certid: $("$OLDPWD/$T" certid site.pem), want $skid"
 "$OLDPWD/$T" certid site.der >/dev/null || fail "a DER certificate is not read"
 

@@ -39,7 +39,7 @@ expect_exit 0 "$GB" --root "$M" plan --json
 python3 -c "
 import json, sys; d = json.load(open('$TMP/out'))['driver']
 assert d['action'] == 'replace' and d['installed']['version'] == '535.183.01', d
-assert 'CUDA 13.0 needs >= 580.65.06' in d['action_reason'], d['action_reason']" || fail "535 under training: $(cat "$TMP/out" | head -40)"
+assert 'CUDA 13.0 needs >= 580.65.06' in d['action_reason'], d['action_reason']" || fail "535 under training: $(head -40 "$TMP/out")"
 
 # 2. On disk, not loaded: the load stage inserts through libkmod, named on failure.
 M=$TMP/deb
@@ -103,6 +103,8 @@ got=$(stages "$S")
 grep -q "^module_unload nouveau" "$TMP/ops" || fail "nouveau not unloaded: $(cat "$TMP/ops")"
 grep -q "0000:00:04.0" "$M/sys/bus/pci/drivers/nouveau/unbind" || fail "the GPU was not unbound from nouveau"
 grep -q "^blacklist nouveau" "$M/etc/modprobe.d/gpuboot-blacklist-nouveau.conf" || fail "no blacklist"
-[ "$(grep -n "module_unload nouveau" "$TMP/ops" | head -n1 | cut -d: -f1)" -lt "$(grep -n "module_load nvidia" "$TMP/ops" | head -n1 | cut -d: -f1)" ] ||
-	fail "nvidia was loaded before nouveau left"
+u=$(awk '/module_unload nouveau/ { print NR; exit }' "$TMP/ops")
+l=$(awk '/module_load nvidia/ { print NR; exit }' "$TMP/ops")
+[ -n "$u" ] && [ -n "$l" ] || fail "no nouveau unload or no nvidia load in the operations"
+[ "$u" -lt "$l" ] || fail "nvidia was loaded before nouveau left"
 echo ok
