@@ -241,6 +241,16 @@ vm-test:
 	vm-tests/image-packages.sh
 	vm-tests/run.sh
 
+# vm-test-slow: the scenarios too slow for .ci/run under TCG (docs/vm-tests.md):
+# the NVIDIA module built by DKMS inside the guest at boot (about an hour).
+vm-test-slow:
+	scripts/install-deps.sh --vm
+	$(MAKE) build/gpuboot $(DEV)/release-sign
+	$(MAKE) static ARCH=aarch64
+	GPUBOOT_RELEASE_DIR=build/vm-release GPUBOOT_RELEASE_URL=file:///media/gpuboot \
+		scripts/release.sh build/gpuboot build/gpuboot-aarch64 $(DEV)/release-sign
+	vm-tests/run.sh bookworm-nvidia-rebuild
+
 # The benchmark's driver, optimised (not the ASan build).
 build/bench/bench-fetch: tests/tools/bench-fetch.c $(patsubst %.c,$(DEV)/%.o,$(LIB_SRC)) $(DEV)/src/verify/probe-blob.o
 	@mkdir -p $(dir $@)
@@ -253,7 +263,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -6,8 +6,10 @@
 # pasted in. No network in the guest. Ends with
 # "N passed, N failed"; logs and status documents in build/vm-tests/.
 #
-# usage: vm-tests/run.sh [SCENARIO ...]   (default: all)
-# env:   GPUBOOT_VM_TIMEOUT  seconds per VM (default 1200)
+# usage: vm-tests/run.sh [SCENARIO ...]   (default: all but the slow ones)
+#        slow (make vm-test-slow): bookworm-nvidia-rebuild
+# env:   GPUBOOT_VM_TIMEOUT  seconds per VM (default 1200; the slow
+#                            scenarios: GPUBOOT_VM_SLOW_TIMEOUT, default 7200)
 #        GPUBOOT_VM_ACCEL    qemu -accel (default tcg,thread=multi)
 set -u
 cd "$(dirname "$0")/.."
@@ -44,7 +46,7 @@ qemu_boot() {
 	sfx=$1
 	shift
 	# shellcheck disable=SC2086
-	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
+	timeout -k 10 "${vm_timeout:-$TIMEOUT}" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
 		-display none -no-user-config -nic none \
 		-serial "file:$dir/console$sfx.log" -serial "file:$dir/report$sfx.log" "$@" \
 		-drive "file=$dir/overlay.qcow2,if=virtio,format=qcow2" \
@@ -460,6 +462,62 @@ PY
 		grep -q '^run failed 2 ' '$dir/journal-2' && grep -qx 'reboot:kernel done None' '$dir/journal-2'"
 }
 
+# The hook's build prevented, the module built at boot: boot 1 (6.1) removes
+# the module DKMS built for 6.12 at image time and runs gpuboot's kernel hook
+# for 6.12 with its headers moved aside (it cannot build: the marker, exit
+# 0), then puts the headers back; boot 2 goes through GRUB into 6.12, where
+# gpuboot-repair.service runs the real DKMS build and loads the module
+# (ENODEV: no GPU). Slow under TCG: make vm-test-slow.
+checks_rebuild() {
+	awk '/^VMTEST-BEGIN boot=2/{on=1} on{print}' "$r" >"$dir/boot2.log"
+	section FIRSTBOOT "$dir/boot2.log" >"$dir/firstboot.log"
+	block HOOK "$dir/firstboot.log" >"$dir/hook-status.json"
+	block BOOTSTATUS-2 "$dir/firstboot.log" >"$dir/boot-status.json"
+	k1=$(block UNAME-1 "$dir/firstboot.log")
+	k2=$(block UNAME-2 "$dir/firstboot.log")
+	check "Debian's update-grub wrote the guest's grub.cfg" grep -q "update-grub exited 0" "$dir/firstboot.log"
+	check "boot 1 ran 6.1, boot 2 bookworm-backports' 6.12 (through GRUB)" sh -c "
+		case '$k1' in 6.1.*) ;; *) exit 1 ;; esac; case '$k2' in 6.12.*) ;; *) exit 1 ;; esac
+		grep -q 'Loading Linux $k2 ...' '$dir/console-2.log'"
+	for b in MODULES-1 MODULES-2 MARKERS-1 MARKERS-2 UNIT-2 REPAIRJOURNAL-2; do
+		block "$b" "$dir/firstboot.log" >"$dir/$b"
+	done
+	check "boot 1: the module DKMS built for 6.12 at image time removed (dkms remove)" sh -c "
+		grep -q 'dkms remove exited 0' '$dir/firstboot.log' && ! grep -q '/$k2/' '$dir/MODULES-1'"
+	check "boot 1: the hook could not build (no headers): exit 0, the repair-needed marker, the cause and the package named" \
+		python3 - "$dir/hook-status.json" "$k2" "$dir/firstboot.log" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = sys.argv[2]
+assert d["command"] == "repair" and d["exit_code"] == 14, (d["command"], d["exit_code"])
+r = d["install"]
+assert r["before"]["kernel"] == k and r["before"]["verdict"] == "cannot" and not r["built"], r["before"]
+assert r["before"]["headers_package"] == "linux-headers-" + k, r["before"]
+log = open(sys.argv[3]).read()
+assert "hook exited 0" in log, "the hook must exit 0"
+assert "kernel=%s\nexit=14" % k in log, "no repair-needed marker with exit=14"
+assert "gpuboot-repair.service retries at boot" in log, "the hook did not say the unit retries"
+PY
+	check "boot 1: the marker is there before the reboot" grep -qx "repair-needed-$k2" "$dir/MARKERS-1"
+	check "boot 2: gpuboot-repair.service built the module with DKMS at boot, loaded it: ENODEV, exit 11, marker removed" \
+		python3 - "$dir/boot-status.json" "$k2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = sys.argv[2]
+assert d["command"] == "repair" and d["exit_code"] == 11, (d["command"], d["exit_code"], d.get("result"))
+r = d["install"]
+assert r["before"]["kernel"] == k and r["before"]["verdict"] == "build" and r["before"]["marker"], r["before"]
+assert r["built"] and r["marker_removed"] and r["build_timeout_min"] == 150, r
+assert r["after"]["module"] and r["after"]["module_version"] == "535.309.01", r["after"]
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV" and "no NVIDIA GPU the driver can drive" in st["load"]["error"], st["load"]
+PY
+	check "boot 2: the repair's journal holds the DKMS build, done" grep -q "^dkms:install:nvidia-current/535.309.01:$k2 done " "$dir/REPAIRJOURNAL-2"
+	check "boot 2: no marker left, the module for 6.12 on disk" sh -c "
+		[ ! -s '$dir/MARKERS-2' ] && grep -q '^/lib/modules/$k2/updates/dkms/nvidia-current.ko' '$dir/MODULES-2'"
+	check "boot 2: the unit's own result: gpuboot exited 11 (no GPU)" grep -qx ExecMainStatus=11 "$dir/UNIT-2"
+}
+
 run_one() {
 	scenario "$@"
 	if [ -s "$LOGS/$1/failures" ]; then
@@ -485,6 +543,9 @@ for s in $want; do
 	bookworm-nouveau) firmware= boot= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
 	bookworm-nvidia-upgrade) firmware= boot= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
 	bookworm-nvidia-reboot) firmware= kernel= boot=grub checks=checks_reboot run_one "$s" bookworm-nvidia kernel-reboot.yaml 2 ;;
+	bookworm-nvidia-rebuild)
+		vm_timeout=${GPUBOOT_VM_SLOW_TIMEOUT:-7200} firmware= kernel= boot=grub checks=checks_rebuild \
+			run_one "$s" bookworm-nvidia kernel-rebuild.yaml 2 ;;
 	bookworm-nvidia-secureboot)
 		firmware=secboot boot= kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
 	bookworm-nvidia-secureboot-db)

@@ -792,6 +792,14 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 		gb_strscpy(s->kernel_minimum, sizeof(s->kernel_minimum), xy);
 		return 0;
 	}
+	if (IS("kernel", "build_timeout")) {
+		uint32_t m;
+		if (gb_safe_atou32(v, 10, &m) < 0 || m < 1 || m > GB_BUILD_TIMEOUT_MAX_MIN)
+			return bad(why, n, "build_timeout must be minutes from 1 to %u, not '%s'",
+			           GB_BUILD_TIMEOUT_MAX_MIN, v);
+		s->build_timeout_min = m;
+		return 0;
+	}
 	if (IS("secure_boot", "signing_key"))
 		return set_path(&s->signing_key, k, v, why, n);
 	if (IS("secure_boot", "signing_cert"))

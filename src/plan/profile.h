@@ -88,7 +88,11 @@ struct gb_site_config {
 	char signing_cert_subject[128], signing_cert_key_id[130];
 	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */
 	char kernel_minimum[16]; /* [kernel] minimum: "6.12", the site's own floor over the branch's, "" = none */
+	unsigned build_timeout_min; /* [kernel] build_timeout: the repair's DKMS build, minutes; 0 = the default */
 };
+
+/* [kernel] build_timeout's bounds: a day at most. */
+#define GB_BUILD_TIMEOUT_MAX_MIN 1440u
 
 /* A site's GPU override from <root>/etc/gpuboot/gpus.d/ (*.conf). */
 struct gb_gpu_override {

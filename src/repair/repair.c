@@ -30,7 +30,9 @@ static int dkms(struct gb_journal *j, const char *id, const char *const *argv, c
                 struct gb_repair_result *ret)
 {
 	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
-	struct gb_cmd_spec spec = { .argv = argv, .chroot_dir = chroot_dir, .timeout_ms = GB_REPAIR_DKMS_TIMEOUT_MS };
+	struct gb_cmd_spec spec = { .argv = argv,
+		                    .chroot_dir = chroot_dir,
+		                    .timeout_ms = (int)(ret->build_timeout_min * 60u * 1000u) };
 	const char *tail;
 	int r;
 
@@ -41,8 +43,11 @@ static int dkms(struct gb_journal *j, const char *id, const char *const *argv, c
 		return 0; /* 1: done in the run this one resumes */
 	tail = res->output_len > 400 ? res->output + res->output_len - 400 : res->output;
 	gb_log_escape(ret->dkms_output, sizeof(ret->dkms_output), tail);
-	return FAIL(ret, r, "'%s %s %s' failed%s%s%s", argv[0], argv[1], argv[2], res->timed_out ? " (timed out)" : "",
-	            r == -EIO ? "" : ": ", r == -EIO ? "" : strerror(-r));
+	if (res->timed_out)
+		return FAIL(ret, r, "'%s %s %s' was stopped after %u minutes ([kernel] build_timeout)", argv[0],
+		            argv[1], argv[2], ret->build_timeout_min);
+	return FAIL(ret, r, "'%s %s %s' failed%s%s", argv[0], argv[1], argv[2], r == -EIO ? "" : ": ",
+	            r == -EIO ? "" : strerror(-r));
 }
 
 /* dkms add (when the source is not registered yet), then dkms install for
@@ -65,7 +70,12 @@ static int build(struct gb_ctx *ctx, struct gb_journal *j, const char *chroot_di
 		snprintf(id, sizeof(id), "dkms:install:%s:%s", mv, s->kver);
 		r = dkms(j, id, argv, chroot_dir, ret);
 	}
-	if (r < 0)
+	if (r < 0 && strstr(ret->error, "build_timeout"))
+		snprintf(ret->hint, sizeof(ret->hint),
+		         "a slow machine: raise [kernel] build_timeout in gpuboot.conf (and gpuboot-repair.service's "
+		         "TimeoutStartSec with a drop-in); DKMS's log: var/lib/dkms/%s/%s/build/make.log under %s",
+		         s->dkms_name, s->dkms_version, ctx->root->path);
+	else if (r < 0)
 		snprintf(ret->hint, sizeof(ret->hint), "DKMS's build log: var/lib/dkms/%s/%s/build/make.log under %s",
 		         s->dkms_name, s->dkms_version, ctx->root->path);
 	return r;
@@ -120,11 +130,15 @@ static int finish_ok(struct gb_ctx *ctx, struct gb_journal *j, struct gb_repair_
 	return 0;
 }
 
-int gb_repair(struct gb_ctx *ctx, const char *kver, struct gb_journal *j, struct gb_repair_result *ret)
+int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, struct gb_journal *j,
+              struct gb_repair_result *ret)
 {
 	int r;
 
-	*ret = (struct gb_repair_result){ .exit_code = GB_EXIT_FAILED };
+	*ret = (struct gb_repair_result){
+		.exit_code = GB_EXIT_FAILED,
+		.build_timeout_min = build_timeout_min ? build_timeout_min : GB_REPAIR_DKMS_TIMEOUT_MIN,
+	};
 	r = gb_repair_check(ctx, kver, &ret->before);
 	if (r < 0)
 		return FAIL(ret, r, "Failed to check the NVIDIA module for %s: %s", kver ? kver : "the running kernel",
@@ -202,6 +216,7 @@ json_object *gb_repair_result_to_json(const struct gb_repair_result *r)
 	gb_json_add(o, "error", jstr(r->error));
 	gb_json_add(o, "hint", jstr(r->hint));
 	gb_json_add(o, "dkms_output", jstr(r->dkms_output));
+	gb_json_add(o, "build_timeout_min", gb_json_new_int((int)r->build_timeout_min));
 	gb_json_add(o, "exit_code", gb_json_new_int(r->exit_code));
 	return o;
 }

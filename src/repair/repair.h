@@ -41,7 +41,9 @@ struct gb_journal;
  * builds the NVIDIA module in a few minutes; a hung build must not hold
  * the package manager's transaction for ever. */
 #define GB_REPAIR_HOOK_TIMEOUT_S 1200
-#define GB_REPAIR_DKMS_TIMEOUT_MS (30 * 60 * 1000)
+/* A DKMS build's default limit, minutes ([kernel] build_timeout sets
+ * another): a few minutes on a cloud machine, far longer on a small one. */
+#define GB_REPAIR_DKMS_TIMEOUT_MIN 30u
 
 enum gb_repair_verdict {
 	GB_REPAIR_OK = 0, /* nothing to do */
@@ -101,6 +103,7 @@ struct gb_repair_result {
 	char error[512]; /* why the repair failed (cannot, dkms failed, no module appeared) */
 	char hint[320];
 	char dkms_output[600]; /* the tail of dkms's output when it failed */
+	unsigned build_timeout_min; /* what dkms was given ([kernel] build_timeout, else the default) */
 	int exit_code; /* the suggestion: 0, 1 (build failed), 14 (cannot: no module for the kernel) */
 };
 
@@ -111,8 +114,10 @@ struct gb_repair_result {
  * cannot (ret->error and ret->hint say why and what to install), -EIO when
  * dkms failed or reported success but no module appeared, another
  * negative errno when the journal could not be written. ret is always
- * filled. Idempotent: after a success a rerun runs nothing. */
-int gb_repair(struct gb_ctx *ctx, const char *kver, struct gb_journal *j, struct gb_repair_result *ret);
+ * filled. Idempotent: after a success a rerun runs nothing. Each dkms
+ * command may run build_timeout_min minutes (0: GB_REPAIR_DKMS_TIMEOUT_MIN). */
+int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, struct gb_journal *j,
+              struct gb_repair_result *ret);
 
 /* The hooks and the unit, written through the journal (mode 0755 for the
  * hooks, 0644 for the unit), and the unit enabled (systemctl enable on the

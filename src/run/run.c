@@ -583,7 +583,7 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	if (!res) {
 		return stage_oom(r, st);
 	}
-	k = gb_repair(r->ctx, r->ctx->opt.kernel, r->journal, res);
+	k = gb_repair(r->ctx, r->ctx->opt.kernel, r->in.site.build_timeout_min, r->journal, res);
 	if (k >= 0 && res->before.no_driver) {
 		gb_stage_end(r->ctx, st, "refused", -ENOENT, "no NVIDIA driver is installed: nothing to repair");
 		gb_stage_hint(st,

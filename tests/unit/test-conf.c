@@ -96,6 +96,15 @@ static void test_known_values(void)
 	CHECK_INT(site("[pins]\ntoolkit = 1.17.0\n", &s, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "g.conf:2: toolkit 1.17.0 is older than " GB_CONTAINER_TOOLKIT_MIN) == err);
 
+	/* [kernel] build_timeout: whole minutes, 1 to a day. */
+	CHECK_INT(site("[kernel]\nbuild_timeout = 120\n", &s, err, sizeof(err)), 0);
+	CHECK_INT(s.build_timeout_min, 120);
+	gb_site_config_done(&s);
+	CHECK_INT(site("[kernel]\nbuild_timeout = 0\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK_STREQ(err, "g.conf:2: build_timeout must be minutes from 1 to 1440, not '0'");
+	CHECK_INT(site("[kernel]\nbuild_timeout = 90min\n", &s, err, sizeof(err)), -EINVAL);
+	CHECK_INT(site("[kernel]\nbuild_timeout = 1441\n", &s, err, sizeof(err)), -EINVAL);
+
 	/* [checks] skip: a check name or a group ("network", "network."). */
 	CHECK_INT(site("[checks]\nskip = network., gpu.count, memory\n", &s, err, sizeof(err)), 0);
 	CHECK_STREQ(s.skip_checks[0], "network");

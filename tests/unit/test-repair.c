@@ -266,7 +266,7 @@ static void test_repair_fake_dkms(void)
 
 	/* dkms exits 0 but nothing appears: the re-check catches it */
 	CHECK_INT(world_open(&w, "noappear", "command:dkms:0", K57_IMAGE " && " K57_HEADERS " && " DKMS_SRC), 0);
-	CHECK_INT(gb_repair(&w.ctx, K57, w.j, r), -EIO);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -EIO);
 	CHECK(!r->built);
 	CHECK(strstr(r->error, "exited 0, but no NVIDIA module") != NULL);
 	CHECK(strstr(r->hint, "make.log") != NULL);
@@ -282,17 +282,32 @@ static void test_repair_fake_dkms(void)
 	CHECK_INT(world_open(&w, "dkmsfails", "command:dkms install:10:" FIXTURE "/etc/modprobe.d/dkms.conf",
 	                     K57_IMAGE " && " K57_HEADERS " && " DKMS_SRC " && " DKMS_ADDED),
 	          0);
-	CHECK_INT(gb_repair(&w.ctx, K57, w.j, r), -EIO);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -EIO);
 	CHECK(strstr(r->error, "'dkms install nvidia-current-open/535.261.03' failed") != NULL);
 	CHECK(strstr(r->dkms_output, "modprobe information used for DKMS") != NULL);
 	rec = slurp(w.record);
 	CHECK_INT(count(rec, "dkms add"), 0); /* registered already */
 	free(rec);
+	CHECK_INT(r->build_timeout_min, 30); /* no [kernel] build_timeout: the default */
+	world_close(&w);
+
+	/* dkms outlives the site's build_timeout: stopped, the setting named */
+	CHECK_INT(world_open(&w, "dkmsslow", "command:dkms install:999",
+	                     K57_IMAGE " && " K57_HEADERS " && " DKMS_SRC " && " DKMS_ADDED),
+	          0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 90, w.j, r), -ETIMEDOUT);
+	CHECK(strstr(r->error, "'dkms install nvidia-current-open/535.261.03' was stopped after 90 minutes") != NULL);
+	CHECK(strstr(r->hint, "raise [kernel] build_timeout") != NULL);
+	{
+		json_object *js = gb_repair_result_to_json(r);
+		CHECK_INT(json_object_get_int(json_object_object_get(js, "build_timeout_min")), 90);
+		json_object_put(js);
+	}
 	world_close(&w);
 
 	/* cannot: nothing runs, the package named, exit 14 */
 	CHECK_INT(world_open(&w, "cannot", NULL, K57_IMAGE " && " DKMS_SRC), 0);
-	CHECK_INT(gb_repair(&w.ctx, K57, w.j, r), -ENOPKG);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
 	CHECK_INT(r->exit_code, 14);
 	CHECK(strstr(r->hint, "linux-headers-" K57) != NULL);
 	rec = slurp(w.record);
@@ -315,7 +330,7 @@ static void test_repair_builds(void)
 	          0);
 	w.dkms_makes_module = true;
 	w.ctx.root->is_host = true; /* the live machine: no chroot */
-	CHECK_INT(gb_repair(&w.ctx, K57, w.j, r), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), 0);
 	CHECK(r->built && r->marker_removed);
 	CHECK_INT(r->before.verdict, GB_REPAIR_BUILD);
 	CHECK_INT(r->after.verdict, GB_REPAIR_OK);
@@ -334,7 +349,7 @@ static void test_repair_builds(void)
 	json_object_put(js);
 	/* the rerun: nothing runs, nothing changes */
 	CHECK_INT(world_rerun(&w), 0);
-	CHECK_INT(gb_repair(&w.ctx, K57, w.j, r), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), 0);
 	CHECK(!r->built && !r->marker_removed);
 	CHECK_INT(w.j->n_effects, 0);
 	rec = slurp(w.record);
