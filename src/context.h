@@ -28,7 +28,7 @@ struct gb_options {
 	const char *upstream, *sign_key;
 	const char *gpus; /* --gpus LIST: verify those NVML indices only */
 	const char *kernel; /* --repair --kernel KVER */
-	bool if_needed, from_hook; /* --repair --if-needed, --from-hook */
+	bool if_needed, from_hook, nodes; /* --repair --if-needed, --from-hook, --nodes */
 	const char *method; /* --method packages|distro|runfile, or NULL: the plan's choice */
 	const char *trust_keys[GB_MAX_TRUST_KEYS];
 	size_t n_trust_keys;

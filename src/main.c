@@ -62,6 +62,7 @@ enum {
 	OPT_KERNEL,
 	OPT_IF_NEEDED,
 	OPT_FROM_HOOK,
+	OPT_NODES,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -116,6 +117,8 @@ static const struct option_doc options[] = {
 	  "repair: do nothing, quickly, when the modules for the kernel are there and loaded (the boot unit)" },
 	{ "from-hook", no_argument, OPT_FROM_HOOK, GB_CMD_REPAIR, NULL,
 	  "repair: run from a kernel-install hook: no package manager, no load, never wait for the lock" },
+	{ "nodes", no_argument, OPT_NODES, GB_CMD_REPAIR, NULL,
+	  "repair: only make the NVIDIA device nodes and /dev/char links of the modules loaded now (the udev rule)" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, RUNS | GB_CMD_FETCH, NULL,
 	  "decide and print what would happen; write nothing, anywhere" },
 	{ "force", no_argument, OPT_FORCE, RUNS, NULL, "abandon an unfinished run of another plan (see the journal)" },
@@ -225,6 +228,7 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 		break;
 	case OPT_IF_NEEDED: o->if_needed = true; break;
 	case OPT_FROM_HOOK: o->from_hook = true; break;
+	case OPT_NODES: o->nodes = true; break;
 	case OPT_RESUME: o->resume = true; break;
 	case OPT_METHOD:
 		if (!streq(arg, "packages") && !streq(arg, "distro") && !streq(arg, "runfile")) {

@@ -22,6 +22,8 @@
 #include "install/install.h"
 #include "load/load.h"
 #include "load/modsign.h"
+#include "load/daemons.h"
+#include "load/nodes.h"
 #include "repair/repair.h"
 #include "prepare/prepare.h"
 #include "run/fetch-stage.h"
@@ -221,6 +223,8 @@ static int sign_modules(struct run *r, struct gb_stage *st, json_object **ret_js
  * operations table; a failure named from its errno and the kernel's lines. */
 /* After the load: the CDI specification for the loaded driver, where this
  * run installed the toolkit or keeps one (a new driver needs a new spec). */
+static int load_nodes_daemons(struct run *r, struct gb_stage *st);
+
 static int load_cdi(struct run *r, struct gb_stage *st)
 {
 	struct gb_ctk_input in = { 0 };
@@ -290,7 +294,9 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		gb_json_add(r->st.load, "signing", signing);
 	if (k == 0) {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
-		code = load_cdi(r, st);
+		code = load_nodes_daemons(r, st);
+		if (!code)
+			code = load_cdi(r, st);
 	} else if (!res->failed_module && k == -ENOMEM) {
 		gb_stage_end(r->ctx, st, "failed", k, "out of memory before an insert");
 		gb_log_error("load: %s", st->error);
@@ -1020,6 +1026,63 @@ static bool repair_not_needed(struct gb_ctx *ctx)
 	return s.verdict == GB_REPAIR_OK && !s.marker;
 }
 
+/* --repair --nodes (the udev rule, when an NVIDIA module loads): the
+ * nodes and /dev/char links only; no lock (the gpuboot that loads the
+ * modules may hold it, and makes them too), no journal, no status:
+ * idempotent effects on devtmpfs, gone at the next boot. */
+static int nodes_only(struct gb_ctx *ctx)
+{
+	struct gb_nodes_result res;
+	int k = gb_load_nodes(ctx, NULL, &res);
+
+	if (k == -ENODEV) {
+		printf("no NVIDIA module is loaded: no device node to make\n");
+		return GB_EXIT_OK;
+	}
+	if (k < 0) {
+		gb_log_error("%s", res.error);
+		return GB_EXIT_FAILED;
+	}
+	printf("%zu NVIDIA device nodes: %u made, %u /dev/char links made%s\n", res.n, res.made, res.linked,
+	       res.modify_off ? " (ModifyDeviceFiles=0: the nodes are the site's)" : "");
+	return fflush(stdout) == 0 ? GB_EXIT_OK : GB_EXIT_FAILED;
+}
+
+/* After the modules are live: the device nodes and their /dev/char links
+ * (and the udev rule for later boots), then the plan's daemons. */
+static int load_nodes_daemons(struct run *r, struct gb_stage *st)
+{
+	struct gb_nodes_result nodes;
+	struct gb_daemons_result *dm;
+	const char *names[ARRAY_SIZE(r->plan.daemons)];
+	int k;
+
+	k = gb_load_nodes(r->ctx, r->journal, &nodes);
+	gb_json_add(r->st.load, "nodes", gb_nodes_result_to_json(&nodes));
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "the modules are loaded; their device nodes are not: %s",
+		             nodes.error);
+		gb_stage_hint(st, "CUDA cannot open the GPUs without /dev/nvidiactl and /dev/nvidiaN; see load.nodes");
+		gb_log_error("load: %s", st->error);
+		return GB_EXIT_FAILED;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm)
+		return stage_oom(r, st);
+	for (size_t i = 0; i < r->plan.n_daemons; i++)
+		names[i] = r->plan.daemons[i].name;
+	k = gb_load_daemons(r->ctx, r->journal, names, r->plan.n_daemons, r->plan.driver.version, dm);
+	gb_json_add(r->st.load, "daemons", gb_daemons_result_to_json(dm));
+	if (k < 0) {
+		gb_stage_end(r->ctx, st, "failed", k, "the modules are loaded; %s", dm->error);
+		if (dm->hint[0])
+			gb_stage_hint(st, "%s", dm->hint);
+		gb_log_error("load: %s", st->error);
+	}
+	free(dm);
+	return k < 0 ? GB_EXIT_FAILED : 0;
+}
+
 int gb_run(struct gb_ctx *ctx)
 {
 	struct run r = { .ctx = ctx };
@@ -1029,6 +1092,8 @@ int gb_run(struct gb_ctx *ctx)
 	r.st.write_flags = true;
 	if (ctx->opt.repair && ctx->opt.if_needed && repair_not_needed(ctx))
 		return GB_EXIT_OK; /* on every boot's path: nothing read beyond the check, nothing written */
+	if (ctx->opt.repair && ctx->opt.nodes)
+		return nodes_only(ctx);
 	if (ctx->opt.dry_run) {
 		code = dry_run(&r);
 		goto out;

@@ -145,16 +145,47 @@ static int fake_set_loaded(struct fake *f, const char *module, bool loaded)
 	return 0;
 }
 
+/* A loaded nvidia or nvidia_uvm registers its character major, as the
+ * real modules do (the numbers an H200 with 580.159.04 showed): a line in
+ * proc/devices' "Character devices:" section. */
+static int fake_register_chrdev(struct fake *f, const char *module)
+{
+	const char *line = streq(module, "nvidia")       ? "195 nvidia\n"
+	                   : streq(module, "nvidia_uvm") ? "238 nvidia-uvm\n"
+	                                                 : NULL;
+	_cleanup_free_ char *text = NULL, *out = NULL;
+	const char *head = "Character devices:\n", *at;
+	char path[1200];
+	size_t len = 0, hl = strlen(head);
+	int r;
+
+	if (!line || !f->root[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/proc/devices", f->root);
+	r = gb_read_file(path, 1u << 20, &text, &len);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (text && strstr(text, line))
+		return 0;
+	at = text && gb_startswith(text, head) ? text + hl : text ? text : "";
+	if (asprintf(&out, "%s%s%s", head, line, at) < 0)
+		return -ENOMEM;
+	return gb_write_file_atomic(path, out, strlen(out), 0444);
+}
+
 static int fake_module_load(const struct gb_ops *ops, const char *module, const char *params)
 {
 	struct fake *f = F(ops);
 	const struct fake_rule *r = fake_find(f, "module", module);
+	int r2;
+
 	fake_record(ops, "module_load %s %s", module, params ? params : "");
 	if (r) {
 		fake_kmsg(f, module);
 		return -r->value;
 	}
-	return fake_set_loaded(f, module, true);
+	r2 = fake_set_loaded(f, module, true);
+	return r2 < 0 ? r2 : fake_register_chrdev(f, module);
 }
 
 static int fake_module_unload(const struct gb_ops *ops, const char *module)
@@ -337,6 +368,37 @@ static int fake_umount(const struct gb_ops *ops, const char *dst)
 	return r ? -r->value : 0;
 }
 
+/* The node's stand-in: a regular file that names what the node would be. */
+static int fake_mknod(const struct gb_ops *ops, int dirfd, const char *name, const struct gb_node_spec *spec)
+{
+	const struct fake_rule *r = fake_find(F(ops), "mknod", spec->path);
+	char want[96], have[96];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	int len;
+
+	fake_record(ops, "mknod %s %04o %u:%u %u:%u", spec->path, spec->perm, spec->major, spec->minor, spec->uid,
+	            spec->gid);
+	if (r)
+		return -r->value;
+	len = snprintf(want, sizeof(want), "c %u:%u %04o %u:%u\n", spec->major, spec->minor, spec->perm, spec->uid,
+	               spec->gid);
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		n = read(fd, have, sizeof(have));
+		if (n == len && memcmp(have, want, (size_t)len) == 0)
+			return 1;
+		close(fd);
+		fd = -1;
+	}
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+		return negative_errno();
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return negative_errno();
+	return write(fd, want, (size_t)len) == len ? 0 : -EIO;
+}
+
 /* kind:NAME:VALUE[:FILE]; NAME may hold spaces, not colons. */
 static int parse_rule(struct fake *f, char *item)
 {
@@ -354,7 +416,7 @@ static int parse_rule(struct fake *f, char *item)
 		return -EINVAL;
 	if (!streq(field[0], "module") && !streq(field[0], "remove") && !streq(field[0], "command") &&
 	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg") && !streq(field[0], "mount") &&
-	    !streq(field[0], "umount") && !streq(field[0], "creates"))
+	    !streq(field[0], "umount") && !streq(field[0], "creates") && !streq(field[0], "mknod"))
 		return -EINVAL;
 	r = &f->rules[f->n_rules];
 	if (streq(field[0], "kmsg")) {
@@ -442,6 +504,7 @@ int gb_ops_fake_new(const char *spec, const struct gb_ops **ret)
 		.uname = fake_uname,
 		.mount_bind = fake_mount_bind,
 		.umount = fake_umount,
+		.mknod = fake_mknod,
 	};
 	*ret = &f->ops;
 	return 0;

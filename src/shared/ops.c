@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -361,6 +362,32 @@ static int real_umount(const struct gb_ops *ops, const char *dst)
 	return negative_errno();
 }
 
+static int real_mknod(const struct gb_ops *ops, int dirfd, const char *name, const struct gb_node_spec *spec)
+{
+	dev_t dev = makedev(spec->major, spec->minor);
+	struct stat st;
+
+	(void)ops;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISCHR(st.st_mode) && st.st_rdev == dev && (st.st_mode & 07777) == spec->perm &&
+		    st.st_uid == spec->uid && st.st_gid == spec->gid)
+			return 1;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (unlinkat(dirfd, name, 0) < 0)
+			return negative_errno();
+	} else if (errno != ENOENT) {
+		return negative_errno();
+	}
+	if (mknodat(dirfd, name, S_IFCHR | (spec->perm & 07777), dev) < 0)
+		return negative_errno();
+	/* mknod honours the umask; the driver's DeviceFileMode does not */
+	if (fchmodat(dirfd, name, spec->perm & 07777, 0) < 0 ||
+	    ((spec->uid || spec->gid) && fchownat(dirfd, name, spec->uid, spec->gid, AT_SYMLINK_NOFOLLOW) < 0))
+		return negative_errno();
+	return 0;
+}
+
 const struct gb_ops gb_ops_real = {
 	.name = "real",
 	.module_load = real_module_load,
@@ -375,6 +402,7 @@ const struct gb_ops gb_ops_real = {
 	.uname = real_uname,
 	.mount_bind = real_mount_bind,
 	.umount = real_umount,
+	.mknod = real_mknod,
 };
 
 uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound)

@@ -42,6 +42,13 @@ struct gb_cmd_result {
 	size_t output_len;
 };
 
+/* A character device node to make (ops->mknod). */
+struct gb_node_spec {
+	const char *path; /* below the root, for messages and the fake's record: "dev/nvidiactl" */
+	unsigned perm; /* permission bits: 0666 */
+	uint32_t uid, gid, major, minor;
+};
+
 struct gb_ops {
 	const char *name;
 	void *data; /* the implementation's state */
@@ -79,6 +86,12 @@ struct gb_ops {
 	/* Unmount dst (and what is mounted below it): umount2, and a lazy
 	 * detach (MNT_DETACH) when it is busy. Negative errno. */
 	int (*umount)(const struct gb_ops *ops, const char *dst);
+
+	/* Make name in the directory dirfd the character device node spec:
+	 * 1 when it is one already (numbers, permissions, owner), 0 when it was
+	 * made (whatever was there, not a directory, removed first), negative
+	 * errno. */
+	int (*mknod)(const struct gb_ops *ops, int dirfd, const char *name, const struct gb_node_spec *spec);
 };
 
 extern const struct gb_ops gb_ops_real;
@@ -108,6 +121,9 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  *   uname:RELEASE:MACHINE
  *   mount:DST:ERRNO         mount_bind onto DST fails with -ERRNO
  *   umount:DST:ERRNO        umount of DST fails with -ERRNO
+ *   mknod:PATH:ERRNO        mknod of PATH ("dev/nvidiactl") fails with -ERRNO;
+ *                           else the fake makes a regular file holding
+ *                           "c MAJ:MIN PERM UID:GID" (the node's stand-in)
  * mount_bind and umount are recorded ("mount_bind SRC DST", "umount DST")
  * and change nothing on disk.
  * Anything not scripted succeeds. Returns -EINVAL on a bad spec. The table

@@ -43,3 +43,25 @@ python3 -c "import json, sys; d = json.load(open(sys.argv[1])); assert d['comman
 	fail "the repair's own journal is not repair-journal.json"
 grep -q "linux-headers-$K" "$TMP/out" "$TMP/err" || fail "--repair --kernel $K does not name linux-headers-$K"
 ! grep -q '^run ' "$R" 2>/dev/null || fail "--repair --kernel $K ran a command though it cannot build"
+
+# --repair --nodes (the udev rule's call when an NVIDIA module loads): the
+# nodes and /dev/char links of what is loaded (an H200's proc/devices and
+# proc/driver/nvidia, 580.159.04), made through the fake; no state
+# directory, journal or status; a second call makes nothing.
+N=$TMP/nodes-root
+cp -a "$M" "$N"
+cp -R tests/load/h200-580-nodes/proc "$N/"
+S2=$TMP/nodes-state
+R2=$TMP/nodes-record
+GPUBOOT_FAKE_OPS="record=$R2,root=$N" expect_exit 0 "$GB" --root "$N" --state-dir "$S2" --repair --nodes
+[ ! -e "$S2" ] || fail "--repair --nodes wrote the state directory '$S2'"
+[ "$(grep -c '^mknod ' "$R2")" -eq 6 ] || fail "--repair --nodes did not make the 6 nodes: $(cat "$R2")"
+grep -qx 'mknod dev/nvidia-caps/nvidia-cap1 0400 241:1 0:0' "$R2" || fail "the MIG config capability node is not 0400 241:1"
+[ "$(readlink "$N/dev/char/238:0")" = ../nvidia-uvm ] || fail "no /dev/char/238:0 link to ../nvidia-uvm"
+grep -q "6 NVIDIA device nodes: 6 made, 6 /dev/char links made" "$TMP/out" || fail "--repair --nodes did not say what it made"
+GPUBOOT_FAKE_OPS="record=$R2,root=$N" expect_exit 0 "$GB" --root "$N" --state-dir "$S2" --repair --nodes
+grep -q "6 NVIDIA device nodes: 0 made, 0 /dev/char links made" "$TMP/out" || fail "a second --repair --nodes changed something"
+# Nothing loaded: nothing to make, not a failure (a rule can fire as a module goes away).
+sed -i '/nvidia/d' "$N/proc/devices"
+GPUBOOT_FAKE_OPS="record=$R2,root=$N" expect_exit 0 "$GB" --root "$N" --repair --nodes
+grep -q "no NVIDIA module is loaded" "$TMP/out" || fail "--repair --nodes without a module did not say so"

@@ -16,9 +16,11 @@
 
 #include "context.h"
 #include "load/classify.h"
+#include "load/daemons.h"
 #include "load/devnodes.h"
 #include "load/kmsg.h"
 #include "load/load.h"
+#include "load/nodes.h"
 #include "run/journal.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
@@ -610,6 +612,215 @@ out:
 	free(res);
 }
 
+/* The nodes an H200 with 580.159.04 registers (tests/load/h200-580-nodes:
+ * its proc/devices and proc/driver/nvidia, read on the machine), made
+ * through the fake, linked under dev/char, and the udev rule. */
+static void test_nodes(void)
+{
+	struct world w;
+	struct gb_nodes_result res;
+	char p[4400], cmd[9000], *t;
+	json_object *js;
+
+	CHECK_INT(world_open(&w, "nodes", "mknod:dev/nvidia-uvm-tools:1"), 0);
+	if (!w.j)
+		return;
+	CHECK_INT(gb_load_nodes(&w.ctx, w.j, &res), -ENOENT); /* no proc/devices at all */
+	snprintf(cmd, sizeof(cmd), "cp -R tests/load/h200-580-nodes/proc '%s/'", w.root);
+	CHECK_INT(system(cmd), 0);
+	/* a scripted EPERM on the fifth node: the error names it, nothing after it made */
+	CHECK_INT(gb_load_nodes(&w.ctx, w.j, &res), -EPERM);
+	CHECK_STREQ(res.error, "Failed to make dev/nvidia-uvm-tools (238:1): Operation not permitted");
+	CHECK_INT(res.made, 3);
+	CHECK_STREQ(step_state(w.j, "node:dev/nvidia-uvm-tools"), "failed");
+	world_close(&w);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s/record'", w.dir);
+	CHECK_INT(system(cmd), 0);
+
+	CHECK_INT(world_open(&w, "nodes", NULL), 0);
+	if (!w.j)
+		return;
+	CHECK_INT(gb_load_nodes(&w.ctx, w.j, &res), 0);
+	CHECK_INT(res.n, 6);
+	CHECK_INT(res.made, 3); /* the three made before are right already */
+	CHECK_INT(res.linked, 6);
+	CHECK(res.rule_changed && !res.modify_off);
+	t = slurp(w.record);
+	CHECK_STREQ(t, "mknod dev/nvidiactl 0666 195:255 0:0\n"
+	               "mknod dev/nvidia0 0666 195:0 0:0\n"
+	               "mknod dev/nvidia-uvm 0666 238:0 0:0\n"
+	               "mknod dev/nvidia-uvm-tools 0666 238:1 0:0\n"
+	               "mknod dev/nvidia-caps/nvidia-cap1 0400 241:1 0:0\n"
+	               "mknod dev/nvidia-caps/nvidia-cap2 0444 241:2 0:0\n");
+	free(t);
+	snprintf(p, sizeof(p), "%s/dev/nvidia0", w.root);
+	t = slurp(p);
+	CHECK_STREQ(t, "c 195:0 0666 0:0\n");
+	free(t);
+	{
+		static const char *const links[][2] = {
+			{ "195:255", "../nvidiactl" },
+			{ "195:0", "../nvidia0" },
+			{ "238:0", "../nvidia-uvm" },
+			{ "238:1", "../nvidia-uvm-tools" },
+			{ "241:1", "../nvidia-caps/nvidia-cap1" },
+			{ "241:2", "../nvidia-caps/nvidia-cap2" },
+		};
+		for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+			char target[200] = "";
+			ssize_t n;
+			snprintf(p, sizeof(p), "%s/dev/char/%s", w.root, links[i][0]);
+			n = readlink(p, target, sizeof(target) - 1);
+			CHECK(n > 0);
+			CHECK_STREQ(target, links[i][1]);
+		}
+	}
+	snprintf(p, sizeof(p), "%s/%s", w.root, GB_NODES_UDEV_RULE);
+	t = slurp(p);
+	CHECK_STREQ(t, gb_load_udev_rule_text());
+	CHECK(t && strstr(t, "KERNEL==\"nvidia|nvidia_uvm|nvidia_modeset\"") &&
+	      strstr(t, "RUN+=\"/usr/local/bin/gpuboot --repair --nodes\""));
+	free(t);
+	CHECK_STREQ(step_state(w.j, "node:dev/nvidia-caps/nvidia-cap2"), "done");
+	CHECK_STREQ(step_state(w.j, "link:dev/char/195:255"), "done");
+	js = gb_nodes_result_to_json(&res);
+	CHECK_INT(json_object_get_int(json_object_object_get(js, "made")), 3);
+	CHECK_INT(json_object_get_int(json_object_object_get(js, "char_links_made")), 6);
+	json_object_put(js);
+
+	/* the rerun: nothing made, linked or written */
+	w.j->n_effects = 0;
+	CHECK_INT(gb_load_nodes(&w.ctx, w.j, &res), 0);
+	CHECK_INT(res.made + res.linked, 0);
+	CHECK(!res.rule_changed);
+	CHECK_INT(w.j->n_effects, 0);
+
+	/* a node with other numbers (a stale one from another driver) is made again;
+	 * a link to something else is replaced */
+	snprintf(p, sizeof(p), "%s/dev/nvidia0", w.root);
+	write_text(p, "c 195:7 0600 0:0\n");
+	snprintf(p, sizeof(p), "%s/dev/char/195:0", w.root);
+	CHECK_INT(unlink(p), 0);
+	CHECK_INT(symlink("../nvidia7", p), 0);
+	CHECK_INT(gb_load_nodes(&w.ctx, w.j, &res), 0);
+	CHECK_INT(res.made, 1);
+	CHECK_INT(res.linked, 1);
+
+	/* ModifyDeviceFiles: 0: the site's nodes are left alone, the links still made */
+	snprintf(p, sizeof(p), "%s/proc/driver/nvidia/params", w.root);
+	write_text(p, "ModifyDeviceFiles: 0\nDeviceFileMode: 432\n");
+	snprintf(p, sizeof(p), "%s/dev/char/195:255", w.root);
+	CHECK_INT(unlink(p), 0);
+	CHECK_INT(gb_load_nodes(&w.ctx, w.j, &res), 0);
+	CHECK(res.modify_off);
+	CHECK_INT(res.made, 0);
+	CHECK_INT(res.linked, 1);
+
+	/* the udev rule's own call: no journal, nothing written but nodes and links */
+	snprintf(p, sizeof(p), "%s/proc/driver/nvidia/params", w.root);
+	write_text(p, "DeviceFileMode: 432\nDeviceFileGID: 44\n");
+	CHECK_INT(gb_load_nodes(&w.ctx, NULL, &res), 0);
+	CHECK_INT(res.made, 4); /* 0660, group 44 now: the four 195/238 nodes */
+	CHECK(!res.rule_changed);
+	snprintf(p, sizeof(p), "%s/dev/nvidiactl", w.root);
+	t = slurp(p);
+	CHECK_STREQ(t, "c 195:255 0660 0:44\n");
+	free(t);
+	world_close(&w);
+}
+
+static void write_at(const char *root, const char *rel, const char *text)
+{
+	char p[4400], dir[4400];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	snprintf(dir, sizeof(dir), "%s", p);
+	*strrchr(dir, '/') = '\0';
+	CHECK_INT(gb_mkdir_p(dir, 0755), 0);
+	write_text(p, text);
+}
+
+/* persistenced where its unit is installed; the fabric manager only at the driver's exact version. */
+static void test_daemons(void)
+{
+	static const char *const both[] = { "nvidia-persistenced", "nvidia-fabricmanager" };
+	static const char fm_status[] = "Package: nvidia-fabricmanager-580\nStatus: install ok installed\n"
+	                                "Version: 580.95.05-1\n\nPackage: nvidia-fabricmanager-dev-580\n"
+	                                "Status: install ok installed\nVersion: 580.82.07-1\n";
+	struct world w;
+	struct gb_daemons_result *d = calloc(1, sizeof(*d));
+	char *t, ver[4400];
+	json_object *js;
+
+	CHECK_INT(world_open(&w, "daemons", NULL), 0);
+	if (!w.j || !d)
+		goto out;
+	/* persistenced not installed: left, not a failure */
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 1, "580.95.05", d), 0);
+	CHECK_STREQ(d->d[0].state, "not-installed");
+	write_at(w.root, "lib/systemd/system/nvidia-persistenced.service", "[Service]\n");
+	write_at(w.root, "usr/lib/systemd/system/nvidia-fabricmanager.service", "[Service]\n");
+	/* NVSwitches and no fabric manager package: refused, named */
+	write_at(w.root, "var/lib/dpkg/status", "Package: bash\nStatus: install ok installed\nVersion: 5.2-1\n");
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.95.05", d), -ENOPKG);
+	CHECK_STREQ(d->d[0].state, "started");
+	CHECK_STREQ(d->d[1].state, "not-installed");
+	CHECK(strstr(d->error, "CUDA will fail with error 802") != NULL);
+	CHECK(strstr(d->hint, "nvidia-fabricmanager at the driver's version 580.95.05") != NULL);
+	/* another version: refused before systemctl, both versions named */
+	write_at(w.root, "var/lib/dpkg/status", fm_status);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.82.07", d), -EPROTO);
+	CHECK_STREQ(d->d[1].state, "refused");
+	CHECK_STREQ(d->d[1].version, "580.95.05");
+	CHECK_STREQ(d->error, "the fabric manager is 580.95.05, the driver 580.82.07: it would refuse to start (they "
+	                      "must be the same version)");
+	t = slurp(w.record);
+	CHECK_INT(count(t, "systemctl enable nvidia-persistenced.service"), 2);
+	CHECK_INT(count(t, "nvidia-fabricmanager.service"), 0);
+	free(t);
+	/* the same version: enabled and started, journaled */
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.95.05", d), 0);
+	CHECK_STREQ(d->d[1].state, "started");
+	t = slurp(w.record);
+	CHECK(
+	    t &&
+	    strstr(t, "systemctl enable nvidia-fabricmanager.service\nsystemctl start nvidia-fabricmanager.service\n"));
+	free(t);
+	CHECK_STREQ(step_state(w.j, "systemctl:start:nvidia-fabricmanager.service"), "done");
+	js = gb_daemons_result_to_json(d);
+	CHECK_STREQ(json_object_to_json_string_ext(js, JSON_C_TO_STRING_PLAIN),
+	            "[{\"name\":\"nvidia-persistenced\",\"state\":\"started\"},{\"name\":\"nvidia-fabricmanager\","
+	            "\"state\":\"started\",\"version\":\"580.95.05\"}]");
+	json_object_put(js);
+	world_close(&w);
+
+	/* no dpkg database (the RPM family): rpm's answer */
+	snprintf(ver, sizeof(ver), "%s/daemons-rpm/version", base);
+	CHECK_INT(gb_mkdir_p(base, 0755), 0);
+	{
+		char dir[4400];
+		snprintf(dir, sizeof(dir), "%s/daemons-rpm", base);
+		CHECK_INT(gb_mkdir_p(dir, 0755), 0);
+	}
+	write_text(ver, "580.95.05\n");
+	{
+		char rules[4600];
+		snprintf(rules, sizeof(rules), "command:rpm -q:0:%s,systemctl:start:5", ver);
+		CHECK_INT(world_open(&w, "daemons-rpm", rules), 0);
+	}
+	if (!w.j)
+		goto out;
+	write_at(w.root, "usr/lib/systemd/system/nvidia-fabricmanager.service", "[Service]\n");
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both + 1, 1, "580.95.05", d), -EIO);
+	CHECK_STREQ(d->d[0].version, "580.95.05");
+	CHECK_STREQ(d->d[0].state, "failed"); /* systemctl start failed (scripted EIO) */
+	t = slurp(w.record);
+	CHECK(t && strstr(t, "run rpm -q --qf %{VERSION}\\n nvidia-fabricmanager\n"));
+	free(t);
+	world_close(&w);
+out:
+	free(d);
+}
+
 int main(void)
 {
 	char cmd[200];
@@ -621,6 +832,8 @@ int main(void)
 	test_kmsg_mark();
 	test_proc_devices();
 	test_devnodes();
+	test_nodes();
+	test_daemons();
 	test_load_ok_and_rerun();
 	test_load_resumed_after_reboot();
 	test_load_failures();

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* The plan's daemons, once the modules are live: nvidia-persistenced where
+ * its unit is installed, and the fabric manager (the plan lists it only
+ * with NVSwitches) only at the driver's exact version: a fabric manager of
+ * another version refuses to start, and CUDA fails with error 802 (system
+ * not yet initialized) on every GPU behind the switches. */
+#include "daemons.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "context.h"
+#include "detect/detect.h"
+#include "run/journal.h"
+#include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/ops.h"
+#include "shared/root.h"
+#include "shared/util.h"
+#include "shared/json-util.h"
+
+#define STAGE "load"
+#define DPKG_STATUS_MAX (64u << 20)
+#define FM "nvidia-fabricmanager"
+
+static const char *const unit_dirs[] = { "etc/systemd/system", "usr/lib/systemd/system", "lib/systemd/system" };
+
+static bool unit_installed(struct gb_ctx *ctx, const char *name)
+{
+	char p[160];
+	for (size_t i = 0; i < ARRAY_SIZE(unit_dirs); i++) {
+		snprintf(p, sizeof(p), "%s/%s.service", unit_dirs[i], name);
+		if (gb_root_exists(ctx->root, p))
+			return true;
+	}
+	return false;
+}
+
+/* nvidia-fabricmanager-580, nvidia-fabricmanager (NVIDIA's and Ubuntu's
+ * packages; not the -dev/-devel ones). */
+static bool is_fm_package(const char *name)
+{
+	const char *rest = gb_startswith(name, FM);
+	if (!rest)
+		return false;
+	if (!*rest)
+		return true;
+	if (*rest++ != '-' || !*rest)
+		return false;
+	for (; *rest; rest++)
+		if (*rest < '0' || *rest > '9')
+			return false;
+	return true;
+}
+
+/* The installed fabric manager's version ("580.95.05"), from dpkg's
+ * database, else rpm's answer: -ENOENT when none is installed. */
+static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
+{
+	_cleanup_free_ char *text = NULL;
+	struct gb_package *p = NULL;
+	size_t len, np = 0;
+	unsigned bad = 0;
+	int r;
+
+	r = gb_root_read_file(ctx->root, "var/lib/dpkg/status", DPKG_STATUS_MAX, &text, &len);
+	if (r == 0) {
+		r = gb_dpkg_status_parse(text, len, is_fm_package, &p, &np, &bad);
+		if (r < 0)
+			return r;
+		r = -ENOENT;
+		if (np > 0) {
+			_cleanup_free_ char *v = gb_package_driver_version(&p[0]);
+			r = v ? (gb_strscpy(buf, n, v) < 0 ? -EINVAL : 0) : -EINVAL;
+		}
+		gb_packages_free(p, np);
+		return r;
+	}
+	if (r != -ENOENT)
+		return r;
+	{
+		const char *argv[] = { "rpm", "-q", "--qf", "%{VERSION}\\n", FM, NULL };
+		struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 60 * 1000 };
+		_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+		char *nl;
+
+		if (!res)
+			return -ENOMEM;
+		r = ctx->ops->run_command(ctx->ops, &spec, res);
+		if (r < 0)
+			return r == -ENOENT ? -ENOENT : r;
+		if (!WIFEXITED(res->status) || WEXITSTATUS(res->status) != 0)
+			return -ENOENT; /* "package nvidia-fabricmanager is not installed" */
+		nl = strchr(res->output, '\n');
+		if (nl)
+			*nl = '\0';
+		if (!gb_version_valid(res->output))
+			return -EINVAL;
+		return gb_strscpy(buf, n, res->output) < 0 ? -EINVAL : 0;
+	}
+}
+
+/* systemctl enable --now, journaled: enable (the unit starts at every
+ * boot) and start (now). */
+static int enable_now(struct gb_ctx *ctx, struct gb_journal *j, const char *unit)
+{
+	static const char *const verbs[] = { "enable", "start" };
+	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++) {
+		char id[120];
+		int r, k;
+
+		snprintf(id, sizeof(id), "systemctl:%s:%s", verbs[i], unit);
+		r = gb_journal_begin(j, STAGE, id, "command", NULL);
+		if (r < 0)
+			return r;
+		if (r == 1)
+			continue;
+		r = ctx->ops->systemctl(ctx->ops, verbs[i], unit);
+		if (r == 0)
+			j->n_effects++;
+		k = gb_journal_end(j, id, r, NULL);
+		if (r < 0)
+			return r;
+		if (k < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+static struct gb_daemon_result *slot(struct gb_daemons_result *ret, const char *name)
+{
+	struct gb_daemon_result *d = &ret->d[ret->n++];
+	gb_strscpy(d->name, sizeof(d->name), name);
+	return d;
+}
+
+static int persistenced(struct gb_ctx *ctx, struct gb_journal *j, struct gb_daemons_result *ret)
+{
+	struct gb_daemon_result *d = slot(ret, "nvidia-persistenced");
+	int r;
+
+	if (!unit_installed(ctx, d->name)) {
+		d->state = "not-installed";
+		return 0; /* the verifier reports persistence mode off */
+	}
+	r = enable_now(ctx, j, "nvidia-persistenced.service");
+	d->state = r < 0 ? "failed" : "started";
+	if (r < 0)
+		snprintf(ret->error, sizeof(ret->error),
+		         "systemctl enable --now nvidia-persistenced.service failed: %s", strerror(-r));
+	return r;
+}
+
+static int fabricmanager(struct gb_ctx *ctx, struct gb_journal *j, const char *driver_version,
+                         struct gb_daemons_result *ret)
+{
+	struct gb_daemon_result *d = slot(ret, FM);
+	int r = fm_version(ctx, d->version, sizeof(d->version));
+
+	if (r == -ENOENT || (r == 0 && !unit_installed(ctx, FM))) {
+		d->state = "not-installed";
+		snprintf(
+		    ret->error, sizeof(ret->error),
+		    "the GPUs are behind NVSwitches and no fabric manager is installed: CUDA will fail with error 802");
+		snprintf(ret->hint, sizeof(ret->hint), "install nvidia-fabricmanager at the driver's version %s",
+		         driver_version);
+		return -ENOPKG;
+	}
+	if (r < 0) {
+		d->state = "failed";
+		snprintf(ret->error, sizeof(ret->error), "Failed to read the fabric manager's version: %s",
+		         strerror(-r));
+		return r;
+	}
+	if (!driver_version || !streq(d->version, driver_version)) {
+		d->state = "refused";
+		snprintf(ret->error, sizeof(ret->error),
+		         "the fabric manager is %s, the driver %s: it would refuse to start (they must be the same "
+		         "version)",
+		         d->version, driver_version ? driver_version : "unknown");
+		snprintf(ret->hint, sizeof(ret->hint), "install nvidia-fabricmanager %s (or the driver %s)",
+		         driver_version ? driver_version : "at the driver's version", d->version);
+		return -EPROTO;
+	}
+	r = enable_now(ctx, j, FM ".service");
+	d->state = r < 0 ? "failed" : "started";
+	if (r < 0)
+		snprintf(ret->error, sizeof(ret->error), "systemctl enable --now " FM ".service failed: %s",
+		         strerror(-r));
+	return r;
+}
+
+int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const *names, size_t n,
+                    const char *driver_version, struct gb_daemons_result *ret)
+{
+	int r = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < n && r >= 0 && ret->n < ARRAY_SIZE(ret->d); i++) {
+		if (streq(names[i], "nvidia-persistenced"))
+			r = persistenced(ctx, j, ret);
+		else if (streq(names[i], FM))
+			r = fabricmanager(ctx, j, driver_version, ret);
+	}
+	return r;
+}
+
+json_object *gb_daemons_result_to_json(const struct gb_daemons_result *r)
+{
+	json_object *a = gb_json_new_array();
+	for (size_t i = 0; i < r->n; i++) {
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "name", gb_json_new_string(r->d[i].name));
+		gb_json_add(o, "state", gb_json_new_string(r->d[i].state ? r->d[i].state : "unknown"));
+		if (r->d[i].version[0])
+			gb_json_add(o, "version", gb_json_new_string(r->d[i].version));
+		gb_json_append(a, o);
+	}
+	return a;
+}

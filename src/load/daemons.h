@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* The plan's daemons after the load: nvidia-persistenced, the fabric
+ * manager (docs/load.md#daemons). */
+#pragma once
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+struct gb_ctx;
+struct gb_journal;
+
+struct gb_daemon_result {
+	char name[40];
+	const char *state; /* "started", "not-installed", "refused" (another version), "failed" */
+	char version[40]; /* the fabric manager's, as installed */
+};
+
+struct gb_daemons_result {
+	struct gb_daemon_result d[4];
+	size_t n;
+	char error[320];
+	char hint[200];
+};
+
+/* For each of the plan's daemons (names[n]): nvidia-persistenced is
+ * enabled and started (systemctl enable, start; journaled) when its unit is
+ * installed, else left ("not-installed"); nvidia-fabricmanager only when
+ * installed at exactly driver_version: -ENOPKG when none is installed,
+ * -EPROTO when another version is (neither started), a systemctl failure
+ * as its negative errno. ret->error and ret->hint say why. */
+int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const *names, size_t n,
+                    const char *driver_version, struct gb_daemons_result *ret);
+
+json_object *gb_daemons_result_to_json(const struct gb_daemons_result *r);
