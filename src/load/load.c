@@ -209,6 +209,20 @@ static int write_conf(struct gb_journal *j, const struct gb_load_input *in, stru
 	if (r < 0)
 		return r;
 	ret->conf_changed = j->n_effects != before;
+	/* The same modules at every boot, in the same order. */
+	len = (size_t)snprintf(text, sizeof(text),
+	                       "# Written by gpuboot: the NVIDIA modules of its plan, loaded at every boot by\n"
+	                       "# systemd-modules-load with the options of /%s.\n",
+	                       GB_LOAD_CONF_PATH);
+	for (size_t i = 0; i < in->n_modules && len < sizeof(text); i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", in->modules[i].name);
+	if (len >= sizeof(text))
+		return -ENOBUFS;
+	before = j->n_effects;
+	r = gb_journal_write_file(j, "load", GB_LOAD_MODULES_LOAD_PATH, text, len, 0644);
+	if (r < 0)
+		return r;
+	ret->modules_load_changed = j->n_effects != before;
 	return 0;
 }
 
@@ -257,6 +271,8 @@ json_object *gb_load_result_to_json(const struct gb_load_result *r)
 	gb_json_add(o, "loaded_this_run", gb_json_new_int((int)r->n_loaded));
 	gb_json_add(o, "modprobe_conf", gb_json_new_string(GB_LOAD_CONF_PATH));
 	gb_json_add(o, "modprobe_conf_changed", gb_json_new_boolean(r->conf_changed));
+	gb_json_add(o, "modules_load", gb_json_new_string(GB_LOAD_MODULES_LOAD_PATH));
+	gb_json_add(o, "modules_load_changed", gb_json_new_boolean(r->modules_load_changed));
 	gb_json_add(o, "exit_code", gb_json_new_int(r->exit_code));
 	if (!r->failed_module)
 		return o;

@@ -78,6 +78,28 @@ static const char *errno_name(int e)
 	case ECONNREFUSED: return "ECONNREFUSED";
 	case EPROTO: return "EPROTO";
 	case EAGAIN: return "EAGAIN";
+	case ENOPKG: return "ENOPKG";
+	case ERANGE: return "ERANGE";
+	case ESTALE: return "ESTALE";
+	case ENOKEY: return "ENOKEY";
+	case EKEYEXPIRED: return "EKEYEXPIRED";
+	case EKEYREVOKED: return "EKEYREVOKED";
+	case E2BIG: return "E2BIG";
+	case EISDIR: return "EISDIR";
+	case ENXIO: return "ENXIO";
+	case ENODATA: return "ENODATA";
+	case ECANCELED: return "ECANCELED";
+	case EDQUOT: return "EDQUOT";
+	case EMFILE: return "EMFILE";
+	case ELOOP: return "ELOOP";
+	case EXDEV: return "EXDEV";
+	case ENOTEMPTY: return "ENOTEMPTY";
+	case ECONNRESET: return "ECONNRESET";
+	case EHOSTUNREACH: return "EHOSTUNREACH";
+	case ENETUNREACH: return "ENETUNREACH";
+	case EPIPE: return "EPIPE";
+	case EOVERFLOW: return "EOVERFLOW";
+	case EILSEQ: return "EILSEQ";
 	default: return "EOTHER";
 	}
 }

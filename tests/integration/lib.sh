@@ -19,3 +19,18 @@ expect_exit() {
 	set -e
 	[ "$got" -eq "$want" ] || { cat "$TMP/err" >&2; fail "'$*' exited $got, expected $want"; }
 }
+
+# with_fabricmanager ROOT VERSION: NVIDIA's fabric manager installed in ROOT
+# at VERSION as its package leaves it (nvidia-fabricmanager-BRANCH in dpkg's
+# database, its unit): a machine with NVSwitches needs it at the driver's
+# exact version, or the load stage refuses (docs/load.md#daemons).
+with_fabricmanager() {
+	printf '\nPackage: nvidia-fabricmanager-%s\nStatus: install ok installed\nVersion: %s-1\n' "${2%%.*}" "$2" >>"$1/var/lib/dpkg/status"
+	mkdir -p "$1/lib/systemd/system"
+	printf '[Unit]\nDescription=NVIDIA fabric manager service\n' >"$1/lib/systemd/system/nvidia-fabricmanager.service"
+}
+
+# bundle_driver BUNDLE: the driver version of a tests/make-bundle bundle's plan.
+bundle_driver() {
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["driver"]["version"])' "$1/plan.json"
+}

@@ -61,6 +61,10 @@ fresh() {
 		;;
 	*)
 		cp -a "$FIX/h100x8-ubuntu2204" "$2/m"
+		# Its nvidia is loaded, so the kernel lists the major (the capture did
+		# not read proc/devices; an H200's real one, 580.159.04)
+		cp tests/load/h200-580-nodes/proc/devices "$2/m/proc/devices"
+		with_fabricmanager "$2/m" "$(bundle_driver "$B")" # NVSwitches: at the driver's version
 		k=$(cat "$2/m/proc/sys/kernel/osrelease")
 		for f in driver-ready verified-ready; do : >"$2/s/run/$f"; done
 		;;

@@ -14,6 +14,10 @@ GB=$GB tests/make-bundle "$B" >/dev/null
 printf '[install]\nreplace_installed = always\n' >"$TMP/always.conf"
 M=$TMP/m
 cp -a "$FIX/h100x8-ubuntu2204" "$M"
+# Its nvidia is loaded, so the kernel lists the major (the capture did not
+# read proc/devices; an H200's real one, 580.159.04)
+cp tests/load/h200-580-nodes/proc/devices "$M/proc/devices"
+with_fabricmanager "$M" "$(bundle_driver "$B")" # NVSwitches: the fabric manager at the driver's version
 K=$(ls "$M/lib/modules")
 CREATES="creates:nvidia-installer:0:lib/modules/$K/kernel/drivers/video/nvidia.ko,creates:nvidia-installer:0:usr/bin/nvidia-smi"
 ASAN_OPTIONS=detect_leaks=0 GPUBOOT_FAKE_OPS="root=$M,$CREATES" expect_exit 0 strace -f -y -s 0 -o "$TMP/trace" \

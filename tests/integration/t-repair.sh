@@ -42,6 +42,8 @@ cmp -s "$S/journal.json" "$TMP/run-journal.json" || fail "the repair touched the
 python3 -c "import json, sys; d = json.load(open(sys.argv[1])); assert d['command'] == 'repair', d['command']" "$S/repair-journal.json" ||
 	fail "the repair's own journal is not repair-journal.json"
 grep -q "linux-headers-$K" "$TMP/out" "$TMP/err" || fail "--repair --kernel $K does not name linux-headers-$K"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); st = [s for s in d['stages'] if s['name'] == 'install'][0]; assert st['errno'] == 'ENOPKG', st" "$S/status.json" ||
+	fail "the status names the repair's errno other than ENOPKG (the guest showed EOTHER)"
 ! grep -q '^run ' "$R" 2>/dev/null || fail "--repair --kernel $K ran a command though it cannot build"
 
 # --repair --nodes (the udev rule's call when an NVIDIA module loads): the

@@ -438,6 +438,13 @@ static void test_load_ok_and_rerun(void)
 	      count(t, "options ") == 1);
 	free(t);
 	CHECK_STREQ(step_state(w.j, "file:" GB_LOAD_CONF_PATH), "done");
+	/* every boot loads the same modules, in order (nvidia_uvm has no PCI alias) */
+	snprintf(p, sizeof(p), "%s/%s", w.root, GB_LOAD_MODULES_LOAD_PATH);
+	t = slurp(p);
+	CHECK(t && strstr(t, "\nnvidia\nnvidia_uvm\nnvidia_modeset\nnvidia_drm\n") && count(t, "\n") == 6);
+	free(t);
+	CHECK(res->modules_load_changed);
+	CHECK_STREQ(step_state(w.j, "file:" GB_LOAD_MODULES_LOAD_PATH), "done");
 	CHECK_STREQ(step_state(w.j, "module:nvidia"), "done");
 	CHECK_STREQ(step_state(w.j, "module:nvidia_drm"), "done");
 	CHECK_INT(gb_journal_finish(w.j, "done", 0), 0);
@@ -453,7 +460,7 @@ static void test_load_ok_and_rerun(void)
 		goto out;
 	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
 	CHECK_INT(res->n_loaded, 0);
-	CHECK(!res->conf_changed);
+	CHECK(!res->conf_changed && !res->modules_load_changed);
 	CHECK_INT(w.j->n_effects, 0);
 	for (size_t i = 0; i < res->n_modules; i++)
 		CHECK_INT(res->modules[i].state, GB_LOAD_ALREADY);
