@@ -220,7 +220,11 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 		new_doc(j, plan, command);
 		return 0;
 	}
-	if (!streq(state, "done") && streq(hash, j->plan_hash)) {
+	/* A repair never resumes one: it decides from what is on disk each
+	 * time, and a step done by an earlier repair (dkms install for a
+	 * kernel) must run again when its module has gone since (the bookworm
+	 * guest's boot-time repair resumed the failed one of the boot before). */
+	if (!streq(state, "done") && streq(hash, j->plan_hash) && !streq(command, "repair")) {
 		resume_doc(j, old);
 		return 0;
 	}

@@ -219,6 +219,24 @@ static void test_journal(void)
 	CHECK_STREQ(t, "{ torn");
 	free(t);
 
+	/* A repair never resumes an unfinished repair of the same plan: its
+	 * steps (a dkms install done for a kernel) run again; the old one is
+	 * kept aside. */
+	CHECK_INT(gb_journal_open(&ctx, plan, "repair", &j, err, sizeof(err)), 0);
+	CHECK(!j->resumed);
+	CHECK_INT(gb_journal_begin(j, "repair", "dkms:install:nvidia/1:k", "command", NULL), 0);
+	CHECK_INT(gb_journal_end(j, "dkms:install:nvidia/1:k", 0, NULL), 0);
+	CHECK_INT(gb_journal_finish(j, "failed", 11), 0);
+	gb_journal_free(j);
+	CHECK_INT(gb_journal_open(&ctx, plan, "repair", &j, err, sizeof(err)), 0);
+	CHECK(!j->resumed);
+	CHECK_INT(gb_journal_begin(j, "repair", "dkms:install:nvidia/1:k", "command", NULL), 0); /* not 1: runs */
+	gb_journal_free(j);
+	snprintf(err, sizeof(err), "%s/repair-journal.json.prev", state);
+	t = slurp(err);
+	CHECK(t && strstr(t, "dkms:install:nvidia/1:k") != NULL);
+	free(t);
+
 	json_object_put(plan);
 	json_object_put(other);
 	gb_root_free(ctx.root);
