@@ -28,15 +28,20 @@
 
 static const char *const unit_dirs[] = { "etc/systemd/system", "usr/lib/systemd/system", "lib/systemd/system" };
 
-static bool unit_installed(struct gb_ctx *ctx, const char *name)
+/* 1 installed, 0 not, -ESHUTDOWN masked (etc/systemd/system/NAME.service
+ * is a link to /dev/null: the site turned it off; left alone). */
+static int unit_installed(struct gb_ctx *ctx, const char *name)
 {
 	char p[160];
 	for (size_t i = 0; i < ARRAY_SIZE(unit_dirs); i++) {
+		_cleanup_free_ char *target = NULL;
 		snprintf(p, sizeof(p), "%s/%s.service", unit_dirs[i], name);
+		if (i == 0 && gb_root_readlink(ctx->root, p, &target) == 0 && streq(target, "/dev/null"))
+			return -ESHUTDOWN;
 		if (gb_root_exists(ctx->root, p))
-			return true;
+			return 1;
 	}
-	return false;
+	return 0;
 }
 
 /* nvidia-fabricmanager-580, nvidia-fabricmanager (NVIDIA's and Ubuntu's
@@ -82,7 +87,8 @@ static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
 	if (r != -ENOENT)
 		return r;
 	{
-		const char *argv[] = { "rpm", "-q", "--qf", "%{VERSION}\\n", FM, NULL };
+		/* by the binary: NVIDIA's RPMs are nvidia-fabric-manager or nvidia-fabricmanager-BRANCH */
+		const char *argv[] = { "rpm", "-qf", "--qf", "%{VERSION}\\n", "/usr/bin/nv-fabricmanager", NULL };
 		struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 60 * 1000 };
 		_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
 		char *nl;
@@ -93,13 +99,16 @@ static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
 		if (r < 0)
 			return r == -ENOENT ? -ENOENT : r;
 		if (!WIFEXITED(res->status) || WEXITSTATUS(res->status) != 0)
-			return -ENOENT; /* "package nvidia-fabricmanager is not installed" */
-		nl = strchr(res->output, '\n');
-		if (nl)
-			*nl = '\0';
-		if (!gb_version_valid(res->output))
-			return -EINVAL;
-		return gb_strscpy(buf, n, res->output) < 0 ? -EINVAL : 0;
+			return -ENOENT; /* "file /usr/bin/nv-fabricmanager is not owned by any package" */
+		/* the first line that is a version (a warning of rpm's may come before) */
+		for (char *line = res->output; line && *line; line = nl ? nl + 1 : NULL) {
+			nl = strchr(line, '\n');
+			if (nl)
+				*nl = '\0';
+			if (gb_version_valid(line))
+				return gb_strscpy(buf, n, line) < 0 ? -EINVAL : 0;
+		}
+		return -EINVAL;
 	}
 }
 
@@ -116,8 +125,8 @@ static int enable_now(struct gb_ctx *ctx, struct gb_journal *j, const char *unit
 		r = gb_journal_begin(j, STAGE, id, "command", NULL);
 		if (r < 0)
 			return r;
-		if (r == 1)
-			continue;
+		if (r == 1 && i == 0)
+			continue; /* enabled in the run this one resumes; start again, a reboot may have passed */
 		r = ctx->ops->systemctl(ctx->ops, verbs[i], unit);
 		if (r == 0)
 			j->n_effects++;
@@ -140,10 +149,10 @@ static struct gb_daemon_result *slot(struct gb_daemons_result *ret, const char *
 static int persistenced(struct gb_ctx *ctx, struct gb_journal *j, struct gb_daemons_result *ret)
 {
 	struct gb_daemon_result *d = slot(ret, "nvidia-persistenced");
-	int r;
+	int r = unit_installed(ctx, d->name);
 
-	if (!unit_installed(ctx, d->name)) {
-		d->state = "not-installed";
+	if (r <= 0) {
+		d->state = r < 0 ? "masked" : "not-installed";
 		return 0; /* the verifier reports persistence mode off */
 	}
 	r = enable_now(ctx, j, "nvidia-persistenced.service");
@@ -158,13 +167,21 @@ static int fabricmanager(struct gb_ctx *ctx, struct gb_journal *j, const char *d
                          struct gb_daemons_result *ret)
 {
 	struct gb_daemon_result *d = slot(ret, FM);
-	int r = fm_version(ctx, d->version, sizeof(d->version));
+	int r = fm_version(ctx, d->version, sizeof(d->version)), u = unit_installed(ctx, FM);
 
-	if (r == -ENOENT || (r == 0 && !unit_installed(ctx, FM))) {
+	if (r == 0 && u < 0) {
+		d->state = "masked";
+		snprintf(ret->error, sizeof(ret->error),
+		         "nvidia-fabricmanager.service is masked, and the plan needs it: CUDA fails with error 802 on "
+		         "GPUs behind NVSwitches");
+		snprintf(ret->hint, sizeof(ret->hint), "systemctl unmask nvidia-fabricmanager.service");
+		return -ESHUTDOWN;
+	}
+	if (r == -ENOENT || (r == 0 && u == 0)) {
 		d->state = "not-installed";
-		snprintf(
-		    ret->error, sizeof(ret->error),
-		    "the GPUs are behind NVSwitches and no fabric manager is installed: CUDA will fail with error 802");
+		snprintf(ret->error, sizeof(ret->error),
+		         "the plan needs the fabric manager (NVSwitches, or the profile) and none is installed: CUDA "
+		         "fails with error 802 on GPUs behind NVSwitches");
 		snprintf(ret->hint, sizeof(ret->hint), "install nvidia-fabricmanager at the driver's version %s",
 		         driver_version);
 		return -ENOPKG;

@@ -6,6 +6,7 @@
 #include "load.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,21 @@ static bool params_ok(const char *s)
 	return true;
 }
 
+/* printf at buf + *o; -ENOBUFS when it does not fit. */
+static int appendf(char *buf, size_t bufsz, size_t *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *o, bufsz - *o, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= bufsz - *o)
+		return -ENOBUFS;
+	*o += (size_t)n;
+	return 0;
+}
+
 int gb_load_conf_text(const struct gb_load_input *in, char *buf, size_t bufsz, size_t *ret_len)
 {
 	size_t o;
@@ -94,6 +110,18 @@ int gb_load_conf_text(const struct gb_load_input *in, char *buf, size_t bufsz, s
 		if (n < 0 || (size_t)n >= bufsz - o)
 			return -ENOBUFS;
 		o += (size_t)n;
+	}
+	/* The plan's other modules follow nvidia wherever it is loaded from
+	 * (udev for the GPU's PCI ID at every boot, libcuda's nvidia-modprobe):
+	 * nvidia_uvm, which CUDA needs, has no alias of its own. A softdep
+	 * loads nothing by itself, so a kernel still without the module
+	 * fails no boot unit (gpuboot-repair.service builds it). */
+	if (in->n_modules > 1 && streq(in->modules[0].name, "nvidia")) {
+		int r = appendf(buf, bufsz, &o, "softdep nvidia post:");
+		for (size_t i = 1; i < in->n_modules && r == 0; i++)
+			r = appendf(buf, bufsz, &o, " %s", in->modules[i].name);
+		if (r < 0 || appendf(buf, bufsz, &o, "\n") < 0)
+			return -ENOBUFS;
 	}
 	*ret_len = o;
 	return 0;
@@ -209,20 +237,6 @@ static int write_conf(struct gb_journal *j, const struct gb_load_input *in, stru
 	if (r < 0)
 		return r;
 	ret->conf_changed = j->n_effects != before;
-	/* The same modules at every boot, in the same order. */
-	len = (size_t)snprintf(text, sizeof(text),
-	                       "# Written by gpuboot: the NVIDIA modules of its plan, loaded at every boot by\n"
-	                       "# systemd-modules-load with the options of /%s.\n",
-	                       GB_LOAD_CONF_PATH);
-	for (size_t i = 0; i < in->n_modules && len < sizeof(text); i++)
-		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", in->modules[i].name);
-	if (len >= sizeof(text))
-		return -ENOBUFS;
-	before = j->n_effects;
-	r = gb_journal_write_file(j, "load", GB_LOAD_MODULES_LOAD_PATH, text, len, 0644);
-	if (r < 0)
-		return r;
-	ret->modules_load_changed = j->n_effects != before;
 	return 0;
 }
 
@@ -271,8 +285,6 @@ json_object *gb_load_result_to_json(const struct gb_load_result *r)
 	gb_json_add(o, "loaded_this_run", gb_json_new_int((int)r->n_loaded));
 	gb_json_add(o, "modprobe_conf", gb_json_new_string(GB_LOAD_CONF_PATH));
 	gb_json_add(o, "modprobe_conf_changed", gb_json_new_boolean(r->conf_changed));
-	gb_json_add(o, "modules_load", gb_json_new_string(GB_LOAD_MODULES_LOAD_PATH));
-	gb_json_add(o, "modules_load_changed", gb_json_new_boolean(r->modules_load_changed));
 	gb_json_add(o, "exit_code", gb_json_new_int(r->exit_code));
 	if (!r->failed_module)
 		return o;

@@ -21,10 +21,6 @@ struct gb_journal;
 #define GB_LOAD_MAX_MODULES 8
 #define GB_LOAD_PARAMS_MAX 256
 #define GB_LOAD_CONF_PATH "etc/modprobe.d/gpuboot-nvidia.conf"
-/* The modules to load at every boot (systemd-modules-load): udev loads
- * nvidia for the GPU's PCI ID; nothing loads nvidia_uvm, which CUDA needs,
- * but nvidia-modprobe at CUDA's first call, where it is installed. */
-#define GB_LOAD_MODULES_LOAD_PATH "etc/modules-load.d/gpuboot-nvidia.conf"
 
 struct gb_load_module {
 	const char *name; /* "nvidia", "nvidia_uvm", ... */
@@ -61,7 +57,6 @@ struct gb_load_result {
 	size_t n_modules;
 	unsigned n_loaded; /* inserts this run made */
 	bool conf_changed; /* the modprobe.d file was written (not merely unchanged) */
-	bool modules_load_changed; /* the modules-load.d file was written */
 	/* the failure, when there was one */
 	const char *failed_module; /* points into modules[]; NULL when all loaded */
 	int err; /* the insert's errno (an install rule's outer EINVAL included) */

@@ -90,6 +90,12 @@ static int make_link(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_d
 			return r;
 	}
 	r = gb_root_symlink(ctx->root, path, target);
+	if (r == -EEXIST) { /* another maker at once (the udev rule): right is right */
+		free(have);
+		have = NULL;
+		if (gb_root_readlink(ctx->root, path, &have) == 0 && streq(have, target))
+			r = 0;
+	}
 	if (r == 0) {
 		ret->linked++;
 		if (j)

@@ -224,7 +224,7 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 	 * time, and a step done by an earlier repair (dkms install for a
 	 * kernel) must run again when its module has gone since (the bookworm
 	 * guest's boot-time repair resumed the failed one of the boot before). */
-	if (!streq(state, "done") && streq(hash, j->plan_hash) && !streq(command, "repair")) {
+	if (!streq(state, "done") && streq(hash, j->plan_hash) && !(command && streq(command, "repair"))) {
 		resume_doc(j, old);
 		return 0;
 	}

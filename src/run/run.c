@@ -23,6 +23,7 @@
 #include "load/load.h"
 #include "load/modsign.h"
 #include "load/daemons.h"
+#include "load/devnodes.h"
 #include "load/nodes.h"
 #include "repair/repair.h"
 #include "prepare/prepare.h"
@@ -262,6 +263,8 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		return 0;
 	}
 	if (r->plan.in.installed.loaded && nothing_to_change(r)) {
+		/* Loaded before: by gpuboot, which made its nodes, links and rule
+		 * then, or by whoever installed it; a kept run changes nothing. */
 		gb_stage_end(r->ctx, st, "skipped", 0, "the kept driver %s is loaded", r->plan.driver.version);
 		return 0;
 	}
@@ -295,8 +298,9 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	if (k == 0) {
 		gb_stage_end(r->ctx, st, "ok", 0, NULL);
 		code = load_nodes_daemons(r, st);
+		k = load_cdi(r, st); /* containers' spec whatever a daemon said */
 		if (!code)
-			code = load_cdi(r, st);
+			code = k;
 	} else if (!res->failed_module && k == -ENOMEM) {
 		gb_stage_end(r->ctx, st, "failed", k, "out of memory before an insert");
 		gb_log_error("load: %s", st->error);
@@ -1033,7 +1037,22 @@ static bool repair_not_needed(struct gb_ctx *ctx)
 static int nodes_only(struct gb_ctx *ctx)
 {
 	struct gb_nodes_result res;
-	int k = gb_load_nodes(ctx, NULL, &res);
+	int k;
+
+	if (ctx->opt.dry_run) { /* what it would make; nothing made */
+		struct gb_devnodes *d = calloc(1, sizeof(*d));
+		if (!d)
+			return GB_EXIT_FAILED;
+		k = gb_load_devnodes(ctx->root, d);
+		for (size_t i = 0; k >= 0 && i < d->n; i++)
+			printf("would make %s %u:%u %04o and dev/char/%u:%u\n", d->node[i].path, d->node[i].major,
+			       d->node[i].minor, d->node[i].perm, d->node[i].major, d->node[i].minor);
+		free(d);
+		if (k == -ENODEV)
+			printf("no NVIDIA module is loaded: no device node to make\n");
+		return k < 0 && k != -ENODEV ? GB_EXIT_FAILED : GB_EXIT_OK;
+	}
+	k = gb_load_nodes(ctx, NULL, &res);
 
 	if (k == -ENODEV) {
 		printf("no NVIDIA module is loaded: no device node to make\n");

@@ -362,9 +362,14 @@ static int real_umount(const struct gb_ops *ops, const char *dst)
 	return negative_errno();
 }
 
+/* The node is made under a temporary name and renamed over the old one:
+ * a CUDA process never finds it missing, and two makers at once (the
+ * load stage and the udev rule's gpuboot --repair --nodes) both end with
+ * the right node. */
 static int real_mknod(const struct gb_ops *ops, int dirfd, const char *name, const struct gb_node_spec *spec)
 {
 	dev_t dev = makedev(spec->major, spec->minor);
+	char tmp[300];
 	struct stat st;
 
 	(void)ops;
@@ -374,17 +379,21 @@ static int real_mknod(const struct gb_ops *ops, int dirfd, const char *name, con
 			return 1;
 		if (S_ISDIR(st.st_mode))
 			return -EISDIR;
-		if (unlinkat(dirfd, name, 0) < 0)
-			return negative_errno();
 	} else if (errno != ENOENT) {
 		return negative_errno();
 	}
-	if (mknodat(dirfd, name, S_IFCHR | (spec->perm & 07777), dev) < 0)
+	if ((size_t)snprintf(tmp, sizeof(tmp), ".%s.gpuboot-%ld", name, (long)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	(void)unlinkat(dirfd, tmp, 0);
+	if (mknodat(dirfd, tmp, S_IFCHR | (spec->perm & 07777), dev) < 0)
 		return negative_errno();
 	/* mknod honours the umask; the driver's DeviceFileMode does not */
-	if (fchmodat(dirfd, name, spec->perm & 07777, 0) < 0 ||
-	    ((spec->uid || spec->gid) && fchownat(dirfd, name, spec->uid, spec->gid, AT_SYMLINK_NOFOLLOW) < 0))
-		return negative_errno();
+	if (fchownat(dirfd, tmp, spec->uid, spec->gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchmodat(dirfd, tmp, spec->perm & 07777, 0) < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
+		int r = negative_errno();
+		(void)unlinkat(dirfd, tmp, 0);
+		return r;
+	}
 	return 0;
 }
 

@@ -100,6 +100,7 @@ static const char *errno_name(int e)
 	case EPIPE: return "EPIPE";
 	case EOVERFLOW: return "EOVERFLOW";
 	case EILSEQ: return "EILSEQ";
+	case ENOBUFS: return "ENOBUFS";
 	default: return "EOTHER";
 	}
 }

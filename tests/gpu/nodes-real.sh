@@ -6,6 +6,7 @@
 # the second time, and remakes a wrong one. Run from the repository root
 # with build/gpuboot carried (docs/load.md#device-nodes).
 set -u
+bad=0
 R=$(mktemp -d)
 mkdir -p $R/etc $R/proc/driver/nvidia/capabilities/mig $R/sys/module
 cp /etc/os-release $R/etc/
@@ -22,11 +23,13 @@ rm -f $R/dev/nvidia0; mknod -m 0600 $R/dev/nvidia0 c 195 7
 ./build/gpuboot --root $R --repair --nodes; echo "rc=$?"; stat -c '%n %t:%T %a' $R/dev/nvidia0
 echo "== the nodes made are the driver's: the same numbers and modes as the machine's own, and they open"
 for n in nvidiactl nvidia0 nvidia-uvm nvidia-uvm-tools nvidia-caps/nvidia-cap1 nvidia-caps/nvidia-cap2; do
-	cmp -s <(stat -c '%F %t:%T %a %u:%g' /dev/$n) <(stat -c '%F %t:%T %a %u:%g' $R/dev/$n) && echo "$n matches /dev/$n" || echo "$n DIFFERS from /dev/$n"
+	cmp -s <(stat -c '%F %t:%T %a %u:%g' /dev/$n) <(stat -c '%F %t:%T %a %u:%g' $R/dev/$n) && echo "$n matches /dev/$n" || { echo "$n DIFFERS from /dev/$n"; bad=$((bad + 1)); }
 done
 python3 -c 'import os, sys
 for n in ("nvidiactl", "nvidia0", "nvidia-uvm"):
     fd = os.open(sys.argv[1] + "/dev/" + n, os.O_RDWR)
     print("opened", n, "(the driver answered)")
-    os.close(fd)' "$R"
+    os.close(fd)' "$R" || bad=$((bad + 1))
 rm -rf $R
+[ "$bad" -eq 0 ] || { echo "FAIL: $bad"; exit 1; }
+echo ok

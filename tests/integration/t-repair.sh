@@ -67,3 +67,9 @@ grep -q "6 NVIDIA device nodes: 0 made, 0 /dev/char links made" "$TMP/out" || fa
 sed -i '/nvidia/d' "$N/proc/devices"
 GPUBOOT_FAKE_OPS="record=$R2,root=$N" expect_exit 0 "$GB" --root "$N" --repair --nodes
 grep -q "no NVIDIA module is loaded" "$TMP/out" || fail "--repair --nodes without a module did not say so"
+# --dry-run: what it would make, nothing made
+cp tests/load/h200-580-nodes/proc/devices "$N/proc/devices"
+rm -rf "$N/dev"
+GPUBOOT_FAKE_OPS="record=$R2,root=$N" expect_exit 0 "$GB" --root "$N" --repair --nodes --dry-run
+grep -q "would make dev/nvidia-caps/nvidia-cap2 241:2 0444" "$TMP/out" || fail "--repair --nodes --dry-run did not list the nodes"
+[ ! -e "$N/dev" ] || fail "--repair --nodes --dry-run made something"
