@@ -6,7 +6,6 @@
 #include "load.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,21 +73,6 @@ static bool params_ok(const char *s)
 	return true;
 }
 
-/* printf at buf + *o; -ENOBUFS when it does not fit. */
-static int appendf(char *buf, size_t bufsz, size_t *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *o, bufsz - *o, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= bufsz - *o)
-		return -ENOBUFS;
-	*o += (size_t)n;
-	return 0;
-}
-
 int gb_load_conf_text(const struct gb_load_input *in, char *buf, size_t bufsz, size_t *ret_len)
 {
 	size_t o;
@@ -110,18 +94,6 @@ int gb_load_conf_text(const struct gb_load_input *in, char *buf, size_t bufsz, s
 		if (n < 0 || (size_t)n >= bufsz - o)
 			return -ENOBUFS;
 		o += (size_t)n;
-	}
-	/* The plan's other modules follow nvidia wherever it is loaded from
-	 * (udev for the GPU's PCI ID at every boot, libcuda's nvidia-modprobe):
-	 * nvidia_uvm, which CUDA needs, has no alias of its own. A softdep
-	 * loads nothing by itself, so a kernel still without the module
-	 * fails no boot unit (gpuboot-repair.service builds it). */
-	if (in->n_modules > 1 && streq(in->modules[0].name, "nvidia")) {
-		int r = appendf(buf, bufsz, &o, "softdep nvidia post:");
-		for (size_t i = 1; i < in->n_modules && r == 0; i++)
-			r = appendf(buf, bufsz, &o, " %s", in->modules[i].name);
-		if (r < 0 || appendf(buf, bufsz, &o, "\n") < 0)
-			return -ENOBUFS;
 	}
 	*ret_len = o;
 	return 0;

@@ -438,10 +438,11 @@ static void test_load_ok_and_rerun(void)
 	      count(t, "options ") == 1);
 	free(t);
 	CHECK_STREQ(step_state(w.j, "file:" GB_LOAD_CONF_PATH), "done");
-	/* wherever nvidia is loaded from, the plan's other modules follow (nvidia_uvm has no PCI alias) */
+	/* no softdep: with one for nvidia, Debian 12's libkmod no longer finds nvidia through the
+	 * package's install rule (the bookworm-nvidia guest: "could not find module by name='nvidia'") */
 	snprintf(p, sizeof(p), "%s/%s", w.root, GB_LOAD_CONF_PATH);
 	t = slurp(p);
-	CHECK(t && strstr(t, "\nsoftdep nvidia post: nvidia_uvm nvidia_modeset nvidia_drm\n") != NULL);
+	CHECK(t && !strstr(t, "softdep"));
 	free(t);
 	CHECK_STREQ(step_state(w.j, "module:nvidia"), "done");
 	CHECK_STREQ(step_state(w.j, "module:nvidia_drm"), "done");
