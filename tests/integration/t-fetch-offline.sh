@@ -34,6 +34,7 @@ grep -q "^cached" "$TMP/out" || fail "offline fetch did not use the cache: $(cat
 [ ! -s "$TMP/requests" ] || fail "--offline asked the mirror: $(cat "$TMP/requests")"
 # The kept copy altered: refused, still without a request.
 K=$(find "$S/cache/mirror" -type f | head -n1)
+[ -n "$K" ] || fail "nothing in the cache under $S/cache/mirror"
 [ -n "$K" ] || fail "no kept copy of the mirror manifest"
 H=$(cut -c1-64 "$K")
 chmod u+w "$S/cache/sha256/$H"

@@ -22,7 +22,9 @@ grep -q "Secure Boot is on and debian has no signed NVIDIA modules" "$TMP/err" |
 conf "signing_key = $TMP/site.key
 signing_cert = $TMP/site.pem"
 plan 10 "$F"
-skid=$(openssl x509 -in "$TMP/site.pem" -noout -ext subjectKeyIdentifier | tail -n1 | tr -d ' :' | tr 'A-F' 'a-f')
+openssl x509 -in "$TMP/site.pem" -noout -ext subjectKeyIdentifier >"$TMP/skid" || fail "openssl could not read the site certificate's subjectKeyIdentifier"
+skid=$(tail -n1 "$TMP/skid" | tr -d ' :' | tr 'A-F' 'a-f')
+[ "${#skid}" -eq 40 ] || fail "not a subjectKeyIdentifier: '$skid'"
 grep -q "the kernel does not trust the site certificate 'gpuboot test site key' (key id $skid" "$TMP/err" ||
 	fail "an untrusted site certificate: $(cat "$TMP/err")"
 grep -q "virt-fw-vars --add-db" "$TMP/err" || fail "the refusal does not say how to enrol the certificate"
