@@ -76,7 +76,8 @@ static int cmd_verify(struct gb_ctx *ctx, int argc, char **argv)
 	if (streq(tier, "full"))
 		expected_cuda(ctx, &in, cuda, sizeof(cuda));
 	stage = gb_stage_begin(ctx, &st, "verify");
-	code = gb_verify_stage(ctx, &in, tier, cuda[0] ? cuda : NULL, stage, &st, &res);
+	code = gb_verify_stage(ctx, &in, tier, &(struct gb_verify_expect){ .cuda = cuda[0] ? cuda : NULL }, stage, &st,
+	                       &res);
 	if (st.verify && ctx->opt.json) {
 		if (print_json(tier, &res) < 0 && code == GB_EXIT_OK)
 			code = GB_EXIT_FAILED;

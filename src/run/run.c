@@ -922,8 +922,33 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 		gb_stage_end(r->ctx, st, "skipped", 0, "--repair of a kernel that is not running, or from a hook");
 		return 0;
 	}
-	code = gb_verify_stage(r->ctx, &r->in, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier,
-	                       r->plan.cuda.version[0] ? r->plan.cuda.version : NULL, st, &r->st, &r->vres);
+	/* Verify judges the machine as it is now: install and load changed the
+	 * driver, its userspace, the nodes, CUDA and the toolkit since detect.
+	 * The facts are read again; the status keeps both. */
+	{
+		struct gb_inputs now = r->in; /* the profile and the site, shared */
+		int k;
+		now.facts = (struct gb_facts){ .secure_boot = -1 };
+		k = gb_detect(r->ctx, &now.facts);
+		if (k < 0) {
+			gb_facts_done(&now.facts);
+			gb_stage_end(r->ctx, st, "failed", k, "the machine could not be read again after the load: %s",
+			             strerror(-k));
+			gb_stage_hint(st, "see the error above; run gpuboot verify once it is fixed");
+			gb_log_error("verify: %s", st->error);
+			return GB_EXIT_FAILED;
+		}
+		json_object_put(r->st.facts_after);
+		r->st.facts_after = gb_facts_to_json(&now.facts);
+		code = gb_verify_stage(r->ctx, &now, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier,
+		                       &(struct gb_verify_expect){
+		                           .cuda = r->plan.cuda.version[0] ? r->plan.cuda.version : NULL,
+		                           .driver = r->plan.driver.version[0] ? r->plan.driver.version : NULL,
+		                       },
+		                       st, &r->st, &r->vres);
+		/* the ready flags judge the toolkit as it is now, too */
+		gb_facts_done(&now.facts);
+	}
 	gb_verify_print(&r->vres, stdout);
 	return code;
 }

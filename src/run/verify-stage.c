@@ -27,6 +27,14 @@ static bool check_passed(const struct gb_verify_result *r, const char *name)
 	return seen;
 }
 
+static bool check_failed(const struct gb_verify_result *r, const char *name)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (streq(r->checks[i].name, name) && r->checks[i].state == GB_CHECK_FAIL)
+			return true;
+	return false;
+}
+
 static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const char *tier, struct gb_verify_opts *o)
 {
 	(void)ctx;
@@ -54,8 +62,9 @@ static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const ch
 #endif
 }
 
-int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *tier, const char *expected_cuda,
-                    struct gb_stage *stage, struct gb_status *st, struct gb_verify_result *res)
+int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *tier,
+                    const struct gb_verify_expect *expect, struct gb_stage *stage, struct gb_status *st,
+                    struct gb_verify_result *res)
 {
 	struct gb_verify_opts o;
 	int r;
@@ -69,7 +78,8 @@ int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *
 		return GB_EXIT_NO_GPU;
 	}
 	verify_opts(ctx, in, tier, &o);
-	o.expected_cuda = expected_cuda;
+	o.expected_cuda = expect ? expect->cuda : NULL;
+	o.expected_driver = expect ? expect->driver : NULL;
 	r = gb_verify(ctx, &in->facts, &o, res);
 	if (r < 0) {
 		gb_stage_end(ctx, stage, "failed", r, "verification could not run: %s", strerror(-r));
@@ -78,7 +88,10 @@ int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *
 	}
 	st->verify = res;
 	st->driver_ready = check_passed(res, "driver.loaded") && check_passed(res, "driver.userspace") &&
-	                   check_passed(res, "driver.version_match");
+	                   check_passed(res, "driver.version_match") &&
+	                   (!o.expected_driver || check_passed(res, "driver.planned_version")) &&
+	                   /* a GPU the driver could not bring up, or that fell off the bus */
+	                   !check_failed(res, "gpu.count") && !check_failed(res, "driver.xid_critical");
 	st->cuda_ready = !streq(tier, "passive") && check_passed(res, "cuda.context");
 	st->toolkit_ready =
 	    in->facts.nvidia.container_toolkit && (!streq(tier, "full") || check_passed(res, "container.gpu_visible"));

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake-kernel.h"
 #include "fileio.h"
 #include "macro.h"
 #include "util.h"
@@ -184,6 +185,9 @@ static int fake_module_load(const struct gb_ops *ops, const char *module, const 
 		fake_kmsg(f, module);
 		return -r->value;
 	}
+	r2 = gb_fake_kernel_insert(f->root, f->release, module);
+	if (r2 < 0)
+		return r2;
 	r2 = fake_set_loaded(f, module, true);
 	return r2 < 0 ? r2 : fake_register_chrdev(f, module);
 }
@@ -195,6 +199,7 @@ static int fake_module_unload(const struct gb_ops *ops, const char *module)
 	fake_record(ops, "module_unload %s", module);
 	if (r)
 		return -r->value;
+	gb_fake_kernel_remove(f->root, module);
 	return fake_set_loaded(f, module, false);
 }
 
@@ -240,6 +245,25 @@ static const struct fake_rule *fake_find_command(const struct fake *f, const cha
 	return best;
 }
 
+/* installs: rules: a command whose argv names NAME (or a path ending in
+ * /NAME) puts DIR's tree into the root, as a package manager or an
+ * installer would. 0 or the negative errno of a copy that failed. */
+static int fake_installs(struct fake *f, const struct gb_cmd_spec *spec)
+{
+	int r = 0;
+	for (size_t i = 0; i < f->n_rules && f->root[0] && r >= 0; i++) {
+		const struct fake_rule *ru = &f->rules[i];
+		bool match = false;
+		for (size_t a = 0; spec->argv[a] && !match; a++) {
+			const char *base = strrchr(spec->argv[a], '/');
+			match = streq(spec->argv[a], ru->name) || (base && streq(base + 1, ru->name));
+		}
+		if (streq(ru->kind, "installs") && match)
+			r = gb_fake_copy_tree(ru->file, f->root);
+	}
+	return r;
+}
+
 /* creates: rules: the files the command stands for would put in place. */
 static void fake_creates(struct fake *f, const struct gb_cmd_spec *spec)
 {
@@ -281,6 +305,8 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 	            line);
 	fake_creates(f, spec);
 	r = fake_find_command(f, line);
+	if (!(r && r->value) && fake_installs(f, spec) < 0)
+		return -EIO; /* the fake's own failure: never a silent half-install */
 	if (r && r->file[0]) {
 		_cleanup_free_ char *text = NULL;
 		size_t len;
@@ -416,7 +442,8 @@ static int parse_rule(struct fake *f, char *item)
 		return -EINVAL;
 	if (!streq(field[0], "module") && !streq(field[0], "remove") && !streq(field[0], "command") &&
 	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg") && !streq(field[0], "mount") &&
-	    !streq(field[0], "umount") && !streq(field[0], "creates") && !streq(field[0], "mknod"))
+	    !streq(field[0], "umount") && !streq(field[0], "creates") && !streq(field[0], "mknod") &&
+	    !streq(field[0], "installs"))
 		return -EINVAL;
 	r = &f->rules[f->n_rules];
 	if (streq(field[0], "kmsg")) {
@@ -427,8 +454,11 @@ static int parse_rule(struct fake *f, char *item)
 			return -EINVAL;
 		if (streq(field[0], "creates") && (n != 4 || strstr(field[3], "..") || field[3][0] == '/'))
 			return -EINVAL;
-		if (n == 4 && ((!streq(field[0], "command") && !streq(field[0], "creates")) ||
-		               gb_strscpy(r->file, sizeof(r->file), field[3]) < 0))
+		if (streq(field[0], "installs") && (n != 4 || field[3][0] != '/'))
+			return -EINVAL;
+		if (n == 4 &&
+		    ((!streq(field[0], "command") && !streq(field[0], "creates") && !streq(field[0], "installs")) ||
+		     gb_strscpy(r->file, sizeof(r->file), field[3]) < 0))
 			return -EINVAL;
 	}
 	if (!field[1][0] || gb_strscpy(r->kind, sizeof(r->kind), field[0]) < 0 ||

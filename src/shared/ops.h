@@ -115,6 +115,11 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  *   creates:WORD:0:PATH     a command with WORD among its arguments creates
  *                           PATH below root= (its directories too), as the
  *                           installer it stands for would (one rule a file)
+ *   installs:WORD:0:DIR     a command with WORD (or a path ending in /WORD)
+ *                           among its arguments that succeeds copies the
+ *                           host directory DIR's tree over root= (files,
+ *                           links, modes): the packages or the runfile it
+ *                           stands for, userspace and module
  *   systemctl:VERB:ERRNO    systemctl VERB fails with -ERRNO
  *   clock:NS                both clocks start at NS and advance 1 ms per read
  *   random:BYTE             random() fills with BYTE (default: real getrandom)
@@ -124,6 +129,12 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  *   mknod:PATH:ERRNO        mknod of PATH ("dev/nvidiactl") fails with -ERRNO;
  *                           else the fake makes a regular file holding
  *                           "c MAJ:MIN PERM UID:GID" (the node's stand-in)
+ * The fake kernel (fake-kernel.c): inserting nvidia reads the module file
+ * under lib/modules/<release>/ (the root's proc/sys/kernel/osrelease) and
+ * leaves what the real module leaves: proc/driver/nvidia/version and
+ * gpus/<bdf>/information, sys/module/nvidia/version, the GPUs' driver
+ * links; a GPU bound to nouveau is refused, no GPU is ENODEV, a file that
+ * is no module ENOEXEC. Unloading a module unbinds its functions.
  * mount_bind and umount are recorded ("mount_bind SRC DST", "umount DST")
  * and change nothing on disk.
  * Anything not scripted succeeds. Returns -EINVAL on a bad spec. The table

@@ -25,13 +25,14 @@
 void gb_status_done(struct gb_status *s)
 {
 	json_object_put(s->facts);
+	json_object_put(s->facts_after);
 	json_object_put(s->plan);
 	json_object_put(s->artifacts);
 	json_object_put(s->journal);
 	json_object_put(s->load);
 	json_object_put(s->prepare);
 	json_object_put(s->install);
-	s->facts = s->plan = s->artifacts = s->journal = s->load = s->prepare = s->install = NULL;
+	s->facts = s->facts_after = s->plan = s->artifacts = s->journal = s->load = s->prepare = s->install = NULL;
 	for (size_t i = 0; i < s->n_stages; i++)
 		if (s->stages[i] != &s->lost)
 			free(s->stages[i]);
@@ -185,6 +186,9 @@ static json_object *status_doc(const struct gb_status *s, json_object *prev)
 		gb_json_append(stages, stage_json(&s->lost));
 	gb_json_add(o, "stages", stages);
 	gb_json_add(o, "facts", part(s->facts, prev, "facts", NULL));
+	/* A run's second reading, after install and load: what verify judged.
+	 * Only this command's: an older one describes a machine since changed. */
+	gb_json_add(o, "facts_after_load", s->facts_after ? json_object_get(s->facts_after) : NULL);
 	gb_json_add(o, "plan", part(s->plan, prev, "plan", NULL));
 	gb_json_add(o, "artifacts", part(s->artifacts, prev, "artifacts", gb_json_new_array()));
 	gb_json_add(o, "journal", s->journal ? json_object_get(s->journal) : NULL);
@@ -384,8 +388,10 @@ int gb_status_withdraw_flags(struct gb_ctx *ctx)
 static char *nfd_features(json_object *doc)
 {
 	struct sbuf b = { 0 };
-	json_object *facts = gb_json_get(doc, "facts"), *nv = gb_json_get(facts, "nvidia"),
-	            *gpus = gb_json_get(facts, "gpus"), *ready = gb_json_get(doc, "ready");
+	json_object *after = gb_json_get(doc, "facts_after_load"),
+	            *facts = after && json_object_is_type(after, json_type_object) ? after : gb_json_get(doc, "facts"),
+	            *nv = gb_json_get(facts, "nvidia"), *gpus = gb_json_get(facts, "gpus"),
+	            *ready = gb_json_get(doc, "ready");
 	const char *drv = gb_json_get_str(nv, "loaded_version");
 	sb(&b, "gpuboot.dev/verified=%s\n", gb_json_get_bool(ready, "verified", false) ? "true" : "false");
 	sb(&b, "gpuboot.dev/driver-ready=%s\n", gb_json_get_bool(ready, "driver_ready", false) ? "true" : "false");

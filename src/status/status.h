@@ -32,6 +32,7 @@ struct gb_status {
 	uint64_t started_ns, finished_ns;
 	int exit_code;
 	json_object *facts; /* owned, or NULL (kept from the last document) */
+	json_object *facts_after; /* owned: the facts read again after the load (run), or NULL */
 	json_object *plan; /* owned, or NULL (kept) */
 	json_object *artifacts; /* owned, or NULL (kept) */
 	json_object *journal; /* owned summary, or NULL */

@@ -120,9 +120,51 @@ static bool skipped(const struct gb_verify_opts *o, const char *name)
 }
 
 /* XIDs the driver logged since boot: /dev/kmsg (root only) under the root. */
-static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r)
+/* A GPU that did not initialise (its firmware, GSP, did not boot): NVRM's
+ * line, kept for the hint of the GPU count. */
+static bool gpu_init_line(const char *rec, char *init, size_t n)
+{
+	const char *x = strstr(rec, "NVRM:");
+	if (!x || (!strstr(x, "RmInitAdapter failed") && !strstr(x, "_kgspBootGspRm") && !strstr(x, "GSP Timeout") &&
+	           !strstr(x, "need firmware to initialize GSP")))
+		return false;
+	if (!init[0] || strstr(x, "RmInitAdapter failed")) {
+		snprintf(init, n, "%.150s", x);
+		init[strcspn(init, "\n")] = '\0';
+	}
+	return true;
+}
+
+/* "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus." */
+static int xid_line(const char *line, unsigned *total, unsigned *bad, char *last, size_t lastn)
 {
 	static const unsigned critical[] = { 48, 63, 64, 74, 79, 92, 94, 95, 119, 120 };
+	const char *x = strstr(line, "NVRM: Xid"), *colon;
+	uint32_t code = 0;
+	char num_s[8] = "";
+
+	if (!x)
+		return 0;
+	(*total)++;
+	colon = strstr(x, "): ");
+	if (colon) {
+		size_t k = strspn(colon + 3, "0123456789");
+		if (k > 0 && k < sizeof(num_s)) {
+			memcpy(num_s, colon + 3, k);
+			num_s[k] = '\0';
+			(void)gb_safe_atou32(num_s, 10, &code);
+		}
+	}
+	for (size_t j = 0; j < ARRAY_SIZE(critical); j++)
+		if (code == critical[j]) {
+			(*bad)++;
+			snprintf(last, lastn, "%.150s", x);
+		}
+	return 0;
+}
+
+static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r, char *init, size_t init_n)
+{
 	int fd = gb_root_openat(ctx->root, "dev/kmsg", O_RDONLY | O_NONBLOCK);
 	char rec[8192], last[160] = "";
 	unsigned total = 0, bad = 0;
@@ -138,34 +180,20 @@ static void check_xids(struct gb_ctx *ctx, struct gb_verify_result *r)
 	}
 	for (int i = 0; i < 100000; i++) {
 		ssize_t n = read(fd, rec, sizeof(rec) - 1);
-		const char *x;
 		if (n < 0 && errno == EPIPE)
 			continue; /* overwritten records */
 		if (n <= 0)
 			break;
 		rec[n] = '\0';
-		if (!(x = strstr(rec, "NVRM: Xid")))
-			continue;
-		total++;
-		{
-			/* "NVRM: Xid (PCI:0000:1b:00): 79, pid=..., GPU has fallen off the bus." */
-			const char *colon = strstr(x, "): ");
-			uint32_t code = 0;
-			char num_s[8] = "";
-			if (colon) {
-				size_t k = strspn(colon + 3, "0123456789");
-				if (k > 0 && k < sizeof(num_s)) {
-					memcpy(num_s, colon + 3, k);
-					num_s[k] = '\0';
-					(void)gb_safe_atou32(num_s, 10, &code);
-				}
-			}
-			for (size_t j = 0; j < ARRAY_SIZE(critical); j++)
-				if (code == critical[j]) {
-					bad++;
-					snprintf(last, sizeof(last), "%.150s", x);
-					last[strcspn(last, "\n")] = '\0';
-				}
+		/* /dev/kmsg gives one record a read; a file (a capture) gives lines */
+		for (char *line = rec, *nl; line && *line; line = nl) {
+			nl = strchr(line, '\n');
+			if (nl)
+				*nl++ = '\0';
+			if (gpu_init_line(line, init, init_n))
+				continue;
+			if (xid_line(line, &total, &bad, last, sizeof(last)) < 0)
+				break;
 		}
 	}
 	close(fd);
@@ -915,7 +943,7 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	uint64_t t0 = ctx->ops->now_monotonic_ns(ctx->ops), tp;
 	bool active = !streq(o->tier, "passive");
 	struct probe_args pa = { .pattern = "4096", .bw = "1024", .load = "600" };
-	char err[512] = "";
+	char err[512] = "", init[160] = "";
 	int exit_code = -1, rc;
 	json_object *gpus;
 	struct gb_check *c;
@@ -929,6 +957,20 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 	if (c && !f->nvidia.loaded_version)
 		set_hint(c, "the nvidia kernel module is not loaded (nvidia-smi: \"couldn't communicate with the "
 		            "NVIDIA driver\"): run gpuboot --repair; dmesg says why it failed");
+	/* A run judges the driver it planned: another version loaded (an old
+	 * module still in memory, a package manager's other pick) is no success. */
+	if (o->expected_driver && f->nvidia.loaded_version) {
+		bool same = streq(o->expected_driver, f->nvidia.loaded_version);
+		c = flag(r, "driver.planned_version", "system", same, "", "the plan's driver version");
+		if (c) {
+			set_text(c, "loaded %s, planned %s", f->nvidia.loaded_version, o->expected_driver);
+			if (!same)
+				set_hint(c,
+				         "the loaded nvidia module is %s but the plan installed %s: the old module is "
+				         "still in memory or another package won; reboot, or gpuboot --repair",
+				         f->nvidia.loaded_version, o->expected_driver);
+		}
+	}
 
 	probe_args(o, active, r, &pa);
 	tp = ctx->ops->now_monotonic_ns(ctx->ops);
@@ -978,7 +1020,15 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		active_checks(o, r, gpus);
 tail:
 	check_device_nodes(ctx, r, (unsigned)f->n_gpus, active);
-	check_xids(ctx, r);
+	check_xids(ctx, r, init, sizeof(init));
+	/* GPUs missing from NVML, and the kernel said why: name its line. */
+	for (size_t i = 0; init[0] && i < r->n; i++)
+		if (streq(r->checks[i].name, "gpu.count") && r->checks[i].state == GB_CHECK_FAIL)
+			set_hint(&r->checks[i],
+			         "a GPU did not initialise; the kernel says \"%s\": its firmware (GSP) did not start: "
+			         "install this driver's GSP firmware, or power-cycle the instance "
+			         "(docs/load.md#the-causes, gsp-firmware)",
+			         init);
 	if (streq(o->tier, "full"))
 		gb_verify_integration(ctx, f, o, r);
 	/* Skipped by the site: keep the entry, mark it. */

@@ -42,6 +42,7 @@ struct gb_verify_opts {
 	int probe_timeout_ms;
 	const char *disk_path; /* where to measure write bandwidth; NULL: the largest local filesystem */
 	const char *expected_cuda; /* the plan's CUDA release ("13.0.0"), NULL when it installs none */
+	const char *expected_driver; /* the plan's driver version ("580.159.04"), NULL: any (gpuboot verify) */
 	const char *gpus; /* --gpus "0,2": the active tier on those NVML indices only; NULL: GPUBOOT_GPUS, else all */
 };
 

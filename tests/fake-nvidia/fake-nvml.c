@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A fake libnvidia-ml.so.1: the ABI subset gpuboot-probe uses, answering
  * from the scenario in fake.h. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -19,12 +22,32 @@ static unsigned idx(void *d)
 	return (unsigned)((unsigned long)d - 1);
 }
 
+/* What the kernel logs while NVML opens the GPUs, in the scenarios where
+ * that goes wrong (the lines a T4 and an H100 logged; docs/load.md). */
+static void kernel_says(const char *line)
+{
+	const char *path = getenv("FAKE_NV_KMSG");
+	FILE *f;
+	if (!path || !(f = fopen(path, "a")))
+		return;
+	fprintf(f, "3,1200,5000000,-;%s\n", line);
+	fclose(f);
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
 	if (fake_is("hang"))
 		sleep(3600);
 	if (fake_is("crash"))
 		raise(SIGSEGV);
+	if (fake_is("gsp-fail")) {
+		kernel_says("NVRM: _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP");
+		kernel_says("NVRM: GPU 0000:00:04.0: RmInitAdapter failed! (0x62:0x40:2020)");
+		kernel_says("NVRM: GPU 0000:00:04.0: rm_init_adapter failed, device minor number 0");
+	}
+	if (fake_is("xid79"))
+		kernel_says(
+		    "NVRM: Xid (PCI:0000:00:04): 79, pid=1234, name=gpuboot-probe, GPU has fallen off the bus.");
 	return OK;
 }
 nvmlReturn_t nvmlShutdown(void)
@@ -35,15 +58,40 @@ const char *nvmlErrorString(nvmlReturn_t r)
 {
 	return r == OK ? "Success" : "Unknown Error";
 }
+/* The version of the library as installed: the real libnvidia-ml.so.1 is a
+ * link to libnvidia-ml.so.<version>, and NVML reports that version. */
+static int installed_version(char *v, unsigned n)
+{
+	Dl_info info;
+	char real[PATH_MAX];
+	const char *base, *ver;
+	if (!dladdr((void *)installed_version, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+		return -1;
+	base = strrchr(real, '/');
+	base = base ? base + 1 : real;
+	if (strncmp(base, "libnvidia-ml.so.", 16) != 0)
+		return -1;
+	ver = base + 16;
+	if (!strchr(ver, '.'))
+		return -1; /* libnvidia-ml.so.1 itself: the build tree's copy */
+	snprintf(v, n, "%s", ver);
+	return 0;
+}
+
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned n)
 {
 	const char *d = getenv("FAKE_NV_DRIVER");
-	snprintf(v, n, "%s", fake_is("mismatch") ? "535.161.08" : d ? d : "535.183.01");
+	if (fake_is("mismatch"))
+		snprintf(v, n, "535.161.08");
+	else if (d)
+		snprintf(v, n, "%s", d);
+	else if (installed_version(v, n) < 0)
+		snprintf(v, n, "535.183.01");
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
 {
-	*n = fake_gpus();
+	*n = fake_is("gsp-fail") ? 0 : fake_gpus(); /* nvidia-smi: "No devices were found" */
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d)

@@ -4,6 +4,9 @@
  *
  * FAKE_NV_SCENARIO: healthy | slow-gpu | ecc | remap-pending | gen3x8 |
  *   mismatch | hang | crash | bad-memory | busy | fabric | no-jit |
+ *   gsp-fail (the GPU's firmware does not boot when NVML opens it: NVRM's
+ *   lines appended to FAKE_NV_KMSG, no GPU counted) | xid79 (the GPU falls off
+ *   the bus while the probe runs: XID 79 appended to FAKE_NV_KMSG) |
  *   bridged (GPUs joined in pairs 0-1, 2-3, 4-5, 6-7 by 18 NVLink4 links each,
  *   PCIe between the pairs) | bridged-degraded (links 12-17 of the 2-3 pair down)
  * By default the GPUs have 18 NVLink4 links each to NVSwitches.
@@ -12,7 +15,9 @@
  *   real time and appends "gpu start_ms end_ms" to the trace file, so a test
  *   can see which GPUs ran at once.
  * FAKE_NV_GPUS: how many GPUs (default 8)
- * FAKE_NV_DRIVER: the userspace version NVML reports (default 535.183.01) */
+ * FAKE_NV_DRIVER: the userspace version NVML reports (default: the version in
+ *   the name of the file the library was loaded from, libnvidia-ml.so.<version>,
+ *   as installed; else 535.183.01) */
 #pragma once
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@ GB=${GB_ASAN:-build/asan/gpuboot}
 FIX=tests/fixtures
 EXP=tests/expected
 TMP=$(mktemp -d /tmp/gpuboot-it.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "$*"; exit 77; }

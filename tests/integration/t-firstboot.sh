@@ -1,0 +1,150 @@
+# The whole first boot in one process, through verify, never --no-verify:
+# a bare machine (no NVIDIA driver; nouveau bound where the capture had it)
+# goes to exit 0 with the ready flags, a status that says verified and a
+# journal that says done; a second run changes nothing and exits 0. Each
+# row has failure twins that end in their documented exit code with the
+# cause named and no ready flag.
+#
+# The simulated stack (src/shared/fake-kernel.c, tests/make-driver-tree,
+# tests/fake-nvidia): the runfile's installer (fake operations, installs:)
+# leaves the modules (ELF with .modinfo) and the userspace in the real
+# layout; the fake kernel's insert of nvidia reads the module file and
+# leaves what the real module leaves (proc/driver/nvidia/version, the GPUs'
+# information, sys/module/nvidia/version, the driver links); the fake NVML
+# is the installed libnvidia-ml.so.<version> and reports that version.
+. tests/integration/lib.sh
+FAKE=$PWD/build/fake-nvidia
+[ -f "$FAKE/libcuda.so.1" ] || fail "fake libraries missing (make fake-nvidia)"
+command -v openssl >/dev/null || skip "openssl missing (make deps)"
+command -v objcopy >/dev/null || skip "objcopy missing (binutils; make deps)"
+B=$TMP/bundle
+GB=$GB tests/make-bundle "$B" >/dev/null
+VER=$(bundle_driver "$B")
+printf '[install]\nreplace_installed = always\n' >"$TMP/always.conf"
+
+# bare NAME FIXTURE LIBDIR: the capture, with the running kernel's headers
+# where the headers package puts them (lib/modules/R/build -> /usr/src/...)
+# when the capture has none, and the driver's tree for the installer.
+bare() {
+	M=$TMP/$1
+	rm -rf "$M"
+	cp -a "$FIX/$2" "$M"
+	R=$(cat "$M/proc/sys/kernel/osrelease")
+	if [ ! -L "$M/lib/modules/$R/build" ]; then
+		mkdir -p "$M/lib/modules/$R" "$M/usr/src/linux-headers-$R"
+		ln -s "/usr/src/linux-headers-$R" "$M/lib/modules/$R/build"
+		echo 'VERSION = 6' >"$M/usr/src/linux-headers-$R/Makefile"
+	fi
+	TREE=$TMP/$1.tree
+	rm -rf "$TREE"
+	tests/make-driver-tree "$TREE" "$VER" proprietary "$R" "$3"
+}
+
+# gb_run EXIT LIBDIR [FAKE-RULES]: gpuboot run on $M, live, runfile method
+gb_run() {
+	want=$1 lib=$2 n=${FAKE_NV_GPUS:-1}
+	shift 2
+	rules=${1:-}
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,installs:nvidia-installer:0:$TREE${rules:+,$rules}" \
+		FAKE_NV_GPUS=$n LD_LIBRARY_PATH=$M/$lib expect_exit "$want" "$GB" --root "$M" run --profile minimal --method runfile \
+		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$M.state" \
+		--run-dir "$M.state/run" --tier passive
+}
+
+# first_boot NAME FIXTURE LIBDIR: bare to exit 0, then a run that changes nothing
+first_boot() {
+	bare "$1" "$2" "$3"
+	gb_run 0 "$3"
+	python3 - "$M.state" "$VER" <<'PY' || fail "$1: the first boot's status: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1] + "/status.json")); ver = sys.argv[2]
+st = {s["name"]: s["result"] for s in d["stages"]}
+assert d["result"] == "ok" and d["exit_code"] == 0, (d["result"], d["exit_code"])
+assert st == {"detect": "ok", "plan": "ok", "prepare": "ok", "fetch": "ok", "install": "ok", "load": "ok",
+              "verify": "ok"}, st
+assert d["ready"]["verified"] and d["ready"]["driver_ready"], d["ready"]
+assert d["journal"]["state"] == "done", d["journal"]
+# the facts before (no driver) and after the load (the plan's, bound)
+assert not d["facts"]["nvidia"].get("loaded_version"), d["facts"]["nvidia"]
+after = d["facts_after_load"]
+assert after["nvidia"]["loaded_version"] == ver, after["nvidia"]
+assert all(g["bound_driver"] == "nvidia" for g in after["gpus"]), after["gpus"]
+checks = {c["name"]: c for c in d["checks"]}
+for name in ("driver.loaded", "driver.planned_version", "driver.userspace", "driver.version_match", "gpu.count",
+             "driver.device_nodes"):
+    assert checks[name]["result"] == "pass", checks[name]
+PY
+	[ -f "$M.state/run/verified-ready" ] && [ -f "$M.state/run/driver-ready" ] || fail "$1: ready flags missing"
+	rm -f "$M.ops"
+	gb_run 0 "$3"
+	[ ! -s "$M.ops" ] || fail "$1: the second run changed something: $(cat "$M.ops")"
+	grep -q "^driver do    keep" "$TMP/out" || fail "$1: the second run does not keep the driver: $(head -5 "$TMP/out")"
+	[ -f "$M.state/run/verified-ready" ] || fail "$1: the second run withdrew the flags"
+	echo "row $1: bare to exit 0, then a run with no effect"
+}
+
+# no_flags NAME: a failed run leaves no ready flag
+no_flags() {
+	for f in driver-ready verified-ready; do
+		[ ! -e "$M.state/run/$f" ] || fail "$1: $f written by a failed run"
+	done
+}
+
+# twin_load NAME ERRNO KMSG EXIT CAUSE: the kernel refuses the module
+twin_load() {
+	bare "twin-$1" t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+	gb_run "$4" usr/lib/x86_64-linux-gnu "module:nvidia:$2,kmsg:nvidia:$PWD/tests/load/$3"
+	python3 - "$M.state/status.json" "$5" "$4" <<'PY' || fail "twin $1: status: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+assert d["exit_code"] == int(sys.argv[3]), d["exit_code"]
+assert st["load"]["result"] == "failed" and st["load"]["hint"], st["load"]
+assert "verify" not in st, "verify ran after a failed load"
+assert sys.argv[2] in json.dumps(d["load"]), d["load"]
+PY
+	no_flags "twin $1"
+	echo "twin $1: exit $4, cause $5"
+}
+
+# twin_verify NAME SCENARIO CHECK TEXT [USERSPACE]: the load succeeds, verify fails (exit 15)
+twin_verify() {
+	bare "twin-$1" t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+	if [ -n "${5:-}" ]; then
+		rm -rf "$TREE"
+		USERSPACE_VERSION=$5 tests/make-driver-tree "$TREE" "$VER" proprietary "$R" usr/lib/x86_64-linux-gnu
+	fi
+	FAKE_NV_SCENARIO=$2 FAKE_NV_KMSG=$M/dev/kmsg gb_run 15 usr/lib/x86_64-linux-gnu
+	python3 - "$M.state/status.json" "$3" "$4" <<'PY' || fail "twin $1: status: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s["result"] for s in d["stages"]}
+assert st["load"] == "ok" and st["verify"] == "failed", st
+failed = [c for c in d["checks"] if c["result"] == "fail"]
+assert sys.argv[2] in [c["name"] for c in failed], failed
+hint = " ".join(c["hint"] for c in failed if c["name"] == sys.argv[2])
+assert sys.argv[3] in hint, hint
+assert not d["ready"]["verified"], d["ready"]
+PY
+	no_flags "twin $1"
+	echo "twin $1: exit 15, $3 names '$4'"
+}
+
+first_boot ubuntu-runfile t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+# nouveau was unloaded by prepare and its binding went with it
+[ ! -e "$TMP/ubuntu-runfile/sys/module/nouveau" ] || fail "nouveau still loaded"
+FAKE_NV_GPUS=4 first_boot rhel-runfile a100-rhel9 usr/lib64
+
+twin_load secure-boot-unsigned 129 debian12-secureboot-unsigned.kmsg 14 secure-boot-unsigned
+twin_load untrusted-key 129 debian12-untrusted-key.kmsg 14 secure-boot-untrusted-key
+twin_load lockdown 1 lockdown.kmsg 14 secure-boot-lockdown
+twin_load version-magic 8 version-magic.kmsg 14 kernel-mismatch
+twin_load unknown-symbol 2 debian12-insmod-unknown-symbol.kmsg 14 kernel-mismatch
+twin_load gsp-firmware 5 gsp-firmware-missing.kmsg 14 gsp-firmware
+twin_load unsupported-branch 19 unsupported-by-branch.kmsg 12 gpu-unsupported-by-branch
+twin_load no-gpu 19 debian12-no-gpu.kmsg 11 no-gpu
+
+twin_verify gsp-at-open gsp-fail gpu.count "RmInitAdapter failed"
+twin_verify split-versions healthy driver.version_match "Driver/library version mismatch" 580.159.04
+twin_verify xid79 xid79 driver.xid_critical "fallen off the bus"
+echo ok
