@@ -201,7 +201,13 @@ int gb_detect_os(struct gb_ctx *ctx, struct gb_facts *f)
 		r = gb_root_read_file(ctx->root, path, OSRELEASE_MAX, &text, &len);
 	}
 	if (r < 0) {
-		gb_log_warning_errno(r, "Failed to read '%s' under the root: %m, ignoring", path);
+		if (r == -EINVAL)
+			gb_log_warning(
+			    "'%s' under the root is not a regular file (a FIFO, a device?): the distribution is "
+			    "unknown; replace it with the distribution's os-release, ignoring",
+			    path);
+		else
+			gb_log_warning_errno(r, "Failed to read '%s' under the root: %m, ignoring", path);
 		f->warnings++;
 	} else {
 		r = gb_osrelease_parse(text, len, &kv, &n, &bad);

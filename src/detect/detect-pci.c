@@ -59,6 +59,36 @@ static int64_t attr_num(struct gb_ctx *ctx, struct gb_facts *f, const char *addr
 	return (int64_t)n;
 }
 
+/* An identifying attribute (vendor, device, class): a number, or detect
+ * fails naming it (-EIO; -ENOMEM as it is). */
+static int64_t attr_required(struct gb_ctx *ctx, const char *addr, const char *attr)
+{
+	_cleanup_free_ char *v = NULL;
+	char path[256];
+	uint64_t n;
+	int r;
+
+	snprintf(path, sizeof(path), PCI_DIR "/%s/%s", addr, attr);
+	r = gb_root_read_attr(ctx->root, path, &v);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		gb_log_error_errno(r,
+		                   "Failed to read '%s': %m; a PCI function that cannot be identified may be a GPU, so "
+		                   "detect stops (rerun; if it persists, check the kernel log)",
+		                   path);
+		return -EIO;
+	}
+	if (gb_safe_atou64(v, 16, &n) < 0 || n > UINT32_MAX) {
+		gb_log_error(
+		    "'%s' is '%s', not a hexadecimal ID: a PCI function that cannot be identified may be a GPU, "
+		    "so detect stops",
+		    path, v);
+		return -EIO;
+	}
+	return (int64_t)n;
+}
+
 static char *attr_str(struct gb_ctx *ctx, const char *addr, const char *attr)
 {
 	char path[256];
@@ -167,7 +197,12 @@ int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f)
 
 		if (!address_valid(names[i]))
 			continue;
-		vendor = attr_num(ctx, f, names[i], "vendor", 16);
+		/* A function that cannot be identified may be a GPU: never skipped. */
+		vendor = attr_required(ctx, names[i], "vendor");
+		if (vendor < 0) {
+			gb_strv_free(names);
+			return (int)vendor;
+		}
 		if (vendor == PCI_VENDOR_MELLANOX) {
 			int64_t c = attr_num(ctx, f, names[i], "class", 16);
 			/* Ethernet (0200) and InfiniBand (0207) functions, not VFs' bridges. */
@@ -177,6 +212,11 @@ int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f)
 		}
 		if (vendor != PCI_VENDOR_NVIDIA)
 			continue;
+		if ((r = attr_required(ctx, names[i], "device")) < 0 ||
+		    (r = attr_required(ctx, names[i], "class")) < 0) {
+			gb_strv_free(names);
+			return r;
+		}
 		read_function(ctx, f, names[i], (uint16_t)vendor, &fn);
 		cls = fn.class_code >> 8;
 		if (cls == 0x0300 || cls == 0x0302)

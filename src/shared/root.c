@@ -116,6 +116,11 @@ static void record(struct gb_root *root, const char *path, enum gb_root_kind kin
 
 /* openat2 RESOLVE_IN_ROOT, or where the kernel lacks it: plain openat when
  * allowed (reads, and anything on the host's own root), else -EOPNOTSUPP. */
+/* How often a walk raced by renames is tried again: each try is a few
+ * microseconds, and a rename loop in another process loses to it within a
+ * handful (tests/unit/test-root.c). */
+#define GB_ROOT_EAGAIN_TRIES 1000
+
 static int openat_in_root(struct gb_root *root, const char *path, int flags, bool allow_plain)
 {
 	const char *p = rel(path);
@@ -127,7 +132,15 @@ static int openat_in_root(struct gb_root *root, const char *path, int flags, boo
 			.flags = (uint64_t)flags,
 			.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 		};
-		fd = (int)syscall(SYS_openat2, root->fd, p, &how, sizeof(how));
+		/* RESOLVE_IN_ROOT answers EAGAIN when a rename or a mount anywhere
+		 * raced the walk of a ".." (sysfs links are ../../../devices/...,
+		 * Debian's os-release is ../usr/lib/os-release), and first boot is
+		 * full of renames (dpkg, cloud-init, journald): try again, bounded. */
+		for (unsigned tries = 0;; tries++) {
+			fd = (int)syscall(SYS_openat2, root->fd, p, &how, sizeof(how));
+			if (fd >= 0 || errno != EAGAIN || tries >= GB_ROOT_EAGAIN_TRIES)
+				break;
+		}
 		if (fd >= 0)
 			return fd;
 		if (errno != ENOSYS && errno != EPERM)
@@ -151,13 +164,35 @@ int gb_root_openat_strict(struct gb_root *root, const char *path, int flags)
 	return openat_in_root(root, path, flags, root->is_host);
 }
 
+/* A file read whole is a regular file (os-release, sysfs and proc
+ * attributes are): opened without blocking, so a FIFO planted where one is
+ * read never hangs gpuboot, then refused (-EINVAL) with anything else that
+ * is not a regular file. */
+static int open_regular(struct gb_root *root, const char *path)
+{
+	struct stat st;
+	int fd = gb_root_openat(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		int r = negative_errno();
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 static int root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 4096;
 
-	fd = gb_root_openat(root, path, O_RDONLY | O_NOCTTY);
+	fd = open_regular(root, path);
 	if (fd < 0)
 		return fd;
 	if (cap > max + 1)
@@ -218,7 +253,7 @@ static int root_read_head(struct gb_root *root, const char *path, size_t max, ch
 	char *buf;
 	size_t len = 0;
 
-	fd = gb_root_openat(root, path, O_RDONLY | O_NOCTTY);
+	fd = open_regular(root, path);
 	if (fd < 0)
 		return fd;
 	buf = malloc(max + 1);

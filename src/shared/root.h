@@ -52,11 +52,14 @@ int gb_root_openat(struct gb_root *root, const char *path, int flags);
 int gb_root_openat_strict(struct gb_root *root, const char *path, int flags);
 
 /* Read a whole file below the root, at most max bytes (-EFBIG when larger).
- * The buffer is NUL-terminated; *ret_len excludes the NUL. */
+ * The buffer is NUL-terminated; *ret_len excludes the NUL. Only a regular
+ * file is read: it is opened without blocking (a FIFO never hangs the
+ * reader) and anything else is -EINVAL. A walk raced by a rename or a mount
+ * (openat2's EAGAIN) is tried again, bounded, by every opener here. */
 int gb_root_read_file(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len);
 
-/* Read at most max bytes from the start of a file (no error when it is
- * longer). NUL-terminated; *ret_len excludes the NUL. */
+/* Read at most max bytes from the start of a regular file (no error when it
+ * is longer). NUL-terminated; *ret_len excludes the NUL. */
 int gb_root_read_head(struct gb_root *root, const char *path, size_t max, char **ret, size_t *ret_len);
 
 /* Read a sysfs-style one-line attribute, trimmed. -EINVAL on garbage. */
