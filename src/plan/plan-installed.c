@@ -143,6 +143,13 @@ void gb_plan_decide_cuda_action(struct gb_plan *p)
 			    "CUDA %s is installed (/usr/local/cuda-%s) and is what the profile needs", want, want);
 			return;
 		}
+	if (p->in.repair) {
+		/* A repair rebuilds and reloads the driver's modules; CUDA stays. */
+		p->cuda.action = "none";
+		SAY(p->cuda.action_reason, "--repair leaves CUDA as it is%s%s (a run installs %s)",
+		    p->in.n_cuda_installed ? ": " : "", p->in.n_cuda_installed ? p->in.cuda_installed[0] : "", want);
+		return;
+	}
 	p->cuda.action = "install";
 	if (p->in.n_cuda_installed)
 		SAY(p->cuda.action_reason, "CUDA %s is installed, the profile needs %s: installed beside it",

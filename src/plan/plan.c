@@ -964,6 +964,27 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 	return 0;
 }
 
+/* CUDA again, for the driver the plan now has (a kept one). Under --repair a
+ * driver no CUDA in the catalog runs on keeps its CUDA as it is: a repair
+ * rebuilds modules, it installs no CUDA. */
+static int redecide_cuda(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site, char *err,
+                         size_t errsz)
+{
+	int r;
+	gb_strv_free(p->cuda.components);
+	memset(&p->cuda, 0, sizeof(p->cuda));
+	r = decide_cuda(p, prof, site, err, errsz);
+	if (r < 0 || !p->refusal_code || !p->in.repair)
+		return r;
+	p->refusal_code = 0;
+	p->refusal[0] = '\0';
+	gb_strv_free(p->cuda.components);
+	memset(&p->cuda, 0, sizeof(p->cuda));
+	SAY(p->cuda.reason, "--repair keeps driver %s, and no CUDA the profile could take runs on it: none planned",
+	    p->driver.version);
+	return 0;
+}
+
 /* ---- the rest ---- */
 
 static void add_named(struct gb_plan_named *arr, size_t *n, size_t max, const char *name, const char *value,
@@ -1104,6 +1125,16 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 	gb_plan_decide_driver_action(p, prof, site);
 	if (p->refusal_code)
 		goto out;
+	/* A kept driver is the plan's driver: CUDA is decided again for it, so
+	 * the reason names it and (--repair keeps any driver) CUDA never needs
+	 * a newer one. */
+	if (streq(p->driver.action, "keep") || streq(p->driver.action, "rebuild")) {
+		r = redecide_cuda(p, prof, site, err, errsz);
+		if (r < 0)
+			goto fail;
+		if (p->refusal_code)
+			goto out;
+	}
 	decide_method_kernel_sb(p, site);
 	if (p->refusal_code)
 		goto out;

@@ -64,6 +64,7 @@ static const char *const known_checks[] = {
 	"driver.loaded",
 	"driver.userspace",
 	"driver.version_match",
+	"driver.planned_version",
 	"driver.xid",
 	"driver.xid_critical",
 	"ecc.enabled",

@@ -1021,10 +1021,76 @@ static const char *journal_state(int code)
 	return code == GB_EXIT_OK ? "done" : code == GB_EXIT_REBOOT ? "reboot-pending" : "failed";
 }
 
+/* --dry-run's account of the stages, decided by the predicates the stages
+ * themselves use: what a real run would change, in order. */
+static void dry_run_stages(const struct run *r, const char *tier)
+{
+	const struct gb_plan *p = &r->plan;
+	const char *ni = not_implemented(r);
+	bool image = image_mode(r);
+
+	if (ni) {
+		printf("  stop before any change: %s is not implemented yet in gpuboot %s (exit 2)\n", ni,
+		       GPUBOOT_VERSION);
+		return;
+	}
+	if (r->ctx->opt.repair) {
+		/* the repair's own check, as the stage starts with it */
+		struct gb_repair_state rs;
+		bool running = true;
+		if (gb_repair_check(r->ctx, r->ctx->opt.kernel, &rs) >= 0) {
+			printf("  repair: kernel %s: %s (%s)\n", rs.kver, gb_repair_verdict_name(rs.verdict),
+			       rs.reason);
+			running = rs.running;
+		} else
+			printf("  repair: the modules of driver %s for the kernel\n", p->driver.version);
+		if (r->ctx->opt.from_hook || !running) {
+			printf("  load and verify: not now (the kernel repaired is not running)\n");
+			return;
+		}
+	} else {
+		if (p->nouveau.action && !streq(p->nouveau.action, "none"))
+			printf("  prepare: nouveau: %s\n", p->nouveau.action);
+		if (p->kernel.action && !streq(p->kernel.action, "none"))
+			printf("  prepare: %s %s%s\n", p->kernel.action, p->kernel.package,
+			       p->kernel.reboot_required && !image ? ", then reboot (exit 3); the resume unit finishes"
+			                                           : "");
+		if (driver_installs(r) && streq(p->driver.method, "runfile") && p->driver.runfile)
+			printf("  fetch: the driver runfile %s (sha256 %s)\n", p->driver.runfile->url,
+			       p->driver.runfile->sha256);
+		if (cuda_installs(r))
+			printf("  fetch: CUDA %s's manifest and components\n", p->cuda.version);
+		if (driver_installs(r))
+			printf("  install: %s driver %s (%s module) with the %s method%s\n", p->driver.action,
+			       p->driver.version, p->driver.flavor, p->driver.method,
+			       streq(p->driver.method, "runfile") ? "" : ", from the package archive");
+		if (cuda_installs(r))
+			printf("  install: CUDA %s into /usr/local/cuda-%.*s\n", p->cuda.version,
+			       (int)(strrchr(p->cuda.version, '.') ? strrchr(p->cuda.version, '.') - p->cuda.version
+			                                           : (long)strlen(p->cuda.version)),
+			       p->cuda.version);
+		if (toolkit_installs(r))
+			printf("  install: the Container Toolkit %s, its runtimes and CDI\n", p->toolkit.version);
+	}
+	if (image) {
+		printf("  load and verify: not now (an image root: its first boot loads and verifies)\n");
+		return;
+	}
+	printf("  load:");
+	for (size_t i = 0; i < p->n_modules; i++)
+		printf(" %s", p->modules[i].name);
+	printf("%s\n", p->n_modules ? "" : " the plan's modules");
+	if (r->ctx->opt.no_verify)
+		printf("  verify: skipped (--no-verify)\n");
+	else
+		printf("  verify: tier %s\n", tier);
+}
+
 /* --dry-run: decide and say what would happen; no lock, no journal, no
  * status, nothing written anywhere. */
 static int dry_run(struct run *r)
 {
+	const char *tier;
 	int code = gb_inputs_plan(r->ctx, &r->in, &r->plan);
 	if (code)
 		return code;
@@ -1034,14 +1100,15 @@ static int dry_run(struct run *r)
 		return r->plan.refusal_code;
 	}
 	gb_plan_print(&r->plan, stdout);
-	if (nothing_to_change(r))
+	tier = r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier;
+	if (nothing_to_change(r) && !r->ctx->opt.repair) {
 		printf("\ndry run: nothing was written. A real '%s' would change nothing (every decision keeps what "
 		       "is installed, the driver is loaded) and verify (tier %s).\n",
-		       r->st.command, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier);
-	else
-		printf("\ndry run: nothing was written. A real '%s' would now run prepare, fetch, install, load and "
-		       "verify (tier %s); this version stops at prepare (not implemented yet).\n",
-		       r->st.command, r->ctx->opt.tier ? r->ctx->opt.tier : r->in.profile.tier);
+		       r->st.command, tier);
+		return GB_EXIT_OK;
+	}
+	printf("\ndry run: nothing was written. A real '%s' would:\n", r->st.command);
+	dry_run_stages(r, tier);
 	return GB_EXIT_OK;
 }
 

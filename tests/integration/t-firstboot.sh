@@ -54,6 +54,16 @@ gb_run() {
 # first_boot NAME FIXTURE LIBDIR: bare to exit 0, then a run that changes nothing
 first_boot() {
 	bare "$1" "$2" "$3"
+	# the dry run says what the real run then does, and stops nowhere
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" expect_exit 0 "$GB" --root "$M" run --dry-run --profile minimal \
+		--method runfile --config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" \
+		--state-dir "$M.state" --tier passive
+	! grep -q "not implemented" "$TMP/out" || fail "$1: the dry run: $(tail -8 "$TMP/out")"
+	flavor=$(sed -n "s/^  install: install driver $VER (\([a-z]*\) module) with the runfile method.*/\1/p" "$TMP/out")
+	[ -n "$flavor" ] && rm -rf "$TREE" && tests/make-driver-tree "$TREE" "$VER" "$flavor" "$R" "$3" &&
+		grep -q "^  fetch: the driver runfile" "$TMP/out" && grep -q "^  load: nvidia nvidia_uvm" "$TMP/out" &&
+		grep -q "^  verify: tier passive" "$TMP/out" || fail "$1: the dry run: $(sed -n '/dry run/,$p' "$TMP/out")"
+	[ ! -e "$M.ops" ] && [ ! -e "$M.state" ] || fail "$1: the dry run did something"
 	gb_run 0 "$3"
 	python3 - "$M.state" "$VER" <<'PY' || fail "$1: the first boot's status: $(head -c 3000 "$M.state/status.json")"
 import json, sys
