@@ -231,6 +231,21 @@ DISTROS += [
     ("amzn", "2023", "amzn2023", None, "6.1", None, None),
     ("sles", "15", "sles15", None, "5.14", None, None),
 ]
+# The key each NVIDIA repository is signed with, by the pin's name in
+# src/catalog/catalog.c (gb_repo_keys); None where gpuboot pins no key for it
+# yet, and the packages method is then never planned there: debian13 is signed
+# with 8793F200 and rhel10 with CDF6BA43 (NVIDIA's cuda-rhel10.repo gpgkey;
+# ../shared/data/catalog-facts-2026-12.md rows 21, 22), fingerprints not
+# pinned here.
+REPO_KEYS = {"debian13": None, "rhel10": None}
+
+
+def repo_key(repo, did):
+    if repo in REPO_KEYS:
+        return REPO_KEYS[repo]
+    return "cuda-deb" if did in ("ubuntu", "debian") else "cuda-rpm"
+
+
 # Releases older than these are refused (end of life, no NVIDIA support).
 DISTRO_MIN = [("ubuntu", "20.04"), ("debian", "11"), ("rhel", "8"), ("rocky", "8"), ("almalinux", "8"),
               ("amzn", "2023"), ("sles", "15"), ("opensuse-leap", "15")]
@@ -378,7 +393,7 @@ def gen_data(data):
     for did, ver, repo, hwe, ga, hwek, suite in DISTROS:
         dd, dopen = DISTRO_DRIVERS.get((did, ver), (None, False))
         dopen = "true" if dopen else "false"
-        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(suite)}, {c_str(dd)}, {dopen} }},")
+        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(suite)}, {c_str(dd)}, {dopen}, {c_str(repo_key(repo, did))} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
     out.append("const struct gb_distro_min gb_distro_mins[] = {")

@@ -85,6 +85,7 @@ struct gb_distro {
 	const char *hwe_suite; /* Debian: the suite of the newer kernel ("bookworm-backports"), or NULL */
 	const char *distro_driver; /* the NVIDIA driver the distribution packages itself ("535.309.01"), or NULL */
 	bool distro_open; /* its open kernel module is usable there */
+	const char *key_pin; /* the pin (gb_repo_keys) its NVIDIA repository is signed with; NULL: none pinned */
 };
 
 struct gb_distro_min {

@@ -653,6 +653,12 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 	} else if (streq(p->in.method, "packages") && !(d && (apt || dnf))) {
 		refuse(p, GB_EXIT_UNSUPPORTED, "%s packages: NVIDIA publishes no repository gpuboot drives for %s %s",
 		       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
+	} else if (streq(p->in.method, "packages") && !precompiled && !gb_repo_key_find(d->key_pin)) {
+		/* the run would refuse the repository's key: so does the plan, first */
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s packages: NVIDIA signs its %s repository with a key gpuboot does not pin yet, so it "
+		       "cannot be trusted; use --method runfile%s",
+		       p->in.method_by, d->repo, d->distro_driver ? " or --method distro" : "");
 	} else if (p->driver.branch <= 470 && !precompiled) {
 		const struct gb_branch *lb = gb_catalog_branch(p->driver.branch);
 		p->driver.method = "runfile";
@@ -669,9 +675,16 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		SAY(p->driver.packages[p->driver.n_packages++], "%s", p->secure_boot.package);
 		SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-%u-server%s", p->driver.branch,
 		    streq(p->driver.flavor, "open") ? "-open" : "");
+	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
+		p->driver.method = "runfile";
+		SAY(p->driver.method_reason,
+		    "NVIDIA signs its %s repository with a key gpuboot does not pin yet: NVIDIA's .run instead, "
+		    "verified by sha256, with the %s module",
+		    d->repo, p->driver.flavor);
 	} else if (d && (apt || dnf)) {
 		p->driver.method = "packages";
 		SAY(p->driver.repo, "%s", d->repo);
+		SAY(p->driver.repo_key, "%s", d->key_pin);
 		SAY(p->driver.repo_arch, "%s", streq(p->in.arch, "aarch64") ? "sbsa" : "x86_64");
 		SAY(p->driver.method_reason,
 		    "NVIDIA publishes a repository for %s %s: developer.download.nvidia.com/compute/cuda/repos/%s/%s/ "

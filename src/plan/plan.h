@@ -97,6 +97,7 @@ struct gb_plan {
 		char action_reason[GB_REASON];
 		const struct gb_runfile *runfile;
 		char repo[32], repo_arch[16];
+		char repo_key[32]; /* the pin its key is checked against (gb_repo_keys), with repo */
 		char packages[8][80];
 		size_t n_packages;
 		char reason[GB_REASON], flavor_reason[GB_REASON], method_reason[GB_REASON];

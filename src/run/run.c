@@ -660,13 +660,16 @@ static int install_distro(struct run *r, char *err, size_t errsz, json_object **
 		repo_base(r, "compute/cuda/repos/", "https://developer.download.nvidia.com/", uri, sizeof(uri) - 80);
 		snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "%s/%s/", r->plan.driver.repo,
 		         r->plan.driver.repo_arch);
-		/* NVIDIA signs debian13 with another key (8793F200), not pinned
-		 * here: that repository is refused before anything is changed. */
-		repo.key_pin = rpm_family(r)                            ? "cuda-rpm"
-		               : streq(r->plan.driver.repo, "debian13") ? "cuda-deb-8793f200"
-		                                                        : "cuda-deb";
+		/* the catalog's pin for this repository; the plan chose packages only
+		 * where there is one */
+		repo.key_pin = r->plan.driver.repo_key;
 		pin = gb_repo_key_find(repo.key_pin);
-		snprintf(key, sizeof(key), "%s%s", uri, pin ? pin->file : "8793F200.pub");
+		if (!pin) {
+			snprintf(err, errsz, "no key is pinned for NVIDIA's %s repository", r->plan.driver.repo);
+			free(res);
+			return -ENOKEY;
+		}
+		snprintf(key, sizeof(key), "%s%s", uri, pin->file);
 		repo.ca_file = ca_file(r);
 		for (size_t i = 0; i < r->plan.driver.n_packages; i++) {
 			const char *n = r->plan.driver.packages[i];

@@ -274,9 +274,18 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:a
 [ "$(jq_ 'd["target"]["arch"]')" = "aarch64" ] || fail "arm64 alias"
 expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:x86_64 --target-gpu GB200
 grep -q "attached only to aarch64 hosts" "$TMP/err" || fail "arch contradiction: $(cat "$TMP/err")"
-# RHEL 10: no module streams, packages and a versionlock.
-expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:10 --target-gpu H100 --profile minimal --json
-[ "$(jq_ 'd["driver"]["packages"]')" = "['nvidia-open', 'versionlock:*nvidia*580*']" ] || fail "RHEL 10: $(jq_ 'd["driver"]["packages"]')"
+# RHEL 10 and Debian 13: NVIDIA signs those repositories with keys gpuboot
+# does not pin (CDF6BA43, 8793F200), so the plan never promises the packages
+# method there (the run would refuse the key after prepare): the runfile,
+# saying why; --method packages is refused before anything changes.
+for os in rhel:10 debian:13; do
+	expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os $os --target-gpu H100 --profile minimal --json
+	[ "$(jq_ 'd["driver"]["method"]')" = runfile ] || fail "$os: $(jq_ 'd["driver"]["method"]')"
+	jq_ 'd["driver"]["method_reason"]' | grep -q "with a key gpuboot does not pin yet" || fail "$os: $(jq_ 'd["driver"]["method_reason"]')"
+	expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os $os --target-gpu H100 --profile minimal --method packages
+	grep -q "key gpuboot does not pin yet, so it cannot be trusted; use --method runfile" "$TMP/err" || fail "$os packages: $(cat "$TMP/err")"
+	! grep -q "key pinned" "$TMP/out" || fail "$os: the plan promises a pinned key"
+done
 # The hold-back reason does not claim the proprietary module avoids GSP.
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu L4 --profile inference --json
 jq_ 'd["driver"]["module_flavor_reason"]' | grep -q "NVreg_EnableGpuFirmware=0" || fail "GSP reason: $(jq_ 'd["driver"]["module_flavor_reason"]')"
