@@ -36,7 +36,9 @@ static void expected_cuda(struct gb_ctx *ctx, const struct gb_inputs *in, char *
 	buf[0] = '\0';
 	if (gb_plan_from_inputs(ctx, in, &plan) != 0)
 		return;
-	if (!plan.refusal_code && plan.cuda.version[0])
+	/* a plan refused after CUDA was decided (no fabric manager yet) still
+	 * names the CUDA the machine should have */
+	if (plan.cuda.version[0])
 		gb_strscpy(buf, n, plan.cuda.version);
 	gb_plan_done(&plan);
 }

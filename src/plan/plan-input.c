@@ -66,6 +66,17 @@ static void installed_from_facts(const struct gb_facts *f, struct gb_plan_input 
 	}
 	cp(in->toolkit_installed, sizeof(in->toolkit_installed), f->nvidia.container_toolkit);
 	in->n_engines = (unsigned)f->nvidia.n_engines;
+	/* nvidia-fabricmanager-580 (Ubuntu, NVIDIA's apt), nvidia-fabricmanager
+	 * (newer), nvidia-fabric-manager (rpm): "580.65.06-1" is 580.65.06 */
+	for (size_t i = 0; i < f->nvidia.installed.n_packages; i++) {
+		const struct gb_package *pk = &f->nvidia.installed.packages[i];
+		if (pk->name && pk->version &&
+		    (gb_startswith(pk->name, "nvidia-fabricmanager") ||
+		     gb_startswith(pk->name, "nvidia-fabric-manager"))) {
+			cp(in->fabricmanager_installed, sizeof(in->fabricmanager_installed), pk->version);
+			in->fabricmanager_installed[strcspn(in->fabricmanager_installed, "-")] = '\0';
+		}
+	}
 }
 
 int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)

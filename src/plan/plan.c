@@ -1025,6 +1025,21 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
 		         p->in.n_nvswitches ? "NVSwitches present" : "the profile asks for it");
 		add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-fabricmanager", NULL, r);
+		/* The fabric manager runs at exactly the driver's version, and no
+		 * install method of this version installs it: a driver installed
+		 * here would end at the load. Refused before any change, unless the
+		 * site put the fabric manager of the planned version there. */
+		if ((streq(p->driver.action, "install") || streq(p->driver.action, "replace")) &&
+		    !streq(p->in.fabricmanager_installed, p->driver.version))
+			refuse(
+			    p, GB_EXIT_UNSUPPORTED,
+			    "%s: the fabric manager must run at the driver's version %s, and this gpuboot installs "
+			    "no fabric manager yet (%s); install nvidia-fabricmanager %s first, or keep the installed "
+			    "driver with its own",
+			    p->in.n_nvswitches ? "NVSwitches present" : "the profile asks for the fabric manager",
+			    p->driver.version,
+			    p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed",
+			    p->driver.version);
 	}
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia", NULL, "the driver");
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_uvm", NULL,
@@ -1156,6 +1171,8 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 	decide_toolkit(p, prof, site);
 	gb_plan_decide_toolkit_action(p, prof);
 	decide_daemons_modules(p, prof);
+	if (p->refusal_code)
+		goto out;
 	r = decide_verify(p, prof, site);
 	if (r < 0)
 		goto fail;

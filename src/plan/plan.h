@@ -59,6 +59,7 @@ struct gb_plan_input {
 	char cuda_installed[4][16]; /* "13.0": major.minor of each CUDA under /usr/local */
 	size_t n_cuda_installed;
 	char toolkit_installed[32];
+	char fabricmanager_installed[32]; /* the fabric manager package's upstream version, "" = none */
 	unsigned n_engines;
 	bool engines_unknown; /* planning for another OS: its container engines are not known */
 	/* The kernel's asymmetric keys (/proc/keys), to check a site signing

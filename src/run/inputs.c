@@ -117,6 +117,12 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 		return GB_EXIT_FAILED;
 	}
 	pin.repair = ctx->opt.repair;
+	if (in->redo_driver)
+		memset(&pin.installed, 0, sizeof(pin.installed));
+	if (in->redo_cuda)
+		pin.n_cuda_installed = 0;
+	if (in->redo_toolkit)
+		pin.toolkit_installed[0] = '\0';
 	if (ctx->opt.method) {
 		gb_strscpy(pin.method, sizeof(pin.method), ctx->opt.method);
 		gb_strscpy(pin.method_by, sizeof(pin.method_by), "--method");

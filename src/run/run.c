@@ -110,6 +110,55 @@ static const char *refusal_hint(int code)
 
 static int open_journal(struct run *r, struct gb_stage *st);
 
+/* The killed run's action for a component: "install", "replace", ... */
+static const char *journal_action(const struct run *r, const char *part)
+{
+	return gb_json_get_str(gb_json_get(gb_json_get(r->journal->doc, "plan"), part), "action");
+}
+
+static const char *same_literal(const char *a)
+{
+	static const char *const known[] = { "install", "replace", "rebuild" };
+	for (size_t i = 0; a && i < ARRAY_SIZE(known); i++)
+		if (streq(a, known[i]))
+			return known[i];
+	return NULL;
+}
+
+/* Resuming a killed run: what it installed is on disk now, and the plan
+ * made from the disk keeps it, so the rest of its install (the kernel
+ * hooks, the toolkit's runtimes and CDI) would never run. The same target
+ * (the journal's plan hash) is planned as the killed run planned it: the
+ * installed component ignored, the action its own; each install step the
+ * journal has done is skipped, the rest runs. */
+static int replan_unfinished(struct run *r)
+{
+	const char *da = same_literal(journal_action(r, "driver")), *ca = journal_action(r, "cuda"),
+	           *ta = same_literal(journal_action(r, "toolkit"));
+	int code;
+
+	r->in.redo_driver = da && streq(r->plan.driver.action, "keep");
+	r->in.redo_cuda = ca && streq(ca, "install") && streq(r->plan.cuda.action, "keep");
+	r->in.redo_toolkit = ta && streq(r->plan.toolkit.action, "keep");
+	if (!r->in.redo_driver && !r->in.redo_cuda && !r->in.redo_toolkit)
+		return 0;
+	gb_plan_done(&r->plan);
+	r->have_plan = false;
+	code = gb_plan_from_inputs(r->ctx, &r->in, &r->plan);
+	if (code)
+		return code;
+	r->have_plan = true;
+	if (r->in.redo_driver && !streq(r->plan.driver.action, "keep"))
+		r->plan.driver.action = da;
+	gb_log_info("Resuming: the killed run's install of the%s%s%s is finished", r->in.redo_driver ? " driver" : "",
+	            r->in.redo_cuda ? " CUDA" : "", r->in.redo_toolkit ? " Container Toolkit" : "");
+	json_object_put(r->st.plan);
+	r->st.plan = gb_plan_to_json(&r->plan);
+	if (r->plan.refusal_code)
+		gb_log_error("%s", r->plan.refusal);
+	return r->plan.refusal_code;
+}
+
 static int stage_plan(struct run *r, struct gb_stage *st)
 {
 	int code = gb_plan_from_inputs(r->ctx, &r->in, &r->plan);
@@ -131,10 +180,16 @@ static int stage_plan(struct run *r, struct gb_stage *st)
 		gb_log_error("%s", r->plan.refusal);
 		return r->plan.refusal_code;
 	}
-	gb_plan_print(&r->plan, stdout);
 	code = open_journal(r, st);
 	if (code)
 		return code;
+	if (r->journal->resumed && (code = replan_unfinished(r))) {
+		gb_stage_end(r->ctx, st, "failed", -EINVAL, "the resumed run could not be planned again (exit %d)",
+		             code);
+		gb_stage_hint(st, "see the error above; nothing was changed by this run");
+		return code;
+	}
+	gb_plan_print(&r->plan, stdout);
 	gb_stage_end(r->ctx, st, "ok", 0, NULL);
 	return 0;
 }

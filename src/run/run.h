@@ -18,6 +18,10 @@ struct gb_inputs {
 	bool have_facts;
 	struct gb_profile profile;
 	struct gb_site_config site;
+	/* A resumed run whose killed predecessor installed a component but did
+	 * not finish (its hooks, its configuration): plan it as that run did,
+	 * as if it were not there yet (gb_plan_from_inputs ignores it). */
+	bool redo_driver, redo_cuda, redo_toolkit;
 };
 
 /* Load the profile (--profile, default "training") and the site

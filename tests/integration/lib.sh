@@ -30,6 +30,18 @@ with_fabricmanager() {
 	printf '[Unit]\nDescription=NVIDIA fabric manager service\n' >"$1/lib/systemd/system/nvidia-fabricmanager.service"
 }
 
+# with_planned_fabricmanager ROOT [PLAN-ARGS...]: an NVSwitch machine whose
+# plan installs a driver is refused until the fabric manager of that version
+# is there (no method installs it yet): put it there, at the version the
+# refusal names, for tests of everything after the plan.
+with_planned_fabricmanager() {
+	r=$1
+	shift
+	v=$("$GB" --root "$r" plan "$@" 2>&1 | sed -n "s/.*the fabric manager must run at the driver's version \([0-9.]*\),.*/\1/p" | head -n 1)
+	[ -n "$v" ] || return 0
+	with_fabricmanager "$r" "$v"
+}
+
 # bundle_driver BUNDLE: the driver version of a tests/make-bundle bundle's plan.
 bundle_driver() {
 	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["driver"]["version"])' "$1/plan.json"

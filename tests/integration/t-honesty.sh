@@ -12,6 +12,7 @@ M=$TMP/machine
 cp -a "$FIX/h100x8-ubuntu2204" "$M"
 mkdir -p "$M/dev"
 for n in nvidiactl nvidia-uvm nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7; do : >"$M/dev/$n"; done
+with_planned_fabricmanager "$M"
 export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS=50
 S=$TMP/state
 

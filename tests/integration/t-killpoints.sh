@@ -79,8 +79,12 @@ gbrun() {
 	prof=minimal img=
 	case $sc in cuda-*) prof=$TMP/cuda.profile ;; esac
 	case $sc in *image) img="--target-gpu H100" ;; esac
-	# The fake installer leaves what nvidia-installer would.
-	creates="creates:nvidia-installer:0:lib/modules/$k/kernel/drivers/video/nvidia.ko,creates:nvidia-installer:0:usr/bin/nvidia-smi"
+	# The fake installer leaves what nvidia-installer would (modules whose
+	# .modinfo the fake kernel reads, the userspace).
+	# (the T4 gets the proprietary module, the H100 the open one)
+	case $sc in nouveau-*) fl=proprietary ;; *) fl=open ;; esac
+	[ -d "$d/tree" ] || tests/make-driver-tree "$d/tree" "$(bundle_driver "$B")" "$fl" "$k"
+	creates="installs:nvidia-installer:0:$d/tree"
 	set +e
 	# shellcheck disable=SC2086
 	env "$@" GPUBOOT_FAKE_OPS="root=$d/m,record=$d/ops,$creates" "$GB" --root "$d/m" run --profile "$prof" \

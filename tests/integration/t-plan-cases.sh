@@ -18,7 +18,18 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.04 -
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64 --target-gpu GH200 --json
 [ "$(j 'd["driver"]["repository_arch"]')" = "sbsa" ] || fail "aarch64 repo should be sbsa"
 [ "$(j 'd["cuda"]["platform"]')" = "linux-sbsa" ] || fail "GH200 CUDA platform"
-expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --json
+# An HGX board (NVSwitches): the fabric manager must run at the driver's
+# version and no method installs it yet, so a plan that installs a driver
+# there is refused before any change, naming it; with it installed at that
+# version, the plan is whole.
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --json
+[ "$(j 'd["refusal"]["code"]')" = "10" ] || fail "HGX x8: $(j 'd["refusal"]')"
+j 'd["refusal"]["reason"]' | grep -q "NVSwitches present: the fabric manager must run at the driver's version" || fail "HGX x8: $(j 'd["refusal"]')"
+HGX=$TMP/hgx
+cp -a "$FIX/h100x8-ubuntu2204" "$HGX"
+expect_exit 10 "$GB" --root "$HGX" plan
+with_planned_fabricmanager "$HGX"
+expect_exit 0 "$GB" --root "$HGX" plan --json
 [ "$(j 'd["gpus"][0]["count"]')" = "8" ] || fail "x8 count lost"
 [ "$(j '[x["name"] for x in d["daemons"]]')" = "['nvidia-persistenced', 'nvidia-fabricmanager']" ] || fail "HGX x8 needs the fabric manager"
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:11 --target-gpu "Tesla K80" --profile minimal --json
@@ -99,7 +110,7 @@ expect_exit 10 "$GB" --root "$FIX/l4-debian12" plan --config "$TMP/site.conf"
 grep -q "older than 6.13 (the site's \[kernel\] minimum), and no newer kernel is known for debian 12" "$TMP/err" ||
 	fail "debian 12, minimum 6.13: $(cat "$TMP/err")"
 printf '[kernel]\nminimum = 6.8\n' >"$TMP/site.conf"
-expect_exit 0 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --config "$TMP/site.conf" --json
+expect_exit 0 "$GB" --root "$HGX" plan --config "$TMP/site.conf" --json
 [ "$(j 'd["kernel"]["action"], d["kernel"]["package"], d["kernel"]["suite"]')" = "('install-hwe', 'linux-generic-hwe-22.04', None)" ] ||
 	fail "ubuntu 22.04 on 5.15, minimum 6.8: $(j 'd["kernel"]')"
 printf '[kernel]\nminimum = 6.1\n' >"$TMP/site.conf"
@@ -247,12 +258,12 @@ expect_exit 0 "$GB" --root "$H200" plan --json
 	fail "H200 not kept: $(jq_ 'd["driver"]')"
 [ "$(jq_ 'd["kernel"]["action"], d["nouveau"]["action"]')" = "none none" ] || fail "H200 kernel/nouveau"
 # An old branch is replaced, and the reason names what is wrong.
-expect_exit 0 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --json
+expect_exit 0 "$GB" --root "$HGX" plan --json
 [ "$(jq_ 'd["driver"]["action"]')" = "replace" ] || fail "535 under CUDA 13 not replaced"
 jq_ 'd["driver"]["action_reason"]' | grep -q "535.183.01 proprietary: CUDA 13.0 needs >= 580.65.06" || fail "replace reason: $(jq_ 'd["driver"]["action_reason"]')"
 # replace_installed = never turns that into a refusal; = always replaces even the H200's.
 printf '[install]\nreplace_installed = never\n' >"$TMP/never.conf"
-expect_exit 12 "$GB" --root "$FIX/h100x8-ubuntu2204" plan --config "$TMP/never.conf"
+expect_exit 12 "$GB" --root "$HGX" plan --config "$TMP/never.conf"
 grep -q "replace_installed = never" "$TMP/err" || fail "never: $(cat "$TMP/err")"
 printf '[install]\nreplace_installed = sometimes\n' >"$TMP/bad.conf"
 expect_exit 2 "$GB" --root "$H200" plan --config "$TMP/bad.conf"

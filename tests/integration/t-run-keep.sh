@@ -34,7 +34,9 @@ PY
 # What is kept needs no download.
 expect_exit 0 "$GB" --root "$FIX/h200-ubuntu2404" fetch --dry-run --state-dir "$TMP/nofetch"
 grep -q "^dry run: 0 artifact(s) listed" "$TMP/out" || fail "a kept driver and CUDA are fetched: $(cat "$TMP/out")"
-# The same machine with the training profile: 535 runs no CUDA 13, so it is replaced, never silently.
+# The same machine with the training profile: 535 runs no CUDA 13, so it is replaced, never silently
+# (the fabric manager of the new driver there: without it, NVSwitches refuse the plan).
+with_planned_fabricmanager "$M"
 expect_exit 0 "$GB" --root "$M" plan --json
 python3 -c "
 import json, sys; d = json.load(open('$TMP/out'))['driver']

@@ -11,6 +11,7 @@ B=$TMP/bundle
 GB=$GB tests/make-bundle "$B" >/dev/null
 M=$TMP/machine
 cp -a "$FIX/h100x8-ubuntu2204" "$M"
+with_fabricmanager "$M" "$(bundle_driver "$B")" # NVSwitches: at the driver's version, or the plan refuses
 printf '[install]\nreplace_installed = always\n' >"$TMP/always.conf"
 S=$TMP/state
 GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops" expect_exit 1 "$GB" --root "$M" run --profile minimal --method runfile \
