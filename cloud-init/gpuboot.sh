@@ -10,7 +10,10 @@
 # (docs/install-gpuboot.md: check SHA256SUMS's signature once, by hand,
 # before pasting it). GPUBOOT_PROFILE: training, inference, hpc, render or
 # minimal. The result: /var/lib/gpuboot/status.json, the flags in
-# /run/gpuboot/, this log in /var/log/gpuboot-firstboot.log.
+# /run/gpuboot/, this log in /var/log/gpuboot-firstboot.log. The script
+# exits with gpuboot's exit code (docs/exit-codes.md), so cloud-init reports
+# a failed first boot as failed; on exit 3 (a reboot is needed) it reboots
+# and gpuboot-resume.service finishes the run.
 set -u
 GPUBOOT_RELEASE=https://downloads.example.com/gpuboot/0.1.0
 GPUBOOT_SHA256SUMS='
@@ -39,7 +42,7 @@ esac
 [ ${#want} -eq 64 ] || fail "the sha256 for $name in GPUBOOT_SHA256SUMS is not 64 hex digits"
 tmp=$(mktemp -d)
 for i in 1 2 3 4 5; do
-	curl -fsSL --proto '=https,file' -o "$tmp/$name" "$GPUBOOT_RELEASE/$name" && break
+	curl -fsSL --proto '=https,file' --connect-timeout 20 --max-time 300 -o "$tmp/$name" "$GPUBOOT_RELEASE/$name" && break
 	rm -f "$tmp/$name"
 	sleep $((i * 5))
 done
@@ -56,6 +59,15 @@ gpuboot --version
 gpuboot detect >/var/log/gpuboot-detect.txt 2>&1
 gpuboot plan --profile "$GPUBOOT_PROFILE" >/var/log/gpuboot-plan.txt 2>&1
 gpuboot run --profile "$GPUBOOT_PROFILE"
-echo "gpuboot run exited $? (docs/exit-codes.md); gpuboot status says:"
+rc=$?
+echo "gpuboot run exited $rc (docs/exit-codes.md); gpuboot status says:"
 gpuboot status
-exit 0
+if [ "$rc" -eq 3 ]; then
+	# A reboot is needed (a new kernel, nouveau in use): gpuboot armed
+	# gpuboot-resume.service, which finishes the run after it.
+	echo "gpuboot: rebooting; gpuboot-resume.service finishes the run at the next boot"
+	systemctl reboot
+fi
+# gpuboot's exit is this script's: cloud-init reports a failed first boot
+# as failed (cloud-init status --long names this script).
+exit "$rc"

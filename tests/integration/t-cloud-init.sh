@@ -38,13 +38,17 @@ paste() {
 }
 # first_boot SCRIPT [UNAME_M]: run it as cloud-init would, in a private mount namespace;
 # the log it wrote in $TMP/log, the fake's calls in $TMP/calls, installed binary's sha in $TMP/installed
+# (a systemctl that records, never the host's: the exit-3 path reboots;
+# the script's own exit code in $TMP/rc)
+printf '#!/bin/sh\necho "systemctl $*" >>"%s/systemctl.calls"\n' "$TMP" >"$TMP/bin/systemctl"
+chmod +x "$TMP/bin/systemctl"
 first_boot() {
 	script=$1 arch=${2:-}
-	path=$PATH
+	path=$TMP/bin:$PATH
+	rm -f "$TMP/bin/uname" "$TMP/systemctl.calls"
 	if [ -n "$arch" ]; then
 		printf '#!/bin/sh\n[ "$1" = -m ] && echo %s && exit 0\nexec /bin/uname "$@"\n' "$arch" >"$TMP/bin/uname"
 		chmod +x "$TMP/bin/uname"
-		path=$TMP/bin:$PATH
 	fi
 	set +e
 	env PATH="$path" unshare -m sh -c '
@@ -57,6 +61,7 @@ first_boot() {
 	rc=$?
 	set -e
 	[ "$rc" -ne 90 ] || fail "could not set up the mount namespace"
+	echo "$rc" >"$TMP/rc"
 }
 sha_of() { sha256sum "$rel/$1" | cut -d' ' -f1; }
 
@@ -69,6 +74,21 @@ grep -q "gpuboot-x86_64 sha256 $(sha_of gpuboot-x86_64) verified" "$TMP/log" || 
 printf 'x86_64 --version\nx86_64 detect\nx86_64 plan --profile training\nx86_64 run --profile training\nx86_64 status\n' >"$TMP/want"
 cmp -s "$TMP/calls" "$TMP/want" || fail "x86_64: gpuboot was run as: $(cat "$TMP/calls")"
 grep -q "gpuboot run exited 11" "$TMP/log" || fail "x86_64: run's exit code not logged"
+[ "$(cat "$TMP/rc")" = 11 ] || fail "x86_64: the script exited $(cat "$TMP/rc"), not gpuboot's 11 (cloud-init would report success)"
+[ ! -e "$TMP/systemctl.calls" ] || fail "x86_64: exit 11 rebooted: $(cat "$TMP/systemctl.calls")"
+# The timeouts of the download: a stalled one never blocks first boot.
+grep -q "curl .*--connect-timeout [0-9]* --max-time [0-9]*" cloud-init/gpuboot.sh || fail "curl without timeouts"
+
+# 1b. Exit 3 (a reboot is needed): the script reboots and exits 3; the resume unit finishes.
+sed -i 's/\[ "\$1" = run \] \&\& exit 11/[ "$1" = run ] \&\& exit 3/' "$rel/gpuboot-x86_64"
+(cd "$rel" && sha256sum gpuboot-aarch64 gpuboot-x86_64 >SHA256SUMS)
+paste "$rel/SHA256SUMS" "file://$rel" "$TMP/reboot.sh"
+first_boot "$TMP/reboot.sh"
+[ "$(cat "$TMP/rc")" = 3 ] || fail "exit 3: the script exited $(cat "$TMP/rc"): $(cat "$TMP/log")"
+[ "$(cat "$TMP/systemctl.calls" 2>/dev/null)" = "systemctl reboot" ] || fail "exit 3: no reboot: $(cat "$TMP/log")"
+grep -q "gpuboot-resume.service finishes the run" "$TMP/log" || fail "exit 3: the log does not say: $(cat "$TMP/log")"
+sed -i 's/\[ "\$1" = run \] \&\& exit 3/[ "$1" = run ] \&\& exit 11/' "$rel/gpuboot-x86_64"
+(cd "$rel" && sha256sum gpuboot-aarch64 gpuboot-x86_64 >SHA256SUMS)
 
 # 2. aarch64 (uname -m says so): the aarch64 binary.
 first_boot "$TMP/good.sh" aarch64
