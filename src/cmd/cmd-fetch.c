@@ -82,6 +82,15 @@ static int fetch_dry_run(struct gb_ctx *ctx, struct gb_plan *plan, struct gb_fet
 		return GB_EXIT_FETCH;
 	}
 	gb_fetch_print_list(arts, n, stdout);
+	if (r == 1) {
+		/* what is known offline is listed; what needs the network is named */
+		printf("dry run: %zu artifact(s) listed, nothing fetched or written; not listed: CUDA %s's "
+		       "components, which its redistrib manifest (above) names and which needs the network: %s\n",
+		       n, plan->cuda.version, err);
+		gb_log_error("CUDA %s's manifest could not be read: %s", plan->cuda.version, err);
+		free(arts);
+		return GB_EXIT_FETCH;
+	}
 	printf("dry run: %zu artifact(s) listed, nothing fetched or written\n", n);
 	free(arts);
 	return GB_EXIT_OK;

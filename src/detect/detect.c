@@ -315,6 +315,11 @@ static void print_installed(const struct gb_facts *f, FILE *out)
 	        or_dash(f->nvidia.installed.module_flavor), or_dash(f->nvidia.installed.source));
 	if (k)
 		fprintf(out, ", module %s%s", k->nvidia.path, k->nvidia.signer ? " (signed)" : "");
+	else if (f->nvidia.loaded_version &&
+	         (!f->kernel.target || !f->kernel.release || streq(f->kernel.target, f->kernel.release)))
+		/* loaded in the running kernel: a module for it exists (the plan's
+		 * module_for_kernel says so too), its file was not found */
+		fprintf(out, ", module %s loaded (its file not found under lib/modules)", f->nvidia.loaded_version);
 	else
 		fputs(", no module for the target kernel", out);
 	fprintf(out, ", libcuda %s, %zu package(s)\n", or_dash(f->nvidia.installed.libcuda_version),

@@ -17,7 +17,10 @@ struct gb_fetch_source {
 };
 
 /* The artifacts the plan needs, resolved and fetched (CUDA's manifest is
- * fetched and verified here, the rest is listed for gb_fetch_all). */
+ * fetched and verified here, the rest is listed for gb_fetch_all). 0, or a
+ * negative errno with err; with o->dry_run, 1 when CUDA's manifest could
+ * not be read (no network): the list holds what is known without it (the
+ * runfile, the manifest by its pinned sha256) and err says what is not. */
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
                       const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz);
 

@@ -1021,9 +1021,12 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 	if (prof->fabricmanager == GB_NO) {
 		/* nothing */
 	} else if (p->in.n_nvswitches > 0 || prof->fabricmanager == GB_YES) {
+		/* --target-gpu assumes a board's switches: said as an assumption */
+		const char *why = !p->in.n_nvswitches ? "the profile asks for it"
+		                  : p->in.target_gpu  ? "NVSwitches assumed (an 8-GPU HGX board, --target-gpu)"
+		                                      : "NVSwitches present";
 		snprintf(r, sizeof(r),
-		         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
-		         p->in.n_nvswitches ? "NVSwitches present" : "the profile asks for it");
+		         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802", why);
 		add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-fabricmanager", NULL, r);
 		/* The fabric manager runs at exactly the driver's version, and no
 		 * install method of this version installs it: a driver installed
@@ -1036,8 +1039,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			    "%s: the fabric manager must run at the driver's version %s, and this gpuboot installs "
 			    "no fabric manager yet (%s); install nvidia-fabricmanager %s first, or keep the installed "
 			    "driver with its own",
-			    p->in.n_nvswitches ? "NVSwitches present" : "the profile asks for the fabric manager",
-			    p->driver.version,
+			    why, p->driver.version,
 			    p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed",
 			    p->driver.version);
 	}

@@ -75,6 +75,7 @@ static const char *const known_checks[] = {
 	"gpu.count",
 	"gpu.identity",
 	"gpu.idle_before_test",
+	"gpu.idle_after_test",
 	"gpu.memory",
 	"gpu.mig",
 	"gpu.persistence_mode",

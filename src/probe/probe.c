@@ -469,6 +469,31 @@ static void passive_gpu(unsigned i)
 	jclose('}');
 }
 
+/* nvmlProcessInfo_t as _v3 fills it (nvml.h) */
+struct nv_process {
+	unsigned pid;
+	unsigned long long used_memory;
+	unsigned gpu_instance, compute_instance;
+	unsigned long long used_cc_protected;
+};
+
+/* Compute processes on the GPU other than this one; -1 when unknown. */
+static int other_processes(const struct gpu *g)
+{
+	struct nv_process p[64];
+	unsigned n = 64;
+	int others = 0;
+	unsigned self = (unsigned)getpid();
+	nvmlReturn_t r = nv.processes(g->dev, &n, p);
+	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+		return (int)n; /* more than 64: others, surely */
+	if (r != NVML_SUCCESS)
+		return -1;
+	for (unsigned i = 0; i < n && i < 64; i++)
+		others += p[i].pid != self;
+	return others;
+}
+
 /* ---- active checks ---- */
 
 #define CK(call, what)                                                                                        \
@@ -1245,6 +1270,15 @@ int main(int argc, char **argv)
 		jopen("cuda", '{');
 		jstr("error", err);
 		jclose('}');
+	}
+	/* The GPUs' compute processes again, after the measurements (the probe's
+	 * own contexts are gone by now, and its pid is left out anyway): one that
+	 * started during them made them untrustworthy. -1: not known. */
+	if (o.active && nv.processes) {
+		jopen("compute_processes_after", '[');
+		for (unsigned i = 0; i < count; i++)
+			jint(NULL, other_processes(&gpus[i]));
+		jclose(']');
 	}
 	jopen("timings_ms", '{');
 	jdbl("nvml_init", t_nvml);

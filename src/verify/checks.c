@@ -563,6 +563,29 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	}
 }
 
+/* Another process that started during the measurements (the probe counts
+ * the GPUs' compute processes again after them, its own left out). */
+static void check_idle_after(struct gb_verify_result *r, json_object *gpus)
+{
+	json_object *after = gb_json_get_array(r->probe, "compute_processes_after");
+	for (size_t i = 0; after && i < gb_json_len(after); i++) {
+		json_object *v = gb_json_idx(after, i);
+		char s[80];
+		struct gb_check *c;
+		double n;
+		if (!v || !json_object_is_type(v, json_type_int) || (n = json_object_get_int(v)) < 0)
+			continue;
+		gpu_subject(s, sizeof(s), (unsigned)i, gb_json_get_str(gb_json_idx(gpus, i), "pci_bus_id"));
+		c = num(r, "gpu.idle_after_test", s, n, "<=", 0, "processes",
+		        "NVML compute processes on the GPU after the measurements, the probe's own left out");
+		if (c && c->state == GB_CHECK_FAIL)
+			set_hint(c,
+			         "%.0f other process(es) started on this GPU during the measurements: they are not "
+			         "trustworthy; run verify on an idle GPU",
+			         n);
+	}
+}
+
 int gb_verify_integration(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_verify_opts *o,
                           struct gb_verify_result *r);
 
@@ -1016,8 +1039,10 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		passive_gpu(o, r, gb_json_idx(gpus, i), (unsigned)i, f);
 		check_nvlink_gpu(r, gb_json_idx(gpus, i), (unsigned)i);
 	}
-	if (active)
+	if (active) {
 		active_checks(o, r, gpus);
+		check_idle_after(r, gpus);
+	}
 tail:
 	check_device_nodes(ctx, r, (unsigned)f->n_gpus, active);
 	check_xids(ctx, r, init, sizeof(init));

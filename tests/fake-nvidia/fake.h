@@ -4,6 +4,7 @@
  *
  * FAKE_NV_SCENARIO: healthy | slow-gpu | ecc | remap-pending | gen3x8 |
  *   mismatch | hang | crash | bad-memory | busy | fabric | no-jit |
+ *   busy-late (another process starts on GPU 0 during the measurements) |
  *   gsp-fail (the GPU's firmware does not boot when NVML opens it: NVRM's
  *   lines appended to FAKE_NV_KMSG, no GPU counted) | xid79 (the GPU falls off
  *   the bus while the probe runs: XID 79 appended to FAKE_NV_KMSG) |

@@ -24,7 +24,7 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64
 # version, the plan is whole.
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --json
 [ "$(j 'd["refusal"]["code"]')" = "10" ] || fail "HGX x8: $(j 'd["refusal"]')"
-j 'd["refusal"]["reason"]' | grep -q "NVSwitches present: the fabric manager must run at the driver's version" || fail "HGX x8: $(j 'd["refusal"]')"
+j 'd["refusal"]["reason"]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): the fabric manager must run at the driver.s version" || fail "HGX x8: $(j 'd["refusal"]')"
 HGX=$TMP/hgx
 cp -a "$FIX/h100x8-ubuntu2204" "$HGX"
 expect_exit 10 "$GB" --root "$HGX" plan

@@ -171,7 +171,7 @@ int main(void)
 				                              : gb_pci_names[rnd((unsigned)gb_pci_names_len)].device;
 				in.devices[k].count = 1 + rnd(8);
 			}
-			in.n_nvswitches = rnd(3) ? 0 : 4;
+			in.n_nvswitches = rnd(6) ? 0 : 4;
 			in.mellanox = rnd(2) * 8;
 			if (rnd(2)) {
 				/* Something already installed: a real runfile version, some flavour. */
@@ -189,6 +189,9 @@ int main(void)
 			check_plan(&p, in.arch,
 			           prof[pi].flavor == GB_FLAVOR_AUTO && prof[pi].policy != GB_POLICY_VERSION &&
 			               prof[pi].policy != GB_POLICY_BRANCH);
+			/* NVSwitches: no plan installs a driver without its fabric manager there */
+			if (in.n_nvswitches && !p.refusal_code)
+				CHECK(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"));
 			plans++;
 			refusals += p.refusal_code != 0;
 			gb_plan_done(&p);
