@@ -6,9 +6,11 @@
 # builds the module with DKMS for the image's kernels, holds the packages,
 # blacklists nouveau, writes the kernel hooks and gpuboot-repair.service, and
 # keeps its journal and status in the image (/var/lib/gpuboot): no GPU is
-# needed here and nothing is verified. The instance's first boot
-# (cloud-init/image-firstboot.yaml) keeps the installed driver, loads it and
-# verifies it, with no download.
+# needed here and nothing is verified (the status says
+# installed-pending-first-boot). gpuboot is copied into the image, where its
+# gpuboot-firstboot.service (enabled by the build) keeps the installed driver
+# at the instance's first boot, loads it and verifies it, with no download
+# and whatever the instance's user-data.
 #
 # Checked by tests/integration/t-packer.sh (`packer validate`). Set
 # source_ami to a Debian 12 AMI of your region, gpuboot_path to where the
@@ -42,6 +44,7 @@ source "amazon-chroot" "debian12-nvidia" {
   region      = var.region
   ena_support = true
   post_mount_commands = [
+    "install -D -m 0755 ${var.gpuboot_path} {{.MountPath}}/usr/local/bin/gpuboot",
     "${var.gpuboot_path} --root {{.MountPath}} run --target-gpu ${var.gpu} --profile minimal --method distro"
   ]
 }

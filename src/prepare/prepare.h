@@ -180,3 +180,24 @@ int gb_prepare_disarm_resume(struct gb_ctx *ctx, struct gb_journal *j);
 /* The unit's text for ctx's options. -EINVAL for an option value that
  * would break the unit (whitespace, quotes, '%', '$', '\', control bytes). */
 int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *ret_len);
+
+/* ---- the image's own first boot ---- */
+
+#define GB_PREPARE_FIRSTBOOT_UNIT "gpuboot-firstboot.service"
+#define GB_PREPARE_FIRSTBOOT_PATH "etc/systemd/system/gpuboot-firstboot.service"
+#define GB_PREPARE_FIRSTBOOT_WANTS "etc/systemd/system/multi-user.target.wants/gpuboot-firstboot.service"
+/* the image's marker: an image install wrote it, its first boot is due */
+#define GB_PREPARE_IMAGE_PENDING "var/lib/gpuboot/image-pending"
+
+/* An image install's last step: write and enable (the wants/ link) a
+ * oneshot `gpuboot run --offline` with the build's profile, method and
+ * config, so that the image's first boot, whatever its user-data, keeps
+ * what the image holds, loads, verifies and writes the status and flags.
+ * It runs while GB_PREPARE_IMAGE_PENDING (written here too) is there:
+ * see gb_prepare_firstboot_done. 0, or a negative errno with why. */
+int gb_prepare_arm_firstboot(struct gb_ctx *ctx, struct gb_journal *j, char *why, size_t whysz);
+int gb_prepare_firstboot_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *ret_len);
+/* A run on the booted machine ended: the image's first boot is done (the
+ * marker removed), unless it needs a reboot (3) or it was the unit's own
+ * run (GPUBOOT_FIRST_BOOT_UNIT=1, set by the unit) that found no GPU (11). */
+int gb_prepare_firstboot_done(struct gb_ctx *ctx, int exit_code);

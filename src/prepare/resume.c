@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -266,4 +267,104 @@ int gb_prepare_disarm_resume(struct gb_ctx *ctx, struct gb_journal *j)
 	if (r >= 0 && unit)
 		r = step(j, "unlink:" GB_PREPARE_RESUME_PATH, "file", NULL, do_unlink, GB_PREPARE_RESUME_PATH);
 	return r;
+}
+
+/* ---- the image's own first boot ---- */
+
+int gb_prepare_firstboot_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufsz, size_t *ret_len)
+{
+	const struct gb_options *opt = &ctx->opt;
+	size_t o;
+	int n, r = 0;
+
+	n = snprintf(buf, bufsz,
+	             "# Written by gpuboot into an image it installed: at the image's first boot (while\n"
+	             "# /%s is there: a run that ends other than 'no GPU' or 'reboot needed',\n"
+	             "# or any other gpuboot run on the booted machine, removes it), keep what the image\n"
+	             "# holds, load the modules, verify, write the status and the flags; nothing is downloaded.\n"
+	             "[Unit]\n"
+	             "Description=gpuboot: load and verify the image's GPU driver at its first boot\n"
+	             "ConditionPathExists=/%s\n"
+	             "ConditionFileIsExecutable=/usr/local/bin/gpuboot\n"
+	             "After=local-fs.target systemd-modules-load.service gpuboot-repair.service\n"
+	             "Before=gpuboot-resume.service cloud-final.service\n"
+	             "\n"
+	             "[Service]\n"
+	             "Type=oneshot\n"
+	             "Environment=GPUBOOT_FIRST_BOOT_UNIT=1\n"
+	             "ExecStart=/usr/local/bin/gpuboot run --offline",
+	             GB_PREPARE_IMAGE_PENDING, GB_PREPARE_IMAGE_PENDING);
+	if (n < 0 || (size_t)n >= bufsz)
+		return -ENOBUFS;
+	o = (size_t)n;
+	if (opt->profile)
+		r = add_opt(buf, bufsz, &o, "profile", opt->profile);
+	if (r >= 0 && opt->method)
+		r = add_opt(buf, bufsz, &o, "method", opt->method);
+	if (r >= 0 && opt->config_given && opt->config)
+		r = add_opt(buf, bufsz, &o, "config", opt->config);
+	if (r < 0)
+		return r;
+	/* 11 (no GPU: the image booted where there is none, a build's test
+	 * boot) and 3 (a reboot, the resume unit finishes) keep the marker for
+	 * the next boot (gpuboot itself removes it after any other end). */
+	n = snprintf(buf + o, bufsz - o,
+	             "\n"
+	             "SuccessExitStatus=3\n"
+	             "TimeoutStartSec=1h\n"
+	             "StandardOutput=journal+console\n"
+	             "\n"
+	             "[Install]\n"
+	             "WantedBy=multi-user.target\n");
+	if (n < 0 || (size_t)n >= bufsz - o)
+		return -ENOBUFS;
+	*ret_len = o + (size_t)n;
+	return 0;
+}
+
+static int link_firstboot(struct gb_ctx *ctx, const char *unused)
+{
+	_cleanup_free_ char *target = NULL;
+	(void)unused;
+	if (gb_root_readlink(ctx->root, GB_PREPARE_FIRSTBOOT_WANTS, &target) == 0 &&
+	    streq(target, "/" GB_PREPARE_FIRSTBOOT_PATH))
+		return 0;
+	return gb_root_symlink(ctx->root, GB_PREPARE_FIRSTBOOT_WANTS, "/" GB_PREPARE_FIRSTBOOT_PATH);
+}
+
+int gb_prepare_arm_firstboot(struct gb_ctx *ctx, struct gb_journal *j, char *why, size_t whysz)
+{
+	char text[4096];
+	size_t len;
+	int r;
+
+	why[0] = '\0';
+	r = gb_prepare_firstboot_unit_text(ctx, text, sizeof(text), &len);
+	if (r < 0) {
+		snprintf(why, whysz, "an option cannot be written into %s (whitespace, a quote, %% or $)",
+		         GB_PREPARE_FIRSTBOOT_UNIT);
+		return r;
+	}
+	r = gb_journal_write_file(j, "verify", GB_PREPARE_FIRSTBOOT_PATH, text, len, 0644);
+	if (r >= 0)
+		r = step(j, "link:" GB_PREPARE_FIRSTBOOT_WANTS, "file", NULL, link_firstboot, NULL);
+	if (r >= 0)
+		r = gb_journal_write_file(
+		    j, "verify", GB_PREPARE_IMAGE_PENDING,
+		    "installed by gpuboot into this image; its first boot loads and verifies\n",
+		    sizeof("installed by gpuboot into this image; its first boot loads and verifies\n") - 1, 0644);
+	if (r < 0)
+		snprintf(why, whysz, "cannot enable %s in the image: %s", GB_PREPARE_FIRSTBOOT_UNIT, strerror(-r));
+	return r;
+}
+
+int gb_prepare_firstboot_done(struct gb_ctx *ctx, int exit_code)
+{
+	const char *unit = getenv("GPUBOOT_FIRST_BOOT_UNIT");
+	int r;
+	/* the unit's own run without a GPU, or before a reboot: again next boot */
+	if (exit_code == 3 || (unit && streq(unit, "1") && exit_code == 11))
+		return 0;
+	r = gb_root_unlink(ctx->root, GB_PREPARE_IMAGE_PENDING);
+	return r == -ENOENT ? 0 : r;
 }

@@ -973,7 +973,20 @@ static int stage_verify(struct run *r, struct gb_stage *st)
 		return 0;
 	}
 	if (image_mode(r)) {
-		gb_stage_end(r->ctx, st, "skipped", 0, "image root: verification pending the image's first boot");
+		/* The image finishes its own job at its first boot, whatever the
+		 * user-data of the instances launched from it. */
+		char why[320] = "";
+		int k = gb_prepare_arm_firstboot(r->ctx, r->journal, why, sizeof(why));
+		if (k < 0) {
+			gb_stage_end(r->ctx, st, "failed", k, "%s", why);
+			gb_stage_hint(st, "the image holds the driver but would not verify itself at its first boot");
+			gb_log_error("verify: %s", why);
+			return GB_EXIT_FAILED;
+		}
+		gb_stage_end(r->ctx, st, "skipped", 0,
+		             "image root: verification pending the image's first boot (" GB_PREPARE_FIRSTBOOT_UNIT
+		             " enabled)");
+		r->st.result_override = "installed-pending-first-boot";
 		return 0;
 	}
 	if (repair_stops_before_load(r)) {
@@ -1285,6 +1298,8 @@ int gb_run(struct gb_ctx *ctx)
 			code = GB_EXIT_FAILED;
 		}
 	}
+	if (!ctx->opt.repair && !image_mode(&r) && gb_prepare_firstboot_done(ctx, code) < 0)
+		gb_log_warning("Failed to remove '%s' under the root, ignoring", GB_PREPARE_IMAGE_PENDING);
 	if (r.journal) {
 		if (gb_journal_finish(r.journal, journal_state(code), code) < 0 && code == GB_EXIT_OK)
 			code = GB_EXIT_FAILED;

@@ -179,7 +179,10 @@ static json_object *status_doc(const struct gb_status *s, json_object *prev)
 	gb_json_add(o, "duration_ms",
 	            gb_json_new_double(s->finished_ns ? (double)(s->finished_ns - s->started_ns) / 1e6 : 0));
 	gb_json_add(o, "exit_code", s->finished_ns ? gb_json_new_int(s->exit_code) : NULL);
-	gb_json_add(o, "result", gb_json_new_string(s->finished_ns ? e->result : "running"));
+	gb_json_add(o, "result",
+	            gb_json_new_string(!s->finished_ns                       ? "running"
+	                               : s->result_override && !s->exit_code ? s->result_override
+	                                                                     : e->result));
 	for (size_t i = 0; i < s->n_stages; i++)
 		gb_json_append(stages, stage_json(s->stages[i]));
 	if (s->stages_lost)

@@ -48,6 +48,9 @@ struct gb_status {
 	const char *tier;
 	bool driver_ready, cuda_ready, toolkit_ready, verified;
 	bool write_flags; /* only commands that judge readiness (verify, run) touch the flags */
+	/* the result when the exit code alone would mislead (an image build:
+	 * exit 0, "installed-pending-first-boot", never "ok"), or NULL */
+	const char *result_override;
 };
 
 json_object *gb_status_to_json(const struct gb_status *s);

@@ -140,10 +140,73 @@ PY
 	echo "twin $1: exit 15, $3 names '$4'"
 }
 
+# image_boot NAME FIXTURE LIBDIR: a Packer-style image install (--root IMG
+# --target-gpu T4: installed, not loaded), then the image's first boot as a
+# cloud boots it, with no user-data: the unit the image install enabled runs
+# its own command on the image booted on a T4 instance.
+image_boot() {
+	bare "$1" "$2" "$3"
+	mkdir -p "$M/boot" && : >"$M/boot/vmlinuz-$R" # an image's installer builds for the kernels it holds
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,installs:nvidia-installer:0:$TREE" \
+		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method runfile \
+		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$M.state" \
+		--run-dir "$M.state/run"
+	python3 - "$M.state/status.json" <<'PY' || fail "$1: the image build's status: $(head -c 2000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+# exit 0 for Packer, but never "ok": an unbooted image is no verified host
+assert d["exit_code"] == 0 and d["result"] == "installed-pending-first-boot", (d["exit_code"], d["result"])
+assert st["install"]["result"] == "ok" and st["verify"]["result"] == "skipped", st["verify"]
+assert "gpuboot-firstboot.service" in st["verify"]["error"], st["verify"]
+assert not d["ready"]["verified"]
+PY
+	unit=$M/etc/systemd/system/gpuboot-firstboot.service
+	[ -f "$unit" ] && [ "$(readlink "$M/etc/systemd/system/multi-user.target.wants/gpuboot-firstboot.service")" = \
+		/etc/systemd/system/gpuboot-firstboot.service ] || fail "$1: the first-boot unit is not enabled in the image"
+	grep -q '^ExecStart=/usr/local/bin/gpuboot run --offline --profile minimal --method runfile' "$unit" ||
+		fail "$1: the unit: $(cat "$unit")"
+	[ ! -e "$M.state/run/verified-ready" ] || fail "$1: an image build claims verified"
+	[ -f "$M/var/lib/gpuboot/image-pending" ] || fail "$1: no image-pending marker for the unit's condition"
+	grep -q '^ConditionPathExists=/var/lib/gpuboot/image-pending$' "$unit" &&
+		grep -q '^Environment=GPUBOOT_FIRST_BOOT_UNIT=1$' "$unit" || fail "$1: the unit: $(cat "$unit")"
+	cmd=$(sed -n 's|^ExecStart=/usr/local/bin/gpuboot ||p' "$unit")
+	# Booted where there is no GPU (a build's test boot): the honest no-GPU
+	# answer, and the marker stays for the boot that has one.
+	rm -rf "$M.nogpu" "$M.nogpu.state" && cp -a "$M" "$M.nogpu" && cp -a "$M.state" "$M.nogpu.state"
+	for d in "$M.nogpu"/sys/bus/pci/devices/*; do
+		grep -q 0x10de "$d/vendor" && rm -rf "$d"
+	done
+	# shellcheck disable=SC2086
+	GPUBOOT_FIRST_BOOT_UNIT=1 GPUBOOT_FAKE_OPS="root=$M.nogpu" expect_exit 11 "$GB" --root "$M.nogpu" $cmd \
+		--state-dir "$M.nogpu.state" --run-dir "$M.nogpu.state/run"
+	[ -f "$M.nogpu/var/lib/gpuboot/image-pending" ] || fail "$1: a no-GPU boot consumed the image's first boot"
+	# The first boot: the unit's command on the booted image.
+	rm -f "$M.ops"
+	# shellcheck disable=SC2086
+	GPUBOOT_FIRST_BOOT_UNIT=1 GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" FAKE_NV_GPUS=1 LD_LIBRARY_PATH=$M/$3 \
+		expect_exit 0 "$GB" --root "$M" $cmd --state-dir "$M.state" --run-dir "$M.state/run" --tier passive
+	[ ! -e "$M/var/lib/gpuboot/image-pending" ] || fail "$1: the marker outlived the image's first boot"
+	python3 - "$M.state/status.json" "$VER" <<'PY' || fail "$1: the first boot's status: $(head -c 2000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s["result"] for s in d["stages"]}
+assert d["result"] == "ok" and d["exit_code"] == 0 and d["ready"]["verified"], (d["result"], d["ready"])
+assert d["plan"]["driver"]["action"] == "keep" and st["install"] == "skipped" and st["fetch"] == "skipped", st
+assert st["load"] == "ok" and st["verify"] == "ok", st
+assert d["facts_after_load"]["nvidia"]["loaded_version"] == sys.argv[2]
+PY
+	! grep -q '^run ' "$M.ops" || fail "$1: the first boot ran commands (an install?): $(grep '^run ' "$M.ops")"
+	grep -q '^module_load nvidia ' "$M.ops" || fail "$1: the first boot loaded nothing"
+	[ -f "$M.state/run/verified-ready" ] || fail "$1: no verified flag after the first boot"
+	echo "row $1: image built (pending its first boot), first boot by its own unit to exit 0"
+}
+
 first_boot ubuntu-runfile t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 # nouveau was unloaded by prepare and its binding went with it
 [ ! -e "$TMP/ubuntu-runfile/sys/module/nouveau" ] || fail "nouveau still loaded"
 FAKE_NV_GPUS=4 first_boot rhel-runfile a100-rhel9 usr/lib64
+image_boot ubuntu-runfile-image t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 
 twin_load secure-boot-unsigned 129 debian12-secureboot-unsigned.kmsg 14 secure-boot-unsigned
 twin_load untrusted-key 129 debian12-untrusted-key.kmsg 14 secure-boot-untrusted-key
