@@ -17,6 +17,12 @@
 # it ever boots. Exported: vmlinuz/initrd.img = the oldest kernel (the one
 # gpuboot installed for), vmlinuz-next/initrd.img-next = the newest.
 #
+# The image's own first boot (gpuboot-firstboot.service, enabled by the
+# image install) is left out of these guests: the build removes its marker,
+# var/lib/gpuboot/image-pending, so each scenario's user-data (and
+# gpuboot-repair.service) is what runs, as the scenarios test; that unit is
+# tested by tests/integration/t-firstboot.sh's image row.
+#
 # The NVIDIA image also has GRUB's tools (grub2-common: update-grub, no
 # boot sector): the reboot scenario runs Debian's update-grub in the guest
 # and boots through GRUB reading the guest's own grub.cfg.
@@ -59,7 +65,7 @@ if [ -n "$extra" ]; then
 	# Debian cloud images' sources (deb822, main only; gpuboot adds the rest),
 	# gpuboot's install, then no sources: the guest has no network.
 	upgrade_hook="install -m 0755 '$GB' \"\$1/usr/local/bin/gpuboot\" && printf 'deb http://deb.debian.org/debian bookworm main\\ndeb http://deb.debian.org/debian bookworm-backports main\\n' >\"\$1/etc/apt/sources.list.d/upgrade.list\" && chroot \"\$1\" apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive chroot \"\$1\" apt-get install -y -q --no-install-recommends -t bookworm-backports linux-image-amd64 linux-headers-amd64 >&2 && rm -f \"\$1/etc/apt/sources.list.d/upgrade.list\" && { cp \"\$1/var/lib/gpuboot/status.json\" \"\$1/root/hook-status.json\" 2>/dev/null || true; }"
-	nvidia_hooks="printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >\"\$1/etc/apt/sources.list.d/debian.sources\" && '$GB' --root \"\$1\" run --target-gpu T4 --profile minimal --method distro --state-dir \"\$1/var/lib/gpuboot\" >&2 && rm -f \"\$1/etc/apt/sources.list.d/debian.sources\""
+	nvidia_hooks="printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >\"\$1/etc/apt/sources.list.d/debian.sources\" && '$GB' --root \"\$1\" run --target-gpu T4 --profile minimal --method distro --state-dir \"\$1/var/lib/gpuboot\" >&2 && rm -f \"\$1/etc/apt/sources.list.d/debian.sources\" \"\$1/var/lib/gpuboot/image-pending\""
 fi
 mmdebstrap --quiet --variant=minbase \
 	--include=systemd-sysv,udev,kmod,initramfs-tools,zstd,linux-image-amd64,cloud-init,curl,ca-certificates,e2fsprogs,procps$more \
