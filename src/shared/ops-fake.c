@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fake-apt.h"
 #include "fake-kernel.h"
 #include "fileio.h"
 #include "macro.h"
@@ -39,6 +40,7 @@ struct fake {
 	int random_byte; /* -1: real getrandom */
 	char release[65];
 	char machine[65];
+	char apt[512]; /* apt=DIR: the fake apt and dpkg's archive (fake-apt.c) */
 };
 
 static struct fake *F(const struct gb_ops *ops)
@@ -305,6 +307,11 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 	            line);
 	fake_creates(f, spec);
 	r = fake_find_command(f, line);
+	if (!r && f->apt[0]) {
+		int a = gb_fake_apt_run(f->root, f->apt, spec->argv, ret);
+		if (a != 0)
+			return a < 0 ? a : 0;
+	}
 	if (!(r && r->value) && fake_installs(f, spec) < 0)
 		return -EIO; /* the fake's own failure: never a silent half-install */
 	if (r && r->file[0]) {
@@ -476,6 +483,8 @@ static int parse_item(struct fake *f, char *item)
 		return gb_strscpy(f->record, sizeof(f->record), v) < 0 ? -EINVAL : 0;
 	if ((v = gb_startswith(item, "root=")))
 		return gb_strscpy(f->root, sizeof(f->root), v) < 0 ? -EINVAL : 0;
+	if ((v = gb_startswith(item, "apt=")))
+		return gb_strscpy(f->apt, sizeof(f->apt), v) < 0 ? -EINVAL : 0;
 	if ((v = gb_startswith(item, "clock:"))) {
 		f->has_clock = true;
 		return gb_safe_atou64(v, 10, &f->clock);

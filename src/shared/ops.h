@@ -106,6 +106,8 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  * Configured by a spec string, a comma-separated list of
  *   record=PATH             append one line per call to PATH
  *   root=DIR                the fixture tree the fake updates (else none)
+ *   apt=DIR                 apt and dpkg answer from the archive in DIR and
+ *                           the root's var/lib/dpkg/status (fake-apt.c)
  *   module:NAME:ERRNO       module_load(NAME) fails with -ERRNO
  *   kmsg:NAME:FILE          on that failure, append FILE's lines to dev/kmsg
  *   remove:NAME:ERRNO       module_unload(NAME) fails with -ERRNO

@@ -5,10 +5,13 @@
 # row has failure twins that end in their documented exit code with the
 # cause named and no ready flag.
 #
-# The simulated stack (src/shared/fake-kernel.c, tests/make-driver-tree,
-# tests/fake-nvidia): the runfile's installer (fake operations, installs:)
-# leaves the modules (ELF with .modinfo) and the userspace in the real
-# layout; the fake kernel's insert of nvidia reads the module file and
+# The simulated stack (src/shared/fake-kernel.c, src/shared/fake-apt.c,
+# tests/make-driver-tree, tests/fake-nvidia): the runfile's installer (fake
+# operations, installs:) leaves the modules (ELF with .modinfo) and the
+# userspace in the real layout; for the distro method, the fake apt and dpkg
+# install Debian's package names from an archive in its layout (the module
+# where DKMS puts it, the libraries where Debian does) and answer dpkg-query
+# from var/lib/dpkg/status; the fake kernel's insert of nvidia reads the module file and
 # leaves what the real module leaves (proc/driver/nvidia/version, the GPUs'
 # information, sys/module/nvidia/version, the driver links); the fake NVML
 # is the installed libnvidia-ml.so.<version> and reports that version.
@@ -20,6 +23,9 @@ command -v objcopy >/dev/null || skip "objcopy missing (binutils; make deps)"
 B=$TMP/bundle
 GB=$GB tests/make-bundle "$B" >/dev/null
 VER=$(bundle_driver "$B")
+# Debian 12's own driver (the distro method), at its archive version
+DEB_DRV=535.309.01 DVER=535.309.01-1~deb12u1
+MTH=runfile DRV=$VER
 printf '[install]\nreplace_installed = always\n' >"$TMP/always.conf"
 
 # bare NAME FIXTURE LIBDIR: the capture, with the running kernel's headers
@@ -37,16 +43,55 @@ bare() {
 	fi
 	TREE=$TMP/$1.tree
 	rm -rf "$TREE"
-	tests/make-driver-tree "$TREE" "$VER" proprietary "$R" "$3"
+	tests/make-driver-tree "$TREE" "$DRV" proprietary "$R" "$3"
 }
 
-# gb_run EXIT LIBDIR [FAKE-RULES]: gpuboot run on $M, live, runfile method
+# debian_archive NAME: the Debian 12 machine as its cloud image has it (the
+# archive's deb822 sources, the running kernel's package in dpkg's
+# database) and an archive of Debian's NVIDIA packages at $DVER, each
+# package's tree where Debian puts it (DKMS's module under updates/dkms as
+# nvidia-current*.ko, the libraries in nvidia/current)
+debian_archive() {
+	mkdir -p "$M/etc/apt/sources.list.d" "$M/var/lib/dpkg" "$M/boot"
+	printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		>"$M/etc/apt/sources.list.d/debian.sources"
+	printf 'Package: linux-image-%s\nStatus: install ok installed\nVersion: 6.1.76-1\n\nPackage: linux-image-cloud-amd64\nStatus: install ok installed\nVersion: 6.1.76-1\n\n' \
+		"$R" >>"$M/var/lib/dpkg/status"
+	: >"$M/boot/vmlinuz-$R"
+	A=$TMP/$1.archive L=usr/lib/x86_64-linux-gnu/nvidia/current
+	rm -rf "$A" "$TMP/$1.dt"
+	tests/make-driver-tree "$TMP/$1.dt" "$DRV" proprietary "$R" "$L"
+	mkdir -p "$A/nvidia-kernel-dkms/lib/modules/$R/updates/dkms" "$A/libnvidia-ml1/$L" "$A/libcuda1/$L" "$A/nvidia-smi/usr/bin"
+	for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm; do
+		mv "$TMP/$1.dt/lib/modules/$R/kernel/drivers/video/$m.ko" \
+			"$A/nvidia-kernel-dkms/lib/modules/$R/updates/dkms/$(echo "$m" | sed 's/^nvidia/nvidia-current/').ko"
+	done
+	mv "$TMP/$1.dt/$L"/libnvidia-ml* "$A/libnvidia-ml1/$L/"
+	mv "$TMP/$1.dt/$L"/libcuda* "$A/libcuda1/$L/"
+	mv "$TMP/$1.dt/usr/bin/nvidia-smi" "$A/nvidia-smi/usr/bin/"
+	{
+		for p in nvidia-kernel-dkms firmware-nvidia-gsp nvidia-smi libnvidia-ml1 libcuda1 nvidia-persistenced; do
+			printf 'Package: %s\nVersion: %s\n\n' "$p" "$DVER"
+		done
+		printf 'Package: linux-headers-%s\nVersion: 6.1.76-1\n\nPackage: linux-headers-cloud-amd64\nVersion: 6.1.76-1\n\n' "$R"
+	} >"$A/Packages"
+}
+
+# fake_spec: the fake operations of the method's installer
+fake_spec() {
+	case $MTH in
+	runfile) echo "installs:nvidia-installer:0:$TREE" ;;
+	distro) echo "apt=$A" ;;
+	esac
+}
+
+# gb_run EXIT LIBDIR [FAKE-RULES]: gpuboot run on $M, live, method $MTH
 gb_run() {
 	want=$1 lib=$2 n=${FAKE_NV_GPUS:-1}
 	shift 2
 	rules=${1:-}
-	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,installs:nvidia-installer:0:$TREE${rules:+,$rules}" \
-		FAKE_NV_GPUS=$n LD_LIBRARY_PATH=$M/$lib expect_exit "$want" "$GB" --root "$M" run --profile minimal --method runfile \
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)${rules:+,$rules}" \
+		FAKE_NV_GPUS=$n LD_LIBRARY_PATH=$M/$lib expect_exit "$want" "$GB" --root "$M" run --profile minimal --method "$MTH" \
 		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$M.state" \
 		--run-dir "$M.state/run" --tier passive
 }
@@ -54,23 +99,28 @@ gb_run() {
 # first_boot NAME FIXTURE LIBDIR: bare to exit 0, then a run that changes nothing
 first_boot() {
 	bare "$1" "$2" "$3"
+	[ "$MTH" = distro ] && debian_archive "$1"
 	# the dry run says what the real run then does, and stops nowhere
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" expect_exit 0 "$GB" --root "$M" run --dry-run --profile minimal \
-		--method runfile --config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" \
+		--method "$MTH" --config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" \
 		--state-dir "$M.state" --tier passive
 	! grep -q "not implemented" "$TMP/out" || fail "$1: the dry run: $(tail -8 "$TMP/out")"
-	flavor=$(sed -n "s/^  install: install driver $VER (\([a-z]*\) module) with the runfile method.*/\1/p" "$TMP/out")
-	[ -n "$flavor" ] && rm -rf "$TREE" && tests/make-driver-tree "$TREE" "$VER" "$flavor" "$R" "$3" &&
-		grep -q "^  fetch: the driver runfile" "$TMP/out" && grep -q "^  load: nvidia nvidia_uvm" "$TMP/out" &&
-		grep -q "^  verify: tier passive" "$TMP/out" || fail "$1: the dry run: $(sed -n '/dry run/,$p' "$TMP/out")"
+	flavor=$(sed -n "s/^  install: install driver $DRV (\([a-z]*\) module) with the $MTH method.*/\1/p" "$TMP/out")
+	[ -n "$flavor" ] && grep -q "^  load: nvidia nvidia_uvm" "$TMP/out" && grep -q "^  verify: tier passive" "$TMP/out" ||
+		fail "$1: the dry run: $(sed -n '/dry run/,$p' "$TMP/out")"
+	if [ "$MTH" = runfile ]; then
+		rm -rf "$TREE" && tests/make-driver-tree "$TREE" "$DRV" "$flavor" "$R" "$3"
+		grep -q "^  fetch: the driver runfile" "$TMP/out" || fail "$1: the dry run fetches no runfile"
+	fi
 	[ ! -e "$M.ops" ] && [ ! -e "$M.state" ] || fail "$1: the dry run did something"
 	gb_run 0 "$3"
-	python3 - "$M.state" "$VER" <<'PY' || fail "$1: the first boot's status: $(head -c 3000 "$M.state/status.json")"
+	python3 - "$M.state" "$DRV" "$MTH" <<'PY' || fail "$1: the first boot's status: $(head -c 3000 "$M.state/status.json")"
 import json, sys
 d = json.load(open(sys.argv[1] + "/status.json")); ver = sys.argv[2]
 st = {s["name"]: s["result"] for s in d["stages"]}
 assert d["result"] == "ok" and d["exit_code"] == 0, (d["result"], d["exit_code"])
-assert st == {"detect": "ok", "plan": "ok", "prepare": "ok", "fetch": "ok", "install": "ok", "load": "ok",
+fetch = "ok" if sys.argv[3] == "runfile" else "skipped"  # the distro method installs from the archive
+assert st == {"detect": "ok", "plan": "ok", "prepare": "ok", "fetch": fetch, "install": "ok", "load": "ok",
               "verify": "ok"}, st
 assert d["ready"]["verified"] and d["ready"]["driver_ready"], d["ready"]
 assert d["journal"]["state"] == "done", d["journal"]
@@ -122,7 +172,7 @@ twin_verify() {
 	bare "twin-$1" t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 	if [ -n "${5:-}" ]; then
 		rm -rf "$TREE"
-		USERSPACE_VERSION=$5 tests/make-driver-tree "$TREE" "$VER" proprietary "$R" usr/lib/x86_64-linux-gnu
+		USERSPACE_VERSION=$5 tests/make-driver-tree "$TREE" "$DRV" proprietary "$R" usr/lib/x86_64-linux-gnu
 	fi
 	FAKE_NV_SCENARIO=$2 FAKE_NV_KMSG=$M/dev/kmsg gb_run 15 usr/lib/x86_64-linux-gnu
 	python3 - "$M.state/status.json" "$3" "$4" <<'PY' || fail "twin $1: status: $(head -c 3000 "$M.state/status.json")"
@@ -146,9 +196,10 @@ PY
 # its own command on the image booted on a T4 instance.
 image_boot() {
 	bare "$1" "$2" "$3"
+	[ "$MTH" = distro ] && debian_archive "$1"
 	mkdir -p "$M/boot" && : >"$M/boot/vmlinuz-$R" # an image's installer builds for the kernels it holds
-	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,installs:nvidia-installer:0:$TREE" \
-		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method runfile \
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)" \
+		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method "$MTH" \
 		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$M.state" \
 		--run-dir "$M.state/run"
 	python3 - "$M.state/status.json" <<'PY' || fail "$1: the image build's status: $(head -c 2000 "$M.state/status.json")"
@@ -164,7 +215,7 @@ PY
 	unit=$M/etc/systemd/system/gpuboot-firstboot.service
 	[ -f "$unit" ] && [ "$(readlink "$M/etc/systemd/system/multi-user.target.wants/gpuboot-firstboot.service")" = \
 		/etc/systemd/system/gpuboot-firstboot.service ] || fail "$1: the first-boot unit is not enabled in the image"
-	grep -q '^ExecStart=/usr/local/bin/gpuboot run --offline --profile minimal --method runfile' "$unit" ||
+	grep -q "^ExecStart=/usr/local/bin/gpuboot run --offline --profile minimal --method $MTH" "$unit" ||
 		fail "$1: the unit: $(cat "$unit")"
 	[ ! -e "$M.state/run/verified-ready" ] || fail "$1: an image build claims verified"
 	[ -f "$M/var/lib/gpuboot/image-pending" ] || fail "$1: no image-pending marker for the unit's condition"
@@ -187,7 +238,7 @@ PY
 	GPUBOOT_FIRST_BOOT_UNIT=1 GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" FAKE_NV_GPUS=1 LD_LIBRARY_PATH=$M/$3 \
 		expect_exit 0 "$GB" --root "$M" $cmd --state-dir "$M.state" --run-dir "$M.state/run" --tier passive
 	[ ! -e "$M/var/lib/gpuboot/image-pending" ] || fail "$1: the marker outlived the image's first boot"
-	python3 - "$M.state/status.json" "$VER" <<'PY' || fail "$1: the first boot's status: $(head -c 2000 "$M.state/status.json")"
+	python3 - "$M.state/status.json" "$DRV" <<'PY' || fail "$1: the first boot's status: $(head -c 2000 "$M.state/status.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 st = {s["name"]: s["result"] for s in d["stages"]}
@@ -196,7 +247,8 @@ assert d["plan"]["driver"]["action"] == "keep" and st["install"] == "skipped" an
 assert st["load"] == "ok" and st["verify"] == "ok", st
 assert d["facts_after_load"]["nvidia"]["loaded_version"] == sys.argv[2]
 PY
-	! grep -q '^run ' "$M.ops" || fail "$1: the first boot ran commands (an install?): $(grep '^run ' "$M.ops")"
+	! grep -q '^run .*\(apt-get\|nvidia-installer\|apt-mark\)' "$M.ops" ||
+		fail "$1: the first boot installed: $(grep '^run ' "$M.ops")"
 	grep -q '^module_load nvidia ' "$M.ops" || fail "$1: the first boot loaded nothing"
 	[ -f "$M.state/run/verified-ready" ] || fail "$1: no verified flag after the first boot"
 	echo "row $1: image built (pending its first boot), first boot by its own unit to exit 0"
@@ -207,6 +259,9 @@ first_boot ubuntu-runfile t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 [ ! -e "$TMP/ubuntu-runfile/sys/module/nouveau" ] || fail "nouveau still loaded"
 FAKE_NV_GPUS=4 first_boot rhel-runfile a100-rhel9 usr/lib64
 image_boot ubuntu-runfile-image t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+# Debian 12's own driver (the distro method, DKMS), live and as the Packer example builds it
+MTH=distro DRV=$DEB_DRV first_boot debian-distro l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
+MTH=distro DRV=$DEB_DRV image_boot debian-distro-image l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 
 twin_load secure-boot-unsigned 129 debian12-secureboot-unsigned.kmsg 14 secure-boot-unsigned
 twin_load untrusted-key 129 debian12-untrusted-key.kmsg 14 secure-boot-untrusted-key
