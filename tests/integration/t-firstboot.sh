@@ -20,8 +20,14 @@ FAKE=$PWD/build/fake-nvidia
 [ -f "$FAKE/libcuda.so.1" ] || fail "fake libraries missing (make fake-nvidia)"
 command -v openssl >/dev/null || skip "openssl missing (make deps)"
 command -v objcopy >/dev/null || skip "objcopy missing (binutils; make deps)"
+. tests/integration/lib-tls.sh
 B=$TMP/bundle
 GB=$GB tests/make-bundle "$B" >/dev/null
+# NVIDIA's apt repository's key where NVIDIA serves it, on loopback HTTPS
+make_certs
+mkdir -p "$TMP/nvmirror/compute/cuda/repos/ubuntu2204/x86_64"
+cp tests/data/test-repo-key/public.asc "$TMP/nvmirror/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub"
+start_server "$TMP/nvmirror"
 VER=$(bundle_driver "$B")
 # Debian 12's own driver (the distro method), at its archive version
 DEB_DRV=535.309.01 DVER=535.309.01-1~deb12u1
@@ -77,11 +83,42 @@ debian_archive() {
 	} >"$A/Packages"
 }
 
+# nvidia_apt_archive NAME: Ubuntu 22.04 as its GCP image has it (the kernel's
+# packages in dpkg's database), NVIDIA's apt repository in its layout for
+# the packages method: its key where NVIDIA serves it, on the loopback HTTPS
+# mirror (the tests' own key: its fingerprint is pinned in the test build
+# only), and the plan's packages (nvidia-driver-pinning-580, cuda-drivers
+# with the module where DKMS puts it and the userspace)
+nvidia_apt_archive() {
+	mkdir -p "$M/var/lib/dpkg" "$M/boot"
+	printf 'Package: linux-image-%s\nStatus: install ok installed\nVersion: 6.5.0-1020.20~22.04.1\n\nPackage: linux-image-gcp\nStatus: install ok installed\nVersion: 6.5.0.1020.20~22.04.1\n\n' \
+		"$R" >>"$M/var/lib/dpkg/status"
+	: >"$M/boot/vmlinuz-$R"
+	A=$TMP/$1.archive
+	rm -rf "$A"
+	mkdir -p "$A"
+	tests/make-driver-tree "$A/cuda-drivers" "$DRV" proprietary "$R" usr/lib/x86_64-linux-gnu
+	mkdir -p "$A/cuda-drivers/lib/modules/$R/updates/dkms"
+	mv "$A/cuda-drivers/lib/modules/$R/kernel/drivers/video/"*.ko "$A/cuda-drivers/lib/modules/$R/updates/dkms/"
+	rm -rf "$A/cuda-drivers/lib/modules/$R/kernel"
+	printf 'Package: nvidia-driver-pinning-580\nVersion: %s-1\n\nPackage: cuda-drivers\nVersion: %s-0ubuntu1\n\n' "$DRV" "$DRV" >"$A/Packages"
+	printf 'Package: linux-headers-%s\nVersion: 6.5.0-1020.20~22.04.1\n\nPackage: linux-headers-gcp\nVersion: 6.5.0.1020.20~22.04.1\n\n' "$R" >>"$A/Packages"
+}
+
 # fake_spec: the fake operations of the method's installer
 fake_spec() {
 	case $MTH in
 	runfile) echo "installs:nvidia-installer:0:$TREE" ;;
-	distro) echo "apt=$A" ;;
+	distro | packages) echo "apt=$A" ;;
+	esac
+}
+
+# mirror_args: where the method's artifacts come from (the signed bundle;
+# for NVIDIA's repository, the loopback HTTPS mirror in its layout)
+mirror_args() {
+	case $MTH in
+	packages) echo "--mirror https://127.0.0.1:$PORT/ --ca-file $TMP/ca.pem" ;;
+	*) echo "--mirror file://$B/mirror --trust-key $B/key.pub" ;;
 	esac
 }
 
@@ -92,18 +129,18 @@ gb_run() {
 	rules=${1:-}
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)${rules:+,$rules}" \
 		FAKE_NV_GPUS=$n LD_LIBRARY_PATH=$M/$lib expect_exit "$want" "$GB" --root "$M" run --profile minimal --method "$MTH" \
-		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$M.state" \
-		--run-dir "$M.state/run" --tier passive
+		--config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --run-dir "$M.state/run" --tier passive
 }
 
 # first_boot NAME FIXTURE LIBDIR: bare to exit 0, then a run that changes nothing
 first_boot() {
 	bare "$1" "$2" "$3"
 	[ "$MTH" = distro ] && debian_archive "$1"
+	[ "$MTH" = packages ] && nvidia_apt_archive "$1"
 	# the dry run says what the real run then does, and stops nowhere
+	# shellcheck disable=SC2046
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" expect_exit 0 "$GB" --root "$M" run --dry-run --profile minimal \
-		--method "$MTH" --config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" \
-		--state-dir "$M.state" --tier passive
+		--method "$MTH" --config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --tier passive
 	! grep -q "not implemented" "$TMP/out" || fail "$1: the dry run: $(tail -8 "$TMP/out")"
 	flavor=$(sed -n "s/^  install: install driver $DRV (\([a-z]*\) module) with the $MTH method.*/\1/p" "$TMP/out")
 	[ -n "$flavor" ] && grep -q "^  load: nvidia nvidia_uvm" "$TMP/out" && grep -q "^  verify: tier passive" "$TMP/out" ||
@@ -119,7 +156,7 @@ import json, sys
 d = json.load(open(sys.argv[1] + "/status.json")); ver = sys.argv[2]
 st = {s["name"]: s["result"] for s in d["stages"]}
 assert d["result"] == "ok" and d["exit_code"] == 0, (d["result"], d["exit_code"])
-fetch = "ok" if sys.argv[3] == "runfile" else "skipped"  # the distro method installs from the archive
+fetch = "ok" if sys.argv[3] == "runfile" else "skipped"  # the package methods install from their archives
 assert st == {"detect": "ok", "plan": "ok", "prepare": "ok", "fetch": fetch, "install": "ok", "load": "ok",
               "verify": "ok"}, st
 assert d["ready"]["verified"] and d["ready"]["driver_ready"], d["ready"]
@@ -197,11 +234,12 @@ PY
 image_boot() {
 	bare "$1" "$2" "$3"
 	[ "$MTH" = distro ] && debian_archive "$1"
+	[ "$MTH" = packages ] && nvidia_apt_archive "$1"
 	mkdir -p "$M/boot" && : >"$M/boot/vmlinuz-$R" # an image's installer builds for the kernels it holds
+	# shellcheck disable=SC2046
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)" \
 		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method "$MTH" \
-		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$M.state" \
-		--run-dir "$M.state/run"
+		--config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --run-dir "$M.state/run"
 	python3 - "$M.state/status.json" <<'PY' || fail "$1: the image build's status: $(head -c 2000 "$M.state/status.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -259,6 +297,9 @@ first_boot ubuntu-runfile t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 [ ! -e "$TMP/ubuntu-runfile/sys/module/nouveau" ] || fail "nouveau still loaded"
 FAKE_NV_GPUS=4 first_boot rhel-runfile a100-rhel9 usr/lib64
 image_boot ubuntu-runfile-image t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+# NVIDIA's apt repository (the packages method) on Ubuntu 22.04
+MTH=packages first_boot ubuntu-packages t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+MTH=packages image_boot ubuntu-packages-image t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 # Debian 12's own driver (the distro method, DKMS), live and as the Packer example builds it
 MTH=distro DRV=$DEB_DRV first_boot debian-distro l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 MTH=distro DRV=$DEB_DRV image_boot debian-distro-image l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
