@@ -181,7 +181,14 @@ int gb_lock_take(struct gb_ctx *ctx, int *ret_fd)
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		r = errno;
 		if (r == EWOULDBLOCK) {
-			ssize_t n = pread(fd, holder, sizeof(holder) - 1, 0);
+			/* The holder writes its pid just after it took the lock: a
+			 * moment's wait, bounded, rather than "pid unknown". */
+			ssize_t n = 0;
+			for (int i = 0; i < 20 && n <= 0; i++) {
+				if (i)
+					ctx->ops->sleep_ms(ctx->ops, 5);
+				n = pread(fd, holder, sizeof(holder) - 1, 0);
+			}
 			holder[n > 0 ? n : 0] = '\0';
 			holder[strcspn(holder, "\n")] = '\0';
 			close(fd);

@@ -75,13 +75,17 @@ plan --dry-run --offline >"$TMP/out" 2>"$TMP/err" || fail "offline dry run: $(ca
 snapshot >"$TMP/after"
 cmp -s "$TMP/before" "$TMP/after" || fail "the offline dry run wrote under the state directory"
 [ ! -s "$TMP/requests" ] || fail "the offline dry run asked the server: $(cat "$TMP/requests")"
-# Offline with an empty cache: refused, nothing written, nothing asked.
+# Offline with an empty cache: what is known without the network is listed
+# (the runfile, CUDA's manifest by its pinned sha256), what needs it named;
+# exit 13, nothing written, nothing asked.
 rm -rf "$S"
 set +e
 plan --dry-run --offline >"$TMP/out" 2>"$TMP/err"
 rc=$?
 set -e
 [ "$rc" -eq 13 ] && grep -q -- "--offline" "$TMP/out" || fail "offline dry run with an empty cache: exit $rc: $(cat "$TMP/out")"
+grep -q "^driver runfile 580.95.05 .* to-fetch$" "$TMP/out" && grep -q "^CUDA 13.0.0 redistrib manifest .* to-fetch$" "$TMP/out" ||
+	fail "offline dry run with an empty cache lists nothing known: $(cat "$TMP/out")"
 [ ! -e "$S" ] && [ ! -s "$TMP/requests" ] || fail "offline dry run with an empty cache wrote or asked: $(cat "$TMP/requests")"
 # gb_fetch_all itself refuses a dry run, marking every artifact failed.
 set +e

@@ -101,6 +101,10 @@ static int plan_mode(struct gb_ctx *ctx, int argc, char **argv)
 	if (o.dry_run) {
 		gb_fetch_print_list(a, n, stdout);
 		free(a);
+		if (r == 1) { /* what needs the network is not listed: said, as gpuboot fetch says it */
+			printf("ERR not listed: %s\n", err);
+			return 13;
+		}
 		return 0;
 	}
 	r = gb_fetch_all(ctx, a, n, &o);
