@@ -14,6 +14,7 @@
 #define PCI_DIR "sys/bus/pci/devices"
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_MELLANOX 0x15b3
+#define PCI_VENDOR_AMAZON 0x1d0f
 #define PCI_MAX_FUNCTIONS 4096
 
 int gb_pci_speed_to_gen(const char *speed)
@@ -202,6 +203,13 @@ int gb_detect_pci(struct gb_ctx *ctx, struct gb_facts *f)
 		if (vendor < 0) {
 			gb_strv_free(names);
 			return (int)vendor;
+		}
+		if (vendor == PCI_VENDOR_AMAZON) {
+			/* EFA: the high-speed NICs of AWS's GPU instances (ENA is 0xec20) */
+			int64_t d = attr_num(ctx, f, names[i], "device", 16);
+			if (d >= 0 && (d & 0xfff0) == 0xefa0)
+				f->network.efa++;
+			continue;
 		}
 		if (vendor == PCI_VENDOR_MELLANOX) {
 			int64_t c = attr_num(ctx, f, names[i], "class", 16);

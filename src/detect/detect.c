@@ -253,6 +253,7 @@ json_object *gb_facts_to_json(const struct gb_facts *f)
 	gb_json_add(root, "nvswitches", sw);
 
 	gb_json_add(net, "mellanox", gb_json_new_int((int)f->network.mellanox));
+	gb_json_add(net, "efa", gb_json_new_int((int)f->network.efa));
 	for (size_t i = 0; i < f->network.n_ib; i++) {
 		const struct gb_ib_port *p = &f->network.ib[i];
 		json_object *o = gb_json_new_object();
@@ -358,8 +359,8 @@ void gb_facts_print(const struct gb_facts *f, FILE *out)
 	}
 	if (f->n_nvswitches)
 		fprintf(out, "%-12s %zu\n", "nvswitches:", f->n_nvswitches);
-	fprintf(out, "%-12s %u Mellanox function(s), %zu InfiniBand port(s)\n", "network:", f->network.mellanox,
-	        f->network.n_ib);
+	fprintf(out, "%-12s %u Mellanox function(s), %zu InfiniBand port(s), %u EFA function(s)\n",
+	        "network:", f->network.mellanox, f->network.n_ib, f->network.efa);
 	fprintf(out, "%-12s module %s (%s), userspace %s, toolkit %s\n", "nvidia:", or_dash(f->nvidia.loaded_version),
 	        or_dash(f->nvidia.module_flavor), or_dash(f->nvidia.userspace_version),
 	        or_dash(f->nvidia.container_toolkit));

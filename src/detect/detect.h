@@ -119,6 +119,7 @@ struct gb_facts {
 	size_t n_nvswitches;
 	struct {
 		unsigned mellanox;
+		unsigned efa; /* AWS Elastic Fabric Adapter functions (1d0f:efa0-efaf): p4d, p5 */
 		struct gb_ib_port *ib;
 		size_t n_ib;
 	} network;

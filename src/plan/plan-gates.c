@@ -40,11 +40,12 @@ static void fabric_gate(struct gb_plan *p, const struct gb_profile *prof)
 	               p->in.n_nvswitches);
 }
 
-/* Network: only where the node is built for multi-node work (Mellanox or
- * InfiniBand present); disk and network are measured by the full tier only. */
+/* Network: only where the node is built for multi-node work (Mellanox,
+ * InfiniBand or AWS's EFA present); disk and network are measured by the
+ * full tier only. */
 static void say_gates(struct gb_plan *p)
 {
-	bool fast_nic = p->in.mellanox > 0;
+	bool fast_nic = p->in.mellanox > 0 || p->in.efa > 0;
 	bool full = streq(p->verify.tier, "full");
 	char net[200], disk[160];
 
@@ -52,7 +53,7 @@ static void say_gates(struct gb_plan *p)
 	if (p->verify.min_network_gbps <= 0)
 		SAY(net, "no network gate");
 	else if (!fast_nic)
-		SAY(net, "network gate %g Gb/s not applied: no Mellanox/InfiniBand NIC, a single node",
+		SAY(net, "network gate %g Gb/s not applied: no Mellanox, InfiniBand or EFA NIC, a single node",
 		    p->verify.min_network_gbps);
 	else
 		SAY(net, "network gate applies: %g Gb/s (high-speed NICs present)%s", p->verify.min_network_gbps,

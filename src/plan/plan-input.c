@@ -118,6 +118,7 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 	in->nouveau_blacklisted = f->nouveau.blacklisted;
 	in->n_nvswitches = (unsigned)f->n_nvswitches;
 	in->mellanox = f->network.mellanox;
+	in->efa = f->network.efa;
 	installed_from_facts(f, in);
 	for (size_t i = 0; i < f->n_gpus; i++) {
 		const struct gb_pci_fn *g = &f->gpus[i];

@@ -36,7 +36,7 @@ struct gb_plan_input {
 	bool kernel_known, headers;
 	int secure_boot;
 	bool nouveau_loaded, nouveau_blacklisted, nouveau_bound;
-	unsigned n_nvswitches, mellanox;
+	unsigned n_nvswitches, mellanox, efa;
 	bool target_os, target_gpu;
 	bool arch_explicit; /* --target-os named the arch */
 	char method[16]; /* an install method asked for (--method, [install] method), "" = the plan's choice */

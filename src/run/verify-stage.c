@@ -43,8 +43,9 @@ static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const ch
 	o->min_gpu_memory_gib = in->profile.min_gpu_memory_gib;
 	/* The network gate is for nodes built for multi-node work (docs/plan.md):
 	 * a single node without high-speed NICs reports its links, ungated. */
-	o->min_network_gbps =
-	    in->facts.network.mellanox > 0 || in->facts.network.n_ib > 0 ? in->profile.min_network_gbps : 0;
+	o->min_network_gbps = in->facts.network.mellanox > 0 || in->facts.network.n_ib > 0 || in->facts.network.efa > 0
+	                          ? in->profile.min_network_gbps
+	                          : 0;
 	o->min_disk_write_mbps = in->profile.min_disk_write_mbps;
 	o->fp64_gate = in->profile.fp64_gate;
 	o->ecc_required = in->profile.ecc_required;

@@ -305,6 +305,18 @@ expect_exit 12 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 
 grep -q "min_gpu_memory_gib = 16 cannot pass on Tesla T4 (15360 MiB" "$TMP/err" || fail "T4 gate: $(cat "$TMP/err")"
 expect_exit 12 "$GB" --root "$FIX/v100-ubuntu2004" plan --profile training
 grep -q "V100 SXM2 16GB (16160 MiB" "$TMP/err" || fail "V100 gate: $(cat "$TMP/err")"
+# AWS's EFA is a high-speed NIC (a p5 is no "single node"): detect counts
+# it, and the network gate applies.
+E=$TMP/efa
+cp -a "$FIX/h200-ubuntu2404" "$E"
+mkdir -p "$E/sys/bus/pci/devices/0000:00:1f.0"
+printf '0x1d0f\n' >"$E/sys/bus/pci/devices/0000:00:1f.0/vendor"
+printf '0xefa1\n' >"$E/sys/bus/pci/devices/0000:00:1f.0/device"
+printf '0x020000\n' >"$E/sys/bus/pci/devices/0000:00:1f.0/class"
+expect_exit 0 "$GB" --root "$E" detect --json
+[ "$(jq_ 'd["network"]["efa"]')" = "1" ] || fail "EFA not counted: $(jq_ 'd["network"]')"
+expect_exit 0 "$GB" --root "$E" plan --json
+[ "$(jq_ 'd["verify"]["network_gate_applies"]')" = "True" ] || fail "EFA: no network gate: $(jq_ 'd["verify"]["gates_reason"]')"
 # The network gate applies to multi-node nodes only; disk and network are full-tier gates.
 expect_exit 0 "$GB" --root "$H200" plan --json
 [ "$(jq_ 'd["verify"]["network_gate_applies"]')" = "False" ] || fail "network gate on a single H200"
