@@ -76,12 +76,14 @@ static const char *const known_checks[] = {
 	"gpu.identity",
 	"gpu.idle_before_test",
 	"gpu.idle_after_test",
+	"gpu.other_processes",
 	"gpu.memory",
 	"gpu.mig",
 	"gpu.persistence_mode",
 	"gpu.utilization_under_load",
 	"memory.copy_bandwidth",
 	"memory.pattern",
+	"memory.pattern_coverage",
 	"memory.read_bandwidth",
 	"memory.remapped_rows",
 	"memory.retired_pages",
@@ -565,6 +567,10 @@ static int profile_set(struct gb_profile *p, const struct gb_conf_entry *e, char
 		return set_number(&p->min_network_gbps, k, v, why, n);
 	if (IS("verify", "min_disk_write_mbps"))
 		return set_number(&p->min_disk_write_mbps, k, v, why, n);
+	if (IS("verify", "min_pattern_gib")) {
+		p->min_pattern_set = true;
+		return set_number(&p->min_pattern_gib, k, v, why, n);
+	}
 #undef IS
 	return bad(why, n, "unknown setting '%s' in [%s]; see docs/profiles.md", k, s);
 }

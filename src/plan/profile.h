@@ -71,6 +71,8 @@ struct gb_profile {
 	bool ecc_required;
 	double min_network_gbps;
 	double min_disk_write_mbps;
+	double min_pattern_gib; /* [verify] min_pattern_gib: the pattern test's floor (default 1) */
+	bool min_pattern_set;
 };
 
 struct gb_site_config {

@@ -12,6 +12,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_NOT_FOUND 6
 
 /* NVLink (nvml.h): links per GPU (18 since R525; 12 or 6 on older
  * drivers, which answer INVALID_ARGUMENT past their maximum), the link state
@@ -122,6 +123,8 @@ enum {
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), bus_width, "nvmlDeviceGetMemoryBusWidth", 0)                     \
 	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0)        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, void *), processes, "nvmlDeviceGetComputeRunningProcesses_v3", 0) \
+	X(nvmlReturn_t (*)(nvmlDevice_t, void *, unsigned *, unsigned long long), process_util,                        \
+	  "nvmlDeviceGetProcessUtilization", 0)                                                                        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), temperature, "nvmlDeviceGetTemperature", 0)                 \
 	X(nvmlReturn_t (*)(nvmlDevice_t, void *), fabric_info, "nvmlDeviceGetGpuFabricInfo", 0)                        \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned, int *), nvlink_state, "nvmlDeviceGetNvLinkState", 0)                \

@@ -209,6 +209,8 @@ static int load_cuda(char *err, size_t errsz)
 
 struct gpu {
 	nvmlDevice_t dev;
+	unsigned before_pids[64]; /* other processes on it when the probe started */
+	unsigned n_before;
 	char bus_id[32]; /* "00000000:00:06.0" from NVML */
 	int cuda_index; /* -1: not seen by CUDA */
 	CUdevice cudev;
@@ -217,6 +219,7 @@ struct gpu {
 	CUfunction f_fill, f_check, f_read, f_fma32, f_fma64;
 	CUdeviceptr buf, buf2, errs, sink;
 	size_t buf_bytes, bw_bytes, host_bytes;
+	size_t free_at_start; /* device memory free when the pattern buffer was sized */
 	int sm_count, cc_major, cc_minor, clock_khz, bus_width;
 	unsigned nvml_bus_width, mem_max_mhz, sm_max_mhz;
 	char error[256];
@@ -374,6 +377,95 @@ static void nvlink_facts(struct gpu *g)
 		jclose(']');
 }
 
+/* nvmlProcessInfo_t as _v3 fills it (nvml.h) */
+struct nv_process {
+	unsigned pid;
+	unsigned long long used_memory;
+	unsigned gpu_instance, compute_instance;
+	unsigned long long used_cc_protected;
+};
+
+/* nvmlProcessUtilizationSample_t (nvml.h) */
+struct nv_process_sample {
+	unsigned pid;
+	unsigned long long timestamp;
+	unsigned sm_util, mem_util, enc_util, dec_util;
+};
+
+/* Did PID compute on the GPU in NVML's recent per-process samples? 1 yes,
+ * 0 no, -1 not known (no samples API: then every process counts). */
+static int pid_computed(const struct gpu *g, unsigned pid)
+{
+	struct nv_process_sample smp[64];
+	unsigned n = 64;
+	nvmlReturn_t r;
+	if (!nv.process_util)
+		return -1;
+	r = nv.process_util(g->dev, smp, &n, 0);
+	if (r == NVML_ERROR_NOT_FOUND)
+		return 0; /* no sample of anyone in the window: nobody computed */
+	if (r != NVML_SUCCESS)
+		return -1;
+	for (unsigned i = 0; i < n && i < 64; i++)
+		if (smp[i].pid == pid && smp[i].sm_util > 0)
+			return 1;
+	return 0;
+}
+
+/* The other compute processes on the GPU: how many, how many computed
+ * (the rest only hold memory), the memory they hold; their pids kept for
+ * the count after the measurements. -1 when NVML cannot say. */
+static int other_processes_now(struct gpu *g, int *ret_busy, unsigned long long *ret_bytes, int keep)
+{
+	struct nv_process p[64];
+	unsigned n = 64, self = (unsigned)getpid();
+	int others = 0, busy = 0;
+	unsigned long long bytes = 0;
+	nvmlReturn_t r = nv.processes(g->dev, &n, p);
+
+	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+		return *ret_busy = (int)n, *ret_bytes = 0, (int)n; /* more than 64: others, surely */
+	if (r != NVML_SUCCESS)
+		return -1;
+	for (unsigned i = 0; i < n && i < 64; i++) {
+		int c;
+		if (p[i].pid == self)
+			continue;
+		others++;
+		bytes += p[i].used_memory;
+		c = pid_computed(g, p[i].pid);
+		busy += c != 0;
+		if (keep && g->n_before < 64)
+			g->before_pids[g->n_before++] = p[i].pid;
+	}
+	*ret_busy = busy;
+	*ret_bytes = bytes;
+	return others;
+}
+
+/* After the measurements: other processes that were not there before, or
+ * that computed (a memory holder that started computing); -1 when unknown. */
+static int other_processes(const struct gpu *g)
+{
+	struct nv_process p[64];
+	unsigned n = 64, self = (unsigned)getpid();
+	int late = 0;
+	nvmlReturn_t r = nv.processes(g->dev, &n, p);
+	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+		return (int)n;
+	if (r != NVML_SUCCESS)
+		return -1;
+	for (unsigned i = 0; i < n && i < 64; i++) {
+		int before = 0;
+		if (p[i].pid == self)
+			continue;
+		for (unsigned k = 0; k < g->n_before; k++)
+			before |= g->before_pids[k] == p[i].pid;
+		late += !before || pid_computed(g, p[i].pid) != 0;
+	}
+	return late;
+}
+
 static void passive_gpu(unsigned i)
 {
 	struct gpu *g = &gpus[i];
@@ -461,37 +553,16 @@ static void passive_gpu(unsigned i)
 	}
 	nvlink_facts(g);
 	if (nv.processes) {
-		unsigned count = 0;
-		nvmlReturn_t r = nv.processes(g->dev, &count, NULL);
-		if (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE)
-			jint("compute_processes", count);
+		int busy = 0, others;
+		unsigned long long held = 0;
+		others = other_processes_now(g, &busy, &held, 1);
+		if (others >= 0) {
+			jint("compute_processes", others);
+			jint("compute_processes_busy", busy); /* the rest only hold memory */
+			jint("other_processes_memory_bytes", (long long)held);
+		}
 	}
 	jclose('}');
-}
-
-/* nvmlProcessInfo_t as _v3 fills it (nvml.h) */
-struct nv_process {
-	unsigned pid;
-	unsigned long long used_memory;
-	unsigned gpu_instance, compute_instance;
-	unsigned long long used_cc_protected;
-};
-
-/* Compute processes on the GPU other than this one; -1 when unknown. */
-static int other_processes(const struct gpu *g)
-{
-	struct nv_process p[64];
-	unsigned n = 64;
-	int others = 0;
-	unsigned self = (unsigned)getpid();
-	nvmlReturn_t r = nv.processes(g->dev, &n, p);
-	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
-		return (int)n; /* more than 64: others, surely */
-	if (r != NVML_SUCCESS)
-		return -1;
-	for (unsigned i = 0; i < n && i < 64; i++)
-		others += p[i].pid != self;
-	return others;
 }
 
 /* ---- active checks ---- */
@@ -546,6 +617,7 @@ static int setup(struct gpu *g, const struct options *o)
 	CK(cu.function(&g->f_fma64, g->mod, "gb_fma64"), "cuModuleGetFunction gb_fma64");
 	t = now_ms();
 	CK(cu.mem_info(&free_b, &total_b), "cuMemGetInfo");
+	g->free_at_start = free_b;
 	/* The pattern buffer: what was asked, at most a quarter of free memory. */
 	g->buf_bytes = o->pattern_mib << 20;
 	if (g->buf_bytes > free_b / 4)
@@ -767,6 +839,7 @@ static void active_gpu_json(const struct gpu *g)
 	jint("memory_bus_width_bits", g->bus_width);
 	jdbl("jit_ms", g->jit_ms);
 	jint("pattern_bytes", (long long)g->buf_bytes);
+	jint("memory_free_bytes", (long long)g->free_at_start);
 	jint("pattern_errors", g->pattern_errors);
 	jdbl("pattern_ms", g->fill_check_ms);
 	jint("bandwidth_bytes", (long long)g->bw_bytes);

@@ -47,6 +47,7 @@ static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const ch
 	                          ? in->profile.min_network_gbps
 	                          : 0;
 	o->min_disk_write_mbps = in->profile.min_disk_write_mbps;
+	o->min_pattern_gib = in->profile.min_pattern_set ? in->profile.min_pattern_gib : 1.0;
 	o->fp64_gate = in->profile.fp64_gate;
 	o->ecc_required = in->profile.ecc_required;
 	o->skip = in->site.skip_checks;

@@ -365,23 +365,39 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 
 /* Device memory: the pattern test, and read and copy bandwidth against the
  * peak derived from the memory clock and bus width. */
-static void active_memory(struct gb_verify_result *r, const char *s, json_object *a, double memclk, double bus)
+static void active_memory(struct gb_verify_result *r, const char *s, json_object *a, double memclk, double bus,
+                          double min_pattern_gib)
 {
 	char src[200];
 	struct gb_check *c;
 	double v;
 
 	if (gb_json_get_num(a, "pattern_errors", &v)) {
-		double bytes = 0;
+		double bytes = 0, free_b = 0;
 		gb_json_get_num(a, "pattern_bytes", &bytes);
+		gb_json_get_num(a, "memory_free_bytes", &free_b);
 		c = num(r, "memory.pattern", s, v, "<=", 0, "bad words",
 		        "every word of the buffer written with an address-dependent pattern and its complement, then "
 		        "checked");
 		if (c) {
-			set_text(c, "%.0f bad words in %.1f GiB", v, bytes / (1u << 30));
+			/* what it covered: a sample of the memory, at most a quarter of what was free */
+			set_text(c, "%.0f bad words in %.2f GiB tested (%.1f GiB free then)", v, bytes / (1u << 30),
+			         free_b / (1u << 30));
 			if (v > 0)
 				set_hint(c, "GPU memory returned wrong data: drain the node, reset the GPU, replace it "
 				            "if it recurs");
+		}
+		if (min_pattern_gib > 0) {
+			char src2[96];
+			snprintf(src2, sizeof(src2), "profile: min_pattern_gib %g", min_pattern_gib);
+			c = num(r, "memory.pattern_coverage", s, bytes / (1u << 30), ">=", min_pattern_gib, "GiB",
+			        src2);
+			if (c && c->state == GB_CHECK_FAIL)
+				set_hint(c,
+				         "the pattern test covered only %.2f GiB: %.1f GiB was free (other processes "
+				         "hold the "
+				         "rest); free the GPU and run verify again",
+				         bytes / (1u << 30), free_b / (1u << 30));
 		}
 	}
 	if (memclk > 0 && bus > 0) {
@@ -525,7 +541,7 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	if (!gb_json_get_num(g, "memory_bus_width_bits", &bus))
 		gb_json_get_num(a, "memory_bus_width_bits", &bus);
 
-	active_memory(r, s, a, memclk, bus);
+	active_memory(r, s, a, memclk, bus, o->min_pattern_gib);
 	active_compute(o, r, s, a, major, minor, sms, clk);
 	if (gb_json_get_num(a, "utilization_max_pct", &v) && v >= 0) {
 		double mhz = 0;
@@ -553,13 +569,23 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	if (pcie)
 		active_pcie(r, s, a, pcie);
 	if (gb_json_get_num(g, "compute_processes", &v)) {
-		c = num(r, "gpu.idle_before_test", s, v, "<=", 0, "processes",
-		        "NVML compute processes on the GPU when verify started");
+		double busy = v, held = 0;
+		/* the ones that computed in NVML's recent samples; the others only hold memory */
+		gb_json_get_num(g, "compute_processes_busy", &busy);
+		gb_json_get_num(g, "other_processes_memory_bytes", &held);
+		c = num(r, "gpu.idle_before_test", s, busy, "<=", 0, "processes",
+		        "NVML compute processes that computed on the GPU when verify started");
 		if (c && c->state == GB_CHECK_FAIL)
-			set_hint(c,
-			         "%.0f other process(es) use this GPU: its measurements are not trustworthy; run "
-			         "verify on an idle GPU",
-			         v);
+			set_hint(
+			    c,
+			    "%.0f other process(es) compute on this GPU: its measurements are not trustworthy; run "
+			    "verify on an idle GPU",
+			    busy);
+		if (v > busy && (c = gb_verify_add(r, "gpu.other_processes", s)))
+			set_text(c,
+			         "%.0f other process(es) hold %.1f GiB without computing: measured beside them, on the "
+			         "memory left",
+			         v - busy, held / (1u << 30));
 	}
 }
 
@@ -1040,7 +1066,12 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		check_nvlink_gpu(r, gb_json_idx(gpus, i), (unsigned)i);
 	}
 	if (active) {
-		active_checks(o, r, gpus);
+		/* the pattern floor is never above what the probe was asked to test */
+		struct gb_verify_opts oa = *o;
+		uint32_t asked_mib = 0;
+		if (gb_safe_atou32(pa.pattern, 10, &asked_mib) == 0 && oa.min_pattern_gib * 1024.0 > asked_mib)
+			oa.min_pattern_gib = asked_mib / 1024.0;
+		active_checks(&oa, r, gpus);
 		check_idle_after(r, gpus);
 	}
 tail:

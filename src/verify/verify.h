@@ -37,6 +37,7 @@ struct gb_check {
 struct gb_verify_opts {
 	const char *tier; /* "passive" | "active" | "full" */
 	double min_gpu_memory_gib, min_network_gbps, min_disk_write_mbps;
+	double min_pattern_gib; /* the memory pattern test must cover at least this much of each GPU; 0: no floor */
 	bool fp64_gate, ecc_required;
 	char *const *skip; /* check names (or prefixes) to skip, NULL-terminated */
 	int probe_timeout_ms;

@@ -262,6 +262,8 @@ CUresult cuMemGetInfo_v2(size_t *f, size_t *t)
 {
 	*t = 85520809984ull;
 	*f = *t - (1u << 30);
+	if (fake_memory_held() && (cur ? cur->dev : 0) == 0) /* another process holds it */
+		*f = *t - fake_memory_held();
 	return 0;
 }
 CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned v, size_t n)

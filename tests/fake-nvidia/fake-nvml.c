@@ -225,12 +225,14 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(void *d, nvmlUtilization_t *u)
 	return OK;
 }
 /* busy: GPU 0 has another process throughout; busy-late: one starts on
- * GPU 0 after its first query (during the measurements). */
+ * GPU 0 after its first query (during the measurements); memory-held and
+ * memory-full: one that only holds memory on GPU 0 (10 GiB, all but 2 GiB). */
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *count, void *infos)
 {
 	static unsigned queried[8];
 	unsigned cap = *count, i = idx(d);
-	unsigned n = (fake_is("busy") || (fake_is("busy-late") && i < 8 && queried[i])) && i == 0 ? 1 : 0;
+	unsigned n =
+	    (fake_is("busy") || fake_memory_held() || (fake_is("busy-late") && i < 8 && queried[i])) && i == 0 ? 1 : 0;
 	if (i < 8)
 		queried[i]++;
 	*count = n;
@@ -244,8 +246,29 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *d, unsigned *count, v
 			unsigned long long cc;
 		} *p = infos;
 		p[0].pid = 424242;
-		p[0].mem = 100ull << 30;
+		p[0].mem = fake_memory_held() ? fake_memory_held() : 100ull << 30;
 	}
+	return OK;
+}
+
+/* Per-process samples: the busy processes compute, the memory holders not. */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(void *d, void *samples, unsigned *count, unsigned long long since)
+{
+	struct {
+		unsigned pid;
+		unsigned long long ts;
+		unsigned sm, mem, enc, dec;
+	} *s = samples;
+	(void)since;
+	if (idx(d) != 0 || !(fake_is("busy") || fake_is("busy-late") || fake_memory_held()))
+		return 6; /* NVML_ERROR_NOT_FOUND: no samples */
+	if (*count < 1)
+		return INSUFFICIENT;
+	*count = 1;
+	s[0].pid = 424242;
+	s[0].ts = 1;
+	s[0].sm = fake_memory_held() ? 0 : 90;
+	s[0].mem = s[0].enc = s[0].dec = 0;
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetTemperature(void *d, int s, unsigned *t)

@@ -5,6 +5,8 @@
  * FAKE_NV_SCENARIO: healthy | slow-gpu | ecc | remap-pending | gen3x8 |
  *   mismatch | hang | crash | bad-memory | busy | fabric | no-jit |
  *   busy-late (another process starts on GPU 0 during the measurements) |
+ *   memory-held (a process holds 10 GiB of GPU 0 and computes nothing) |
+ *   memory-full (one holds all but 128 MiB of GPU 0: the pattern test covers 32 MiB) |
  *   gsp-fail (the GPU's firmware does not boot when NVML opens it: NVRM's
  *   lines appended to FAKE_NV_KMSG, no GPU counted) | xid79 (the GPU falls off
  *   the bus while the probe runs: XID 79 appended to FAKE_NV_KMSG) |
@@ -40,6 +42,12 @@ static inline unsigned fake_gpus(void)
 	const char *s = getenv("FAKE_NV_GPUS");
 	unsigned n = s ? (unsigned)strtoul(s, NULL, 10) : 8;
 	return n > 8 ? 8 : n;
+}
+
+/* The bytes another process holds on GPU 0 without computing, 0: none. */
+static inline unsigned long long fake_memory_held(void)
+{
+	return fake_is("memory-held") ? 10ull << 30 : fake_is("memory-full") ? 85520809984ull - (128ull << 20) : 0;
 }
 
 /* The PCI buses of the 8-GPU fixture (tests/fixtures/h100x8-ubuntu2204). */

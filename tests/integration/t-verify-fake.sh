@@ -58,6 +58,13 @@ run_case busy 15 "compute.fp32@gpu0 gpu.idle_after_test@gpu0 gpu.idle_before_tes
 # A process that starts during the measurements: idle before, not after (H200: FP32 15.5% low, above the gate).
 run_case busy-late 15 "gpu.idle_after_test@gpu0"
 grep -q "started on this GPU during the measurements" "$S/status.json" || fail "busy-late hint"
+# A process that only holds memory (10 GiB) and computes nothing: measured
+# beside it, named, not a failure; one that holds all but 128 MiB leaves the
+# pattern test 32 MiB of the 64 asked: below the floor, failed, said.
+run_case memory-held 0 ""
+grep -q "1 other process(es) hold 10.0 GiB without computing" "$S/status.json" || fail "memory-held: not named"
+run_case memory-full 15 "memory.pattern_coverage@gpu0"
+grep -q "the pattern test covered only 0.03 GiB: 0.1 GiB was free" "$S/status.json" || fail "memory-full hint: $(grep -o '"hint": "the pattern[^"]*' "$S/status.json")"
 run_case fabric 15 "cuda.init@system"
 grep -q "nvidia-fabricmanager" "$S/status.json" || fail "error 802 hint"
 run_case no-jit 15 "cuda.context@gpu0 cuda.context@gpu1 cuda.context@gpu2 cuda.context@gpu3 cuda.context@gpu4 cuda.context@gpu5 cuda.context@gpu6 cuda.context@gpu7"
