@@ -3,6 +3,15 @@
  * scripts/gen-catalog.py from the real data in data/. */
 #pragma once
 
+/* nouveau's blacklist, one text at one path whichever stage writes it
+ * (prepare before the install, the package installs with their own): two
+ * texts made every rerun rewrite it. */
+#define GB_NOUVEAU_BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
+#define GB_NOUVEAU_BLACKLIST_TEXT                                                         \
+	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
+	"blacklist nouveau\n"                                                             \
+	"options nouveau modeset=0\n"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -12,16 +12,14 @@
 #include "run/journal.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "catalog/catalog.h"
 #include "shared/ops.h"
 #include "shared/root.h"
 #include "shared/util.h"
 
 #define STAGE "install"
-#define BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
-#define BLACKLIST_TEXT                                                                    \
-	"# Written by gpuboot: the NVIDIA driver owns the GPUs; nouveau must not bind.\n" \
-	"blacklist nouveau\n"                                                             \
-	"options nouveau modeset=0\n"
+#define BLACKLIST_PATH GB_NOUVEAU_BLACKLIST_PATH
+#define BLACKLIST_TEXT GB_NOUVEAU_BLACKLIST_TEXT
 
 int gb_install_kernels(struct gb_ctx *ctx, const struct gb_install_input *in, char (*out)[GB_INSTALL_KVER],
                        size_t *n_out, char *err, size_t errsz)

@@ -17,14 +17,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "catalog/catalog.h"
 #include "prepare/bootloader.h"
 #include "shared/ops.h"
 
 struct gb_ctx;
 struct gb_journal;
 
-#define GB_PREPARE_BLACKLIST_PATH "etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
-#define GB_PREPARE_BLACKLIST_TEXT "blacklist nouveau\noptions nouveau modeset=0\n"
+#define GB_PREPARE_BLACKLIST_PATH GB_NOUVEAU_BLACKLIST_PATH
+#define GB_PREPARE_BLACKLIST_TEXT GB_NOUVEAU_BLACKLIST_TEXT
 /* dracut (RHEL family, Amazon Linux 2023, SUSE): leave the module out */
 #define GB_PREPARE_DRACUT_PATH "etc/dracut.conf.d/gpuboot-omit-nouveau.conf"
 #define GB_PREPARE_DRACUT_TEXT "omit_drivers+=\" nouveau \"\n"

@@ -346,8 +346,13 @@ int gb_prepare_arm_firstboot(struct gb_ctx *ctx, struct gb_journal *j, char *why
 		return r;
 	}
 	r = gb_journal_write_file(j, "verify", GB_PREPARE_FIRSTBOOT_PATH, text, len, 0644);
-	if (r >= 0)
-		r = step(j, "link:" GB_PREPARE_FIRSTBOOT_WANTS, "file", NULL, link_firstboot, NULL);
+	if (r >= 0) {
+		/* a rerun finds it enabled: no effect, nothing journaled */
+		_cleanup_free_ char *target = NULL;
+		if (gb_root_readlink(ctx->root, GB_PREPARE_FIRSTBOOT_WANTS, &target) < 0 ||
+		    !streq(target, "/" GB_PREPARE_FIRSTBOOT_PATH))
+			r = step(j, "link:" GB_PREPARE_FIRSTBOOT_WANTS, "file", NULL, link_firstboot, NULL);
+	}
 	if (r >= 0)
 		r = gb_journal_write_file(
 		    j, "verify", GB_PREPARE_IMAGE_PENDING,

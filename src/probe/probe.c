@@ -392,12 +392,18 @@ struct nv_process_sample {
 	unsigned sm_util, mem_util, enc_util, dec_util;
 };
 
+/* The SM utilisation (%) from which a process counts as computing. On the
+ * H200 (580.159.04) a process that only holds memory read 1, a PyTorch
+ * matmul loop 25 (tests/gpu/nvml-process-util.py, docs/verification.md). */
+#define BUSY_SM_UTIL 5
+
 /* Did PID compute on the GPU in NVML's recent per-process samples? 1 yes,
- * 0 no, -1 not known (no samples API: then every process counts). */
+ * 0 no, -1 not known (no samples API: then every process counts). NVML
+ * wants room for its whole sample buffer (72 entries on the H200). */
 static int pid_computed(const struct gpu *g, unsigned pid)
 {
-	struct nv_process_sample smp[64];
-	unsigned n = 64;
+	struct nv_process_sample smp[256];
+	unsigned n = 256;
 	nvmlReturn_t r;
 	if (!nv.process_util)
 		return -1;
@@ -406,8 +412,8 @@ static int pid_computed(const struct gpu *g, unsigned pid)
 		return 0; /* no sample of anyone in the window: nobody computed */
 	if (r != NVML_SUCCESS)
 		return -1;
-	for (unsigned i = 0; i < n && i < 64; i++)
-		if (smp[i].pid == pid && smp[i].sm_util > 0)
+	for (unsigned i = 0; i < n && i < 256; i++)
+		if (smp[i].pid == pid && smp[i].sm_util >= BUSY_SM_UTIL)
 			return 1;
 	return 0;
 }

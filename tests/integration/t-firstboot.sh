@@ -257,6 +257,15 @@ PY
 		fail "$1: the unit: $(cat "$unit")"
 	[ ! -e "$M.state/run/verified-ready" ] || fail "$1: an image build claims verified"
 	[ -f "$M/var/lib/gpuboot/image-pending" ] || fail "$1: no image-pending marker for the unit's condition"
+	# The build again (a Packer rerun): nothing changes, the unit included.
+	# shellcheck disable=SC2046
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)" \
+		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method "$MTH" \
+		--config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --run-dir "$M.state/run"
+	python3 -c "
+import json; j = json.load(open('$M.state/journal.json'))
+assert j['effects_this_run'] == 0, (j['effects_this_run'], [s for s in j['steps'] if s['kind'] != 'stage'])" ||
+		fail "$1: the image build's rerun changed something"
 	grep -q '^ConditionPathExists=/var/lib/gpuboot/image-pending$' "$unit" &&
 		grep -q '^Environment=GPUBOOT_FIRST_BOOT_UNIT=1$' "$unit" || fail "$1: the unit: $(cat "$unit")"
 	cmd=$(sed -n 's|^ExecStart=/usr/local/bin/gpuboot ||p' "$unit")
