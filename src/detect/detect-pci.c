@@ -34,6 +34,13 @@ int gb_pci_speed_to_gen(const char *speed)
 	return -1;
 }
 
+/* PCI_DIR/ADDR/ATTR, its path in path (256 bytes), read as an attribute. */
+static int read_attr(struct gb_ctx *ctx, const char *addr, const char *attr, char path[static 256], char **ret)
+{
+	snprintf(path, 256, PCI_DIR "/%s/%s", addr, attr);
+	return gb_root_read_attr(ctx->root, path, ret);
+}
+
 /* Read DIR/ADDR/ATTR as a hex or decimal number; -1 with a warning on garbage,
  * quietly -1 when absent (not every kernel has every attribute). */
 static int64_t attr_num(struct gb_ctx *ctx, struct gb_facts *f, const char *addr, const char *attr, unsigned base)
@@ -41,10 +48,8 @@ static int64_t attr_num(struct gb_ctx *ctx, struct gb_facts *f, const char *addr
 	_cleanup_free_ char *v = NULL;
 	char path[256];
 	uint64_t n;
-	int r;
+	int r = read_attr(ctx, addr, attr, path, &v);
 
-	snprintf(path, sizeof(path), PCI_DIR "/%s/%s", addr, attr);
-	r = gb_root_read_attr(ctx->root, path, &v);
 	if (r == -ENOENT)
 		return -1;
 	if (r < 0 || gb_safe_atou64(v, base, &n) < 0 || n > UINT32_MAX) {
@@ -67,10 +72,8 @@ static int64_t attr_required(struct gb_ctx *ctx, const char *addr, const char *a
 	_cleanup_free_ char *v = NULL;
 	char path[256];
 	uint64_t n;
-	int r;
+	int r = read_attr(ctx, addr, attr, path, &v);
 
-	snprintf(path, sizeof(path), PCI_DIR "/%s/%s", addr, attr);
-	r = gb_root_read_attr(ctx->root, path, &v);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
