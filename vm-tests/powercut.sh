@@ -56,6 +56,7 @@ selftest() {
 	st=$ABS/selftest
 	mkdir -p "$st/base"
 	tar -xf "$OUT/media/powercut/fixture.tar" -C "$st/base"
+	# (an image build: verify is the image's first boot's; --no-verify says so)
 	set -- --root "$st/base/root" run --target-gpu T4 --force --profile minimal --method runfile \
 		--mirror "file://$ABS/media/bundle/mirror" --offline --trust-key "$ABS/media/bundle/key.pub" \
 		--state-dir "$st/base/state" --run-dir "$st/base/run" --no-verify

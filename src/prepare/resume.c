@@ -168,20 +168,28 @@ int gb_prepare_resume_unit_text(const struct gb_ctx *ctx, char *buf, size_t bufs
 	return 0;
 }
 
-/* The wants/ link under an image root (systemctl cannot run there). */
-static int link_wants(struct gb_ctx *ctx)
+/* A wants/ link under an image root (systemctl cannot run there): 1 when
+ * it is already there, pointing at target. */
+static int link_unit(struct gb_ctx *ctx, const char *wants, const char *target)
 {
-	_cleanup_free_ char *target = NULL;
+	_cleanup_free_ char *have = NULL;
 
-	if (gb_root_readlink(ctx->root, GB_PREPARE_RESUME_WANTS, &target) == 0 && streq(target, UNIT_TARGET))
-		return 0;
-	return gb_root_symlink(ctx->root, GB_PREPARE_RESUME_WANTS, UNIT_TARGET);
+	if (gb_root_readlink(ctx->root, wants, &have) == 0 && streq(have, target))
+		return 1;
+	return gb_root_symlink(ctx->root, wants, target);
 }
 
-/* One journaled effect: step id, then fn. */
+static int link_wants(struct gb_ctx *ctx)
+{
+	return link_unit(ctx, GB_PREPARE_RESUME_WANTS, UNIT_TARGET);
+}
+
+/* One journaled effect: step id, then fn; fn's 1 is "already so": done,
+ * recorded unchanged, not an effect (a rerun changes nothing). */
 static int step(struct gb_journal *j, const char *id, const char *kind, json_object *detail,
                 int (*fn)(struct gb_ctx *ctx, const char *arg), const char *arg)
 {
+	json_object *u = NULL;
 	int r = gb_journal_begin(j, "prepare", id, kind, detail);
 	if (r != 0)
 		return r < 0 ? r : 0;
@@ -189,7 +197,12 @@ static int step(struct gb_journal *j, const char *id, const char *kind, json_obj
 	gb_kill_point("effect");
 	if (r == 0)
 		j->n_effects++;
-	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
+	if (r > 0) {
+		u = gb_json_new_object();
+		gb_json_add(u, "unchanged", gb_json_new_boolean(true));
+		r = 0;
+	}
+	return gb_journal_end(j, id, r, u) < 0 ? -EIO : r;
 }
 
 static int do_enable(struct gb_ctx *ctx, const char *unit)
@@ -324,13 +337,11 @@ int gb_prepare_firstboot_unit_text(const struct gb_ctx *ctx, char *buf, size_t b
 
 static int link_firstboot(struct gb_ctx *ctx, const char *unused)
 {
-	_cleanup_free_ char *target = NULL;
 	(void)unused;
-	if (gb_root_readlink(ctx->root, GB_PREPARE_FIRSTBOOT_WANTS, &target) == 0 &&
-	    streq(target, "/" GB_PREPARE_FIRSTBOOT_PATH))
-		return 0;
-	return gb_root_symlink(ctx->root, GB_PREPARE_FIRSTBOOT_WANTS, "/" GB_PREPARE_FIRSTBOOT_PATH);
+	return link_unit(ctx, GB_PREPARE_FIRSTBOOT_WANTS, "/" GB_PREPARE_FIRSTBOOT_PATH);
 }
+
+static const char image_pending_text[] = "installed by gpuboot into this image; its first boot loads and verifies\n";
 
 int gb_prepare_arm_firstboot(struct gb_ctx *ctx, struct gb_journal *j, char *why, size_t whysz)
 {
@@ -346,18 +357,11 @@ int gb_prepare_arm_firstboot(struct gb_ctx *ctx, struct gb_journal *j, char *why
 		return r;
 	}
 	r = gb_journal_write_file(j, "verify", GB_PREPARE_FIRSTBOOT_PATH, text, len, 0644);
-	if (r >= 0) {
-		/* a rerun finds it enabled: no effect, nothing journaled */
-		_cleanup_free_ char *target = NULL;
-		if (gb_root_readlink(ctx->root, GB_PREPARE_FIRSTBOOT_WANTS, &target) < 0 ||
-		    !streq(target, "/" GB_PREPARE_FIRSTBOOT_PATH))
-			r = step(j, "link:" GB_PREPARE_FIRSTBOOT_WANTS, "file", NULL, link_firstboot, NULL);
-	}
 	if (r >= 0)
-		r = gb_journal_write_file(
-		    j, "verify", GB_PREPARE_IMAGE_PENDING,
-		    "installed by gpuboot into this image; its first boot loads and verifies\n",
-		    sizeof("installed by gpuboot into this image; its first boot loads and verifies\n") - 1, 0644);
+		r = step(j, "link:" GB_PREPARE_FIRSTBOOT_WANTS, "file", NULL, link_firstboot, NULL);
+	if (r >= 0)
+		r = gb_journal_write_file(j, "verify", GB_PREPARE_IMAGE_PENDING, image_pending_text,
+		                          sizeof(image_pending_text) - 1, 0644);
 	if (r < 0)
 		snprintf(why, whysz, "cannot enable %s in the image: %s", GB_PREPARE_FIRSTBOOT_UNIT, strerror(-r));
 	return r;

@@ -397,23 +397,29 @@ struct nv_process_sample {
  * matmul loop 25 (tests/gpu/nvml-process-util.py, docs/verification.md). */
 #define BUSY_SM_UTIL 5
 
-/* Did PID compute on the GPU in NVML's recent per-process samples? 1 yes,
- * 0 no, -1 not known (no samples API: then every process counts). NVML
- * wants room for its whole sample buffer (72 entries on the H200). */
-static int pid_computed(const struct gpu *g, unsigned pid)
+/* NVML's recent per-process samples of the GPU, read once per count: n
+ * samples (0: nobody computed in the window), or -1 when not known (no
+ * samples API: then every process counts as computing). NVML wants room
+ * for its whole sample buffer (72 entries on the H200). */
+struct samples {
+	struct nv_process_sample s[256];
+	int n;
+};
+
+static void samples_read(const struct gpu *g, struct samples *sm)
 {
-	struct nv_process_sample smp[256];
 	unsigned n = 256;
-	nvmlReturn_t r;
-	if (!nv.process_util)
+	nvmlReturn_t r = nv.process_util ? nv.process_util(g->dev, sm->s, &n, 0) : NVML_ERROR_NOT_SUPPORTED;
+	sm->n = r == NVML_SUCCESS ? (int)(n < 256 ? n : 256) : r == NVML_ERROR_NOT_FOUND ? 0 : -1;
+}
+
+/* Did PID compute in them? 1 yes, 0 no, -1 not known. */
+static int pid_computed(const struct samples *sm, unsigned pid)
+{
+	if (sm->n < 0)
 		return -1;
-	r = nv.process_util(g->dev, smp, &n, 0);
-	if (r == NVML_ERROR_NOT_FOUND)
-		return 0; /* no sample of anyone in the window: nobody computed */
-	if (r != NVML_SUCCESS)
-		return -1;
-	for (unsigned i = 0; i < n && i < 256; i++)
-		if (smp[i].pid == pid && smp[i].sm_util >= BUSY_SM_UTIL)
+	for (int i = 0; i < sm->n; i++)
+		if (sm->s[i].pid == pid && sm->s[i].sm_util >= BUSY_SM_UTIL)
 			return 1;
 	return 0;
 }
@@ -427,19 +433,21 @@ static int other_processes_now(struct gpu *g, int *ret_busy, unsigned long long 
 	unsigned n = 64, self = (unsigned)getpid();
 	int others = 0, busy = 0;
 	unsigned long long bytes = 0;
+	struct samples sm;
 	nvmlReturn_t r = nv.processes(g->dev, &n, p);
 
 	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
 		return *ret_busy = (int)n, *ret_bytes = 0, (int)n; /* more than 64: others, surely */
 	if (r != NVML_SUCCESS)
 		return -1;
+	samples_read(g, &sm);
 	for (unsigned i = 0; i < n && i < 64; i++) {
 		int c;
 		if (p[i].pid == self)
 			continue;
 		others++;
 		bytes += p[i].used_memory;
-		c = pid_computed(g, p[i].pid);
+		c = pid_computed(&sm, p[i].pid);
 		busy += c != 0;
 		if (keep && g->n_before < 64)
 			g->before_pids[g->n_before++] = p[i].pid;
@@ -456,18 +464,20 @@ static int other_processes(const struct gpu *g)
 	struct nv_process p[64];
 	unsigned n = 64, self = (unsigned)getpid();
 	int late = 0;
+	struct samples sm;
 	nvmlReturn_t r = nv.processes(g->dev, &n, p);
 	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
 		return (int)n;
 	if (r != NVML_SUCCESS)
 		return -1;
+	samples_read(g, &sm);
 	for (unsigned i = 0; i < n && i < 64; i++) {
 		int before = 0;
 		if (p[i].pid == self)
 			continue;
 		for (unsigned k = 0; k < g->n_before; k++)
 			before |= g->before_pids[k] == p[i].pid;
-		late += !before || pid_computed(g, p[i].pid) != 0;
+		late += !before || pid_computed(&sm, p[i].pid) != 0;
 	}
 	return late;
 }

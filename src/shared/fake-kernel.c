@@ -329,9 +329,7 @@ int gb_fake_copy_tree(const char *src, const char *dst)
 	r = gb_mkdir_p(dst, 0755);
 	while (r >= 0 && (e = readdir(d))) {
 		char s[1400], t[1400], link[1024];
-		_cleanup_free_ char *data = NULL;
 		struct stat st;
-		size_t len;
 		ssize_t l;
 		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
 			continue;
@@ -351,9 +349,7 @@ int gb_fake_copy_tree(const char *src, const char *dst)
 				r = symlink(link, t) < 0 ? negative_errno() : 0;
 			}
 		} else if (S_ISREG(st.st_mode)) {
-			r = gb_read_file(s, 256u << 20, &data, &len);
-			if (r >= 0)
-				r = gb_write_file_atomic(t, data, len, st.st_mode & 07777);
+			r = gb_copy_file_atomic(s, t, st.st_mode & 07777);
 		}
 	}
 	closedir(d);

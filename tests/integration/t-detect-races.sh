@@ -58,7 +58,8 @@ echo "30 detects under a rename loop: 8 GPUs and ubuntu each time"
 # A function whose vendor cannot be read.
 V=$TMP/vendorless
 cp -a "$FIX/h100x8-ubuntu2204" "$V"
-first=$(ls "$V/sys/bus/pci/devices" | head -1)
+set -- "$V"/sys/bus/pci/devices/*
+first=${1##*/}
 rm "$V/sys/bus/pci/devices/$first/vendor"
 expect_exit 1 "$GB" --root "$V" plan
 grep -q "devices/$first/vendor" "$TMP/err" || fail "the unreadable vendor is not named: $(cat "$TMP/err")"
@@ -68,7 +69,8 @@ F=$TMP/fifo
 cp -a "$FIX/l4-debian12" "$F"
 rm -f "$F/etc/os-release"
 mkfifo "$F/etc/os-release"
-gpu=$(ls "$F/sys/bus/pci/devices" | tail -1)
+for gpu in "$F"/sys/bus/pci/devices/*; do :; done
+gpu=${gpu##*/}
 rm -f "$F/sys/bus/pci/devices/$gpu/numa_node"
 mkfifo "$F/sys/bus/pci/devices/$gpu/numa_node"
 for cmd in detect plan "run --dry-run --state-dir $TMP/fs"; do

@@ -27,6 +27,9 @@ small() {
 	head -c "$((($2 - $3) * 1024))" /dev/zero >"$1/.filler" 2>/dev/null || true
 }
 unmount() { umount "$MNT" && MNT=; }
+# --no-verify: the subject is the install on a full filesystem (an image
+# build: --target-gpu, where verify is skipped anyway); t-firstboot's image
+# rows run the same install through the first boot's verify.
 gbrun() {
 	GPUBOOT_FAKE_OPS="root=$M,$CREATES" expect_exit "$1" "$GB" --root "$M" run --profile minimal --method runfile \
 		--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$S" \

@@ -19,6 +19,8 @@ cp -a "$FIX/h100x8-ubuntu2204" "$M"
 cp tests/load/h200-580-nodes/proc/devices "$M/proc/devices"
 with_fabricmanager "$M" "$(bundle_driver "$B")" # NVSwitches: the fabric manager at the driver's version
 K=$(ls "$M/lib/modules")
+# --no-verify: the trace is of gpuboot's durable writes; t-firstboot runs
+# the same runfile install through verify.
 CREATES="creates:nvidia-installer:0:lib/modules/$K/kernel/drivers/video/nvidia.ko,creates:nvidia-installer:0:usr/bin/nvidia-smi"
 ASAN_OPTIONS=detect_leaks=0 GPUBOOT_FAKE_OPS="root=$M,$CREATES" expect_exit 0 strace -f -y -s 0 -o "$TMP/trace" \
 	-e trace=openat,write,pwrite64,fsync,fdatasync,rename,renameat,renameat2 \

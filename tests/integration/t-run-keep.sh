@@ -64,7 +64,9 @@ d = json.load(open(sys.argv[1]))
 l = d["load"]
 assert l and "NVRM: No NVIDIA GPU found." in json.dumps(l), l
 PY
-# ... and when the insert works, the modules are live in the fixture's world.
+# ... and when the insert works, the modules are live in the fixture's world
+# (--no-verify: this Debian disk has no fake NVIDIA libraries; the load is the
+# subject, and t-firstboot's debian-distro row loads and verifies).
 S=$TMP/s3
 rm -f "$TMP/ops"
 GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops" expect_exit 0 "$GB" --root "$M" run --profile minimal --no-verify --state-dir "$S" --run-dir "$S/run"
@@ -87,7 +89,8 @@ got=$(stages "$S")
 expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal
 [ -f "$M/var/lib/gpuboot/status.json" ] && [ -f "$M/var/lib/gpuboot/journal.json" ] || fail "the image's state is not in the image"
 # 4. nouveau drives the GPU, the kept driver is on disk: prepare unbinds and
-#    unloads nouveau (nothing holds it), blacklists it, then the load runs.
+#    unloads nouveau (nothing holds it), blacklists it, then the load runs
+#    (--no-verify as in 3: no fake NVIDIA libraries on this disk).
 M=$TMP/nv
 cp -a "$FIX/debian12-nvidia535-disk" "$M"
 cp -a "$FIX/t4-nouveau-ubuntu2204/sys" "$M/"

@@ -14,6 +14,8 @@ cp -a "$FIX/h100x8-ubuntu2204" "$M"
 with_fabricmanager "$M" "$(bundle_driver "$B")" # NVSwitches: at the driver's version, or the plan refuses
 printf '[install]\nreplace_installed = always\n' >"$TMP/always.conf"
 S=$TMP/state
+# --no-verify: the run ends at the install (no module left); its twin that
+# goes on through the load and verify is t-firstboot's ubuntu-runfile row.
 GPUBOOT_FAKE_OPS="root=$M,record=$TMP/ops" expect_exit 1 "$GB" --root "$M" run --profile minimal --method runfile \
 	--config "$TMP/always.conf" --mirror "file://$B/mirror" --trust-key "$B/key.pub" --state-dir "$S" --no-verify
 python3 - "$S/status.json" <<'PY' || fail "status: $(head -c 3000 "$S/status.json")"
