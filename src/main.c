@@ -16,6 +16,9 @@
 #include "repair/repair.h"
 #include "shared/json-util.h"
 #include "shared/log.h"
+#include "shared/macro.h"
+#include "shared/root-write.h"
+#include "shared/root.h"
 #include "shared/tls.h"
 #include "shared/util.h"
 #include "version.h"
@@ -399,6 +402,57 @@ static int init_libraries(const struct gb_cmd *cmd)
 	return 0;
 }
 
+/* An image root keeps its own state, where its first boot finishes from
+ * it: <root>/var/lib/gpuboot as the image sees it, resolved inside the root
+ * (a link there names a directory of the image, never the host's), and
+ * none of what gpuboot makes in it a link. The ready flags of an image
+ * build go beside it, never into the host's /run. */
+static int image_state_dir(struct gb_ctx *ctx)
+{
+	static const char *const own[] = { "lock",    "journal.json",   "status.json", "gpuboot.prom", "nfd-features",
+		                           "cache",   "cache/sha256",   "cache/tmp",   "cache/mirror", "run",
+		                           "runfile", "mirror-version", NULL };
+	static char image_state[4200], image_run[4300];
+	const char *bad = NULL;
+	int r;
+
+	snprintf(image_state, sizeof(image_state), "%s/var/lib/gpuboot", ctx->opt.root);
+	if (!(ctx->opt.dry_run && !gb_root_exists(ctx->root, "var/lib/gpuboot"))) {
+		r = gb_root_resolve_dir(ctx->root, "var/lib/gpuboot", own, image_state, sizeof(image_state), &bad);
+		if (r == -ELOOP && bad) {
+			gb_log_error(
+			    "'%s/var/lib/gpuboot/%s' is a symbolic link: gpuboot keeps its own state there and "
+			    "follows no link out of it; remove the link and run again",
+			    ctx->opt.root, bad);
+			return r;
+		}
+		if (r == -ENOENT) {
+			_cleanup_free_ char *target = NULL;
+			if (gb_root_readlink(ctx->root, "var/lib/gpuboot", &target) == 0) {
+				gb_log_error(
+				    "'%s/var/lib/gpuboot' is a symbolic link to '%s', which the image does not "
+				    "have (links resolve inside the root); make that directory in the image, "
+				    "or remove the link",
+				    ctx->opt.root, target);
+				return r;
+			}
+		}
+		if (r < 0) {
+			gb_log_error_errno(r,
+			                   "Failed to open the image's state directory '%s/var/lib/gpuboot': %m; "
+			                   "it must be a directory inside the root (or pass --state-dir)",
+			                   ctx->opt.root);
+			return r;
+		}
+	}
+	ctx->opt.state_dir = image_state;
+	if (!ctx->opt.run_dir_given) {
+		snprintf(image_run, sizeof(image_run), "%s/run", image_state);
+		ctx->opt.run_dir = image_run;
+	}
+	return 0;
+}
+
 static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char **argv)
 {
 	int r;
@@ -414,11 +468,10 @@ static int dispatch(struct gb_ctx *ctx, const struct gb_cmd *cmd, int argc, char
 		gb_log_error_errno(r, "Failed to open root '%s': %m; --root needs a directory", ctx->opt.root);
 		return GB_EXIT_USAGE;
 	}
-	if (!ctx->root->is_host && !ctx->opt.state_dir_given && cmd->writes_state) {
-		/* An image root keeps its own state: its first boot finishes from it. */
-		static char image_state[4200];
-		snprintf(image_state, sizeof(image_state), "%s/var/lib/gpuboot", ctx->opt.root);
-		ctx->opt.state_dir = image_state;
+	if (!ctx->root->is_host && !ctx->opt.state_dir_given && cmd->writes_state && image_state_dir(ctx) < 0) {
+		gb_root_free(ctx->root);
+		gb_ops_fake_free(ctx->ops);
+		return GB_EXIT_USAGE;
 	}
 	if (cmd->reads_root && check_root(ctx) < 0)
 		r = GB_EXIT_USAGE;

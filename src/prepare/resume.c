@@ -18,6 +18,7 @@
 #include "shared/json-util.h"
 #include "shared/killpoint.h"
 #include "shared/macro.h"
+#include "shared/redact.h"
 #include "shared/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
@@ -226,6 +227,7 @@ int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *
 	char text[4096], id[128];
 	json_object *d;
 	size_t len;
+	mode_t mode;
 	int r;
 
 	why[0] = '\0';
@@ -246,7 +248,13 @@ int gb_prepare_arm_resume(struct gb_ctx *ctx, struct gb_journal *j, const char *
 	r = gb_journal_begin(j, "prepare", id, "reboot", d);
 	if (r < 0)
 		return r;
-	r = gb_journal_write_file(j, "prepare", GB_PREPARE_RESUME_PATH, text, len, 0644);
+	/* A --mirror with credentials must reach the resumed run, and no one
+	 * else: the unit is then readable by root alone (systemd reads it so). */
+	{
+		char scrubbed[sizeof(text)];
+		mode = gb_redact_urls(text, scrubbed, sizeof(scrubbed)) ? 0600 : 0644;
+	}
+	r = gb_journal_write_file(j, "prepare", GB_PREPARE_RESUME_PATH, text, len, mode);
 	if (r >= 0) {
 		d = gb_json_new_object();
 		gb_json_add(d, "unit", gb_json_new_string(GB_PREPARE_RESUME_UNIT));

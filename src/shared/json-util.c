@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "json-util.h"
+#include "redact.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -172,6 +173,14 @@ int gb_json_text(json_object *doc, int flags, char **ret)
 	if (!s || n2 != n || memcmp(s, copy, n) != 0) {
 		free(copy);
 		return -ENOMEM;
+	}
+	/* What gpuboot writes as JSON never holds a URL's credentials. */
+	if (strstr(copy, "@")) {
+		char *clean = gb_redact_urls_dup(copy);
+		free(copy);
+		if (!clean)
+			return -ENOMEM;
+		copy = clean;
 	}
 	*ret = copy;
 	return 0;

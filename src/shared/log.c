@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "log.h"
+#include "redact.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,6 +93,9 @@ int gb_log_full(enum gb_log_level level, int err, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), f, ap);
 #pragma GCC diagnostic pop
 	va_end(ap);
+	/* A URL's credentials never reach a log (redact.h). */
+	if (gb_redact_urls(msg, line, sizeof(line)))
+		memcpy(msg, line, sizeof(msg));
 	gb_log_escape(line, sizeof(line), msg);
 	fprintf(stderr, "%sgpuboot: %s: %s\n", ts, level_names[level], line);
 out:

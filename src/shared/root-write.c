@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,41 @@ int gb_root_mkdir_p(struct gb_root *root, const char *path, mode_t mode)
 	if (r < 0)
 		return r;
 	close(r);
+	return 0;
+}
+
+int gb_root_resolve_dir(struct gb_root *root, const char *path, const char *const *entries, char *ret, size_t n,
+                        const char **ret_bad)
+{
+	_cleanup_close_ int fd = -1;
+	char proc[64], link[PATH_MAX];
+	ssize_t len;
+	int r = gb_root_mkdir_p(root, path, 0755);
+
+	*ret_bad = NULL;
+	if (r < 0)
+		return r;
+	fd = open_dir_in_root(root, path, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	for (size_t i = 0; entries && entries[i]; i++) {
+		struct stat st;
+		if (fstatat(fd, entries[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+			*ret_bad = entries[i];
+			return -ELOOP;
+		}
+	}
+	/* The kernel's name for the directory it opened inside the root. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	len = readlink(proc, link, sizeof(link) - 1);
+	if (len < 0)
+		return negative_errno();
+	if ((size_t)len >= n || (size_t)len >= sizeof(link) - 1)
+		return -ENAMETOOLONG;
+	link[len] = '\0';
+	if (link[0] != '/' || strstr(link, " (deleted)"))
+		return -ENOENT;
+	memcpy(ret, link, (size_t)len + 1);
 	return 0;
 }
 

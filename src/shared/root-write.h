@@ -24,6 +24,16 @@ int gb_root_open_parent(struct gb_root *root, const char *path, bool create, con
 /* mkdir -p below the root. */
 int gb_root_mkdir_p(struct gb_root *root, const char *path, mode_t mode);
 
+/* mkdir -p below the root, then the directory's host path (the root's
+ * own path and what path resolves to inside it) in ret: where a plain-path
+ * writer (the state directory's journal, status, cache) can work without a
+ * link in the image sending it to the host. Below it, the subdirectories
+ * names in entries (NULL-terminated: the files and directories the writer
+ * makes there itself) must not be symbolic links: -ELOOP, the offending
+ * one's name in *ret_bad. */
+int gb_root_resolve_dir(struct gb_root *root, const char *path, const char *const *entries, char *ret, size_t n,
+                        const char **ret_bad);
+
 /* Replace path below the root with data, durably. */
 int gb_root_write_file(struct gb_root *root, const char *path, const void *data, size_t len, mode_t mode);
 

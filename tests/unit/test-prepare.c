@@ -985,6 +985,12 @@ static void test_resume_unit(void)
 	CHECK_STREQ(link, "/etc/systemd/system/gpuboot-resume.service");
 	/* again in the same boot: allowed, nothing new */
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, GB_PREPARE_REBOOT_NOUVEAU, why, sizeof(why)), 0);
+	{
+		/* readable by all: no credential in it */
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", w.root, GB_PREPARE_RESUME_PATH);
+		CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0644);
+	}
 	/* the next boot needs the same reboot: refused */
 	json_object_object_add(w.j->doc, "boots", json_object_new_int(2));
 	CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, GB_PREPARE_REBOOT_NOUVEAU, why, sizeof(why)), -ELOOP);
@@ -1012,6 +1018,20 @@ static void test_resume_unit(void)
 	rec = slurp(w.record, NULL);
 	CHECK_INT(count(rec, "systemctl enable gpuboot-resume.service"), 1);
 	CHECK_INT(count(rec, "systemctl disable gpuboot-resume.service"), 1);
+	{
+		/* a mirror with credentials: the resumed run gets them, and only root can read them */
+		struct stat st;
+		CHECK_INT(world_rerun(&w), 0);
+		w.ctx.opt.mirror = "https://fleet:s3cret@mirror.example/gpuboot";
+		CHECK_INT(gb_prepare_arm_resume(&w.ctx, w.j, "kernel-hwe", why, sizeof(why)), 0);
+		free(t);
+		t = world_file(&w, GB_PREPARE_RESUME_PATH);
+		CHECK(t && strstr(t, "--mirror https://fleet:s3cret@mirror.example/gpuboot"));
+		snprintf(p, sizeof(p), "%s/%s", w.root, GB_PREPARE_RESUME_PATH);
+		CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0600);
+		CHECK_INT(gb_prepare_disarm_resume(&w.ctx, w.j), 0);
+		w.ctx.opt.mirror = "https://mirror.example/gpuboot";
+	}
 	w.ctx.root->is_host = false;
 out:
 	free(t);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "shared/redact.h"
 #include "shared/util.h"
 #include "unit.h"
 
@@ -106,8 +107,39 @@ static void test_str(void)
 	CHECK(gb_startswith("NVR", "NVRM") == NULL);
 }
 
+static void test_redact(void)
+{
+	char out[256];
+	char *d;
+
+	CHECK(gb_redact_urls("https://user:pw@host:8443/m/manifest.json: refused", out, sizeof(out)));
+	CHECK_STREQ(out, "https://***@host:8443/m/manifest.json: refused");
+	/* JSON's escaped slashes; a password holding '@' (the last one ends it) */
+	CHECK(gb_redact_urls("{\"e\":\"https:\\/\\/u:p@w@h\\/x\"}", out, sizeof(out)));
+	CHECK_STREQ(out, "{\"e\":\"https:\\/\\/***@h\\/x\"}");
+	/* an '@' in a path; an e-mail address: no URL's user information */
+	CHECK(gb_redact_urls("a http://h/x@y c root@host", out, sizeof(out)) == false);
+	CHECK_STREQ(out, "a http://h/x@y c root@host");
+	/* a user name alone is user information too */
+	CHECK(gb_redact_urls("ftp://me@f", out, sizeof(out)));
+	CHECK_STREQ(out, "ftp://***@f");
+	CHECK(gb_redact_urls("s3://k@b/x and https://a:b@c", out, sizeof(out)));
+	CHECK_STREQ(out, "s3://***@b/x and https://***@c");
+	/* a short user grows the text: cut to fit, always terminated */
+	CHECK(gb_redact_urls("http://a@h", out, 10));
+	CHECK_STREQ(out, "http://**");
+	d = gb_redact_urls_dup("x http://a@h y");
+	CHECK(d != NULL);
+	if (d)
+		CHECK_STREQ(d, "x http://***@h y");
+	free(d);
+	CHECK(!gb_redact_urls("://@", out, sizeof(out)));
+	CHECK_STREQ(out, "://@");
+}
+
 int main(void)
 {
+	test_redact();
 	test_atou();
 	test_atod();
 	test_version();
