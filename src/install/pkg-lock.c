@@ -14,11 +14,13 @@
 #include "context.h"
 #include "install-internal.h"
 #include "shared/fileio.h"
+#include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
 
 #define LOCK_POLL_MS 1000u
+#define LOCK_SAY_EVERY_MS 30000u
 
 /* The pid holding a lock on path under the root: 0 none, -1 an OFD lock
  * or a holder in another pid namespace (pid unknown), else the pid. */
@@ -124,7 +126,8 @@ static int lock_wait(struct gb_ctx *ctx, const struct lock_file *locks, size_t n
                      size_t errsz)
 {
 	const struct gb_ops *ops = ctx->ops;
-	uint64_t start = ops->now_monotonic_ns(ops), waited_ms = 0;
+	uint64_t start = ops->now_monotonic_ns(ops), waited_ms = 0, said_ms = 0;
+	bool said = false;
 
 	for (;;) {
 		const char *held = NULL;
@@ -159,6 +162,22 @@ static int lock_wait(struct gb_ctx *ctx, const struct lock_file *locks, size_t n
 				         "namespace after %llu s of waiting; let it finish, then run again",
 				         held, (unsigned long long)(waited_ms / 1000));
 			return -EBUSY;
+		}
+		/* Who holds it, once, then every 30 s: a first boot that waits says why. */
+		if (!said || waited_ms - said_ms >= LOCK_SAY_EVERY_MS) {
+			holder_name(ctx, pid, comm, sizeof(comm));
+			if (pid > 0)
+				gb_log_warning(
+				    "The package manager's lock '%s' is held by pid %d (%s); %s (%llu of %u s)", held,
+				    (int)pid, comm, said ? "still waiting" : "waiting for it",
+				    (unsigned long long)(waited_ms / 1000), timeout_ms / 1000);
+			else
+				gb_log_warning("The package manager's lock '%s' is held by a process outside this pid "
+				               "namespace; %s (%llu of %u s)",
+				               held, said ? "still waiting" : "waiting for it",
+				               (unsigned long long)(waited_ms / 1000), timeout_ms / 1000);
+			said = true;
+			said_ms = waited_ms;
 		}
 		ops->sleep_ms(ops, LOCK_POLL_MS);
 	}

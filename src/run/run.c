@@ -1071,6 +1071,9 @@ static int walk(struct run *r)
 		char id[64];
 		bool had_journal = r->journal != NULL;
 		st = gb_stage_begin(r->ctx, &r->st, stages[i].name);
+		/* a run killed in this stage leaves a status that names it */
+		if (i > 0 && gb_status_write_progress(r->ctx, &r->st) < 0)
+			return GB_EXIT_FAILED;
 		snprintf(id, sizeof(id), "stage:%s", stages[i].name);
 		if (had_journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
 			return GB_EXIT_FAILED;
@@ -1283,6 +1286,10 @@ int gb_run(struct gb_ctx *ctx)
 	code = gb_lock_take(ctx, &lock);
 	if (code)
 		goto out;
+	if (gb_status_mark_interrupted(ctx, &r.st) == -ENOMEM) {
+		code = GB_EXIT_FAILED;
+		goto out;
+	}
 	r.st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	code = walk(&r);
 	if (fetch_join(&r, true) && code == GB_EXIT_OK) /* never left running; never "ok" without it */

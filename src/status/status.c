@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,8 @@ void gb_status_done(struct gb_status *s)
 	json_object_put(s->load);
 	json_object_put(s->prepare);
 	json_object_put(s->install);
+	json_object_put(s->interrupted);
+	s->interrupted = NULL;
 	s->facts = s->facts_after = s->plan = s->artifacts = s->journal = s->load = s->prepare = s->install = NULL;
 	for (size_t i = 0; i < s->n_stages; i++)
 		if (s->stages[i] != &s->lost)
@@ -166,6 +170,11 @@ static json_object *part(json_object *mine, json_object *prev, const char *key, 
 	return empty;
 }
 
+static bool str_is(const char *a, const char *b)
+{
+	return a && streq(a, b);
+}
+
 static json_object *status_doc(const struct gb_status *s, json_object *prev)
 {
 	json_object *o = gb_json_new_object(), *stages = gb_json_new_array(), *ver;
@@ -188,6 +197,8 @@ static json_object *status_doc(const struct gb_status *s, json_object *prev)
 	if (s->stages_lost)
 		gb_json_append(stages, stage_json(&s->lost));
 	gb_json_add(o, "stages", stages);
+	/* The run a kill stopped before this one, as the next run found it. */
+	gb_json_add(o, "interrupted", s->interrupted ? json_object_get(s->interrupted) : NULL);
 	gb_json_add(o, "facts", part(s->facts, prev, "facts", NULL));
 	/* A run's second reading, after install and load: what verify judged.
 	 * Only this command's: an older one describes a machine since changed. */
@@ -474,6 +485,62 @@ static int write_doc(struct gb_ctx *ctx, json_object *doc)
 	return 0;
 }
 
+/* A status that says "running" where no gpuboot runs: its run was killed
+ * (power, OOM, a Packer timeout). Returns the document marked interrupted
+ * (the stage it was in, when it was found so), or NULL when it is not. */
+static json_object *mark_interrupted(struct gb_ctx *ctx, json_object *doc)
+{
+	json_object *stages = gb_json_get(doc, "stages"), *info;
+	const char *stage = NULL;
+	size_t n;
+
+	if (!str_is(gb_json_get_str(doc, "result"), "running"))
+		return NULL;
+	n = stages && json_object_is_type(stages, json_type_array) ? json_object_array_length(stages) : 0;
+	for (size_t i = n; i-- > 0 && !stage;) {
+		json_object *st = json_object_array_get_idx(stages, i);
+		if (str_is(gb_json_get_str(st, "result"), "running"))
+			stage = gb_json_get_str(st, "name");
+	}
+	if (!stage && n) /* between stages: the last one it finished */
+		stage = gb_json_get_str(json_object_array_get_idx(stages, n - 1), "name");
+	info = gb_json_new_object();
+	gb_json_add(info, "stage", stage ? gb_json_new_string(stage) : NULL);
+	gb_json_add(info, "started_at", json_object_get(gb_json_get(doc, "started_at")));
+	gb_json_add(info, "found_at", iso8601(ctx->ops->now_realtime_ns(ctx->ops)));
+	gb_json_add(info, "command", json_object_get(gb_json_get(doc, "command")));
+	json_object_object_del(doc, "interrupted");
+	gb_json_add(doc, "interrupted", info);
+	gb_json_add(doc, "result", gb_json_new_string("interrupted"));
+	return doc;
+}
+
+int gb_status_mark_interrupted(struct gb_ctx *ctx, struct gb_status *s)
+{
+	json_object *doc = previous_doc(ctx), *info;
+	bool marked = doc && mark_interrupted(ctx, doc);
+	int r = 0;
+
+	/* marked now, or already by `gpuboot status` */
+	if (!marked && !str_is(gb_json_get_str(doc, "result"), "interrupted"))
+		goto out;
+	info = gb_json_get(doc, "interrupted");
+	if (!info || !json_object_is_type(info, json_type_object))
+		goto out;
+	gb_log_warning("The last %s (started %s) was interrupted in its %s stage; this run continues from its journal",
+	               gb_json_get_str(info, "command") ? gb_json_get_str(info, "command") : "run",
+	               gb_json_get_str(info, "started_at") ? gb_json_get_str(info, "started_at") : "?",
+	               gb_json_get_str(info, "stage") ? gb_json_get_str(info, "stage") : "first");
+	r = marked ? write_doc(ctx, doc) : 0;
+	if (r == 0)
+		r = 1;
+	json_object_put(s->interrupted);
+	s->interrupted = json_object_get(info);
+out:
+	json_object_put(doc);
+	return r;
+}
+
 int gb_status_write_progress(struct gb_ctx *ctx, struct gb_status *s)
 {
 	json_object *prev = previous_doc(ctx), *doc;
@@ -567,6 +634,16 @@ static void show_text(json_object *doc)
 	       json_object_get_int(gb_json_get(doc, "exit_code")), str_or(doc, "finished_at", "(unfinished)"),
 	       str_or(doc, "command", "?"));
 	show_cause(doc);
+	{
+		json_object *in = gb_json_get(doc, "interrupted");
+		if (in && json_object_is_type(in, json_type_object))
+			printf("%-12s the '%s' started %s stopped in its %s stage (found so at %s); %s\n",
+			       "interrupted:", str_or(in, "command", "run"), str_or(in, "started_at", "?"),
+			       str_or(in, "stage", "first"), str_or(in, "found_at", "?"),
+			       str_is(gb_json_get_str(doc, "result"), "interrupted")
+			           ? "the next run continues from the journal"
+			           : "this run continued from its journal");
+	}
 	if (journal && json_object_is_type(journal, json_type_object))
 		printf("%-12s %s, %d step(s) done, %d started, %d failed; last %s (%s)\n",
 		       "journal:", str_or(journal, "state", "?"),
@@ -593,6 +670,22 @@ static void show_text(json_object *doc)
 		}
 	}
 	printf("%-12s %u of %u failed\n", "checks:", failed, total);
+}
+
+/* Whether a gpuboot holds the state directory's lock now. */
+static bool lock_held(struct gb_ctx *ctx)
+{
+	char path[4200];
+	int fd;
+	bool held;
+
+	snprintf(path, sizeof(path), "%s/lock", ctx->opt.state_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false; /* no lock file: no run took it */
+	held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return held;
 }
 
 int gb_status_show(struct gb_ctx *ctx)
@@ -622,6 +715,21 @@ int gb_status_show(struct gb_ctx *ctx)
 		    "'%s' is not a gpuboot status document (schema 1..%d with a result); the next run rewrites it",
 		    path, GB_STATUS_SCHEMA);
 		return 1;
+	}
+	if (str_is(gb_json_get_str(doc, "result"), "running") && !lock_held(ctx) && mark_interrupted(ctx, doc)) {
+		/* no gpuboot holds the lock: the run it names was killed */
+		free(text);
+		text = NULL;
+		if (gb_json_text(doc,
+		                 JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+		                 &text) < 0) {
+			json_object_put(doc);
+			gb_log_error("Failed to read the status at '%s': out of memory", path);
+			return 1;
+		}
+		len = strlen(text);
+		if (geteuid() == 0 && write_doc(ctx, doc) < 0)
+			gb_log_warning("Failed to record the interrupted run in '%s', ignoring", path);
 	}
 	if (ctx->opt.json) {
 		fputs(text, stdout);

@@ -39,6 +39,7 @@ struct gb_status {
 	json_object *load; /* owned: the load stage's result, or NULL */
 	json_object *prepare; /* owned: the prepare stage's result, or NULL */
 	json_object *install; /* owned: the install stage's result, or NULL */
+	json_object *interrupted; /* owned: the killed run this one found (gb_status_mark_interrupted), or NULL */
 	struct gb_stage **stages; /* gb_stage_begin appends; never a fixed number */
 	size_t n_stages;
 	struct gb_stage lost; /* where a stage goes when memory ran out: never dropped silently */
@@ -67,6 +68,11 @@ int gb_status_withdraw_flags(struct gb_ctx *ctx);
  * stage so a killed run leaves a status naming its last completed stage. */
 int gb_status_write_progress(struct gb_ctx *ctx, struct gb_status *s);
 void gb_status_done(struct gb_status *s);
+/* Under the lock, before a run's first write: a status still "running" is
+ * a killed run's; it becomes "interrupted" with its stage and when it was
+ * found so; s keeps that, and the run's own document carries it.
+ * 1 marked, 0 nothing to mark, or a negative errno. */
+int gb_status_mark_interrupted(struct gb_ctx *ctx, struct gb_status *s);
 /* Prometheus text from a status document. */
 char *gb_status_prometheus(json_object *doc);
 /* `gpuboot status`: print the last status. Returns an exit code. */

@@ -456,6 +456,14 @@ static void test_rerun_nothing(void)
 	run_done(&x);
 }
 
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 /* A lock held by another process: waited for (bounded), holder named. */
 static void test_lock_wait(void)
 {
@@ -494,6 +502,28 @@ static void test_lock_wait(void)
 	CHECK(strstr(err, "var/lib/dpkg/lock-frontend") != NULL);
 	if (!strstr(err, want))
 		fprintf(stderr, "lock message: %s\n", err);
+	{
+		/* while it waits: who holds it, once, then every 30 s (0, 30, 60 of 65) */
+		char logp[4400], *log;
+		int saved = dup(STDERR_FILENO), fd;
+		snprintf(logp, sizeof(logp), "%s/lock-wait.log", base);
+		fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		CHECK(fd >= 0 && saved >= 0);
+		if (fd >= 0 && saved >= 0) {
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+			CHECK_INT(gb_pkg_lock_wait(&ctx, 65000, err, sizeof(err)), -EBUSY);
+			dup2(saved, STDERR_FILENO);
+			close(saved);
+			log = slurp(logp);
+			CHECK(log && count_of(log, want) == 3 && count_of(log, "waiting for it (0 of 65 s)") == 1 &&
+			      count_of(log, "still waiting (30 of 65 s)") == 1 &&
+			      count_of(log, "still waiting (60 of 65 s)") == 1);
+			if (log && count_of(log, want) != 3)
+				fprintf(stderr, "lock wait log: %s\n", log);
+			free(log);
+		}
+	}
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	CHECK_INT(gb_pkg_lock_wait(&ctx, 3000, err, sizeof(err)), 0);
