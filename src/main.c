@@ -24,8 +24,8 @@
 #include "version.h"
 
 static const struct gb_cmd *const commands[] = {
-	&gb_cmd_run,    &gb_cmd_detect, &gb_cmd_plan,   &gb_cmd_fetch,
-	&gb_cmd_verify, &gb_cmd_status, &gb_cmd_mirror, &gb_cmd_repair,
+	&gb_cmd_run,    &gb_cmd_detect, &gb_cmd_plan,   &gb_cmd_fetch,   &gb_cmd_verify,
+	&gb_cmd_status, &gb_cmd_mirror, &gb_cmd_repair, &gb_cmd_cleanup,
 };
 
 #define ALL 0xffffu
@@ -87,8 +87,8 @@ static const struct option_doc options[] = {
 	{ "mirror", required_argument, OPT_MIRROR, FETCHES, "URL", "download from this mirror (https:// or file://)" },
 	{ "config", required_argument, OPT_CONFIG, DECIDES | GB_CMD_VERIFY, "FILE",
 	  "site configuration (default /etc/gpuboot/gpuboot.conf)" },
-	{ "state-dir", required_argument, OPT_STATE_DIR, FETCHES | GB_CMD_VERIFY | GB_CMD_STATUS, "DIR",
-	  "state, cache, journal and status (default /var/lib/gpuboot)" },
+	{ "state-dir", required_argument, OPT_STATE_DIR, FETCHES | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CLEANUP,
+	  "DIR", "state, cache, journal and status (default /var/lib/gpuboot)" },
 	{ "ca-file", required_argument, OPT_CA_FILE, FETCHES, "FILE",
 	  "CA bundle for HTTPS (default: the distro's bundle)" },
 	{ "target-gpu", required_argument, OPT_TARGET_GPU, DECIDES, "MODEL",

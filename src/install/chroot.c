@@ -27,6 +27,12 @@
 #define POLICY_SAVED "var/lib/gpuboot/policy-rc.d.saved"
 #define POLICY_TEXT "#!/bin/sh\n# gpuboot: an image is being built; daemons are enabled, not started.\nexit 101\n"
 
+/* The binds this run (or a killed one) made, named before each mount: a
+ * mount that holds the right filesystem is gpuboot's to undo only when it
+ * is named here (one a Packer chroot builder made is left alone). Removed
+ * when the last one is unmounted. */
+#define MOUNTS_RECORD "var/lib/gpuboot/chroot-mounts"
+
 #define PROC_SUPER_MAGIC_ 0x9fa0
 #define SYSFS_MAGIC_ 0x62656572
 #define TMPFS_MAGIC_ 0x01021994 /* devtmpfs says tmpfs */
@@ -82,6 +88,42 @@ static int mountpoint_prepare(struct gb_ctx *ctx, struct gb_chroot *c, size_t i,
 	return -EBUSY;
 }
 
+/* Which binds the record names; none when it is absent. */
+static int record_read(struct gb_ctx *ctx, bool ret[3])
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = gb_root_read_file(ctx->root, MOUNTS_RECORD, 4096, &text, &len);
+
+	memset(ret, 0, 3 * sizeof(bool));
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		for (size_t i = 0; i < ARRAY_SIZE(binds); i++)
+			if (streq(line, binds[i].name))
+				ret[i] = true;
+	return 0;
+}
+
+/* The record made to say exactly rec (durably), or removed when it names none. */
+static int record_write(struct gb_ctx *ctx, const bool rec[3])
+{
+	char text[64] = "";
+	size_t o = 0;
+	int r;
+
+	for (size_t i = 0; i < ARRAY_SIZE(binds); i++)
+		if (rec[i])
+			o += (size_t)snprintf(text + o, sizeof(text) - o, "%s\n", binds[i].name);
+	if (!o)
+		return gb_root_unlink(ctx->root, MOUNTS_RECORD);
+	r = gb_root_mkdir_p(ctx->root, "var/lib/gpuboot", 0755);
+	return r < 0 ? r : gb_root_write_file(ctx->root, MOUNTS_RECORD, text, o, 0644);
+}
+
 static int policy_write(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
 {
 	char hex[65];
@@ -122,6 +164,35 @@ static int policy_write(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chro
 	return 0;
 }
 
+/* policy-rc.d put back where it is ours (a killed run's): the saved copy,
+ * or nothing. */
+static int policy_cleanup(struct gb_ctx *ctx, bool *ret_done)
+{
+	_cleanup_free_ char *cur = NULL, *old = NULL;
+	size_t len, old_len;
+	mode_t mode = 0755;
+	char hex[65];
+	int r = gb_root_read_file(ctx->root, POLICY_RC_D, 64 * 1024, &cur, &len);
+
+	*ret_done = false;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (len != strlen(POLICY_TEXT) || memcmp(cur, POLICY_TEXT, len) != 0)
+		return 0; /* not ours */
+	r = gb_root_read_file(ctx->root, POLICY_SAVED, 64 * 1024, &old, &old_len);
+	if (r == 0 && (r = gb_root_sha256(ctx->root, POLICY_SAVED, hex, &mode)) == 0)
+		r = gb_root_write_file(ctx->root, POLICY_RC_D, old, old_len, mode);
+	else if (r == -ENOENT)
+		r = gb_root_unlink(ctx->root, POLICY_RC_D);
+	if (r == 0 && (r = gb_root_unlink(ctx->root, POLICY_SAVED)) == -ENOENT)
+		r = 0;
+	if (r == 0)
+		*ret_done = true;
+	return r;
+}
+
 int gb_chroot_enter(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
 {
 	char dst[PATH_MAX + 8];
@@ -133,8 +204,25 @@ int gb_chroot_enter(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *
 		snprintf(err, errsz, "Failed to resolve the root '%s': %s", ctx->opt.root, strerror(-r));
 		return r;
 	}
+	r = record_read(ctx, c->recorded);
+	if (r < 0) {
+		snprintf(err, errsz, "Failed to read '%s' in %s: %s", MOUNTS_RECORD, c->dir, strerror(-r));
+		return r;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
 		r = mountpoint_prepare(ctx, c, i, dst, sizeof(dst), err, errsz);
+		if (r == 0 && c->recorded[i]) /* a killed run's: ours to undo */
+			c->mounted[i] = true;
+		if (r > 0 && !c->recorded[i]) {
+			int k;
+			c->recorded[i] = true;
+			k = record_write(ctx, c->recorded);
+			if (k < 0) {
+				snprintf(err, errsz, "Failed to write '%s' in %s: %s", MOUNTS_RECORD, c->dir,
+				         strerror(-k));
+				r = k;
+			}
+		}
 		if (r > 0) {
 			r = ctx->ops->mount_bind(ctx->ops, binds[i].src, dst);
 			if (r < 0)
@@ -199,11 +287,78 @@ int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *
 		snprintf(dst, sizeof(dst), "%s/%s", c->dir, binds[i].name);
 		r = ctx->ops->umount(ctx->ops, dst);
 		c->mounted[i] = false;
+		if (r == 0)
+			c->recorded[i] = false;
 		if (r < 0 && !first) {
 			first = r;
 			if (!err[0])
 				snprintf(err, errsz, "Failed to unmount '%s': %s", dst, strerror(-r));
 		}
+	}
+	/* what is still mounted stays named for the next run */
+	r = record_write(ctx, c->recorded);
+	if (r < 0 && !first) {
+		first = r;
+		if (!err[0])
+			snprintf(err, errsz, "Failed to update '%s' in %s: %s", MOUNTS_RECORD, c->dir, strerror(-r));
+	}
+	return first;
+}
+
+/* What a killed image install left in the root: the binds the record names
+ * that are still mounts, and policy-rc.d where it is ours. */
+int gb_chroot_cleanup(struct gb_ctx *ctx, unsigned *ret_unmounted, bool *ret_policy, char *err, size_t errsz)
+{
+	struct gb_chroot c;
+	struct stat root_st;
+	char dst[PATH_MAX + 8];
+	int r, first = 0;
+
+	*ret_unmounted = 0;
+	*ret_policy = false;
+	memset(&c, 0, sizeof(c));
+	if (!realpath(ctx->opt.root, c.dir)) {
+		r = negative_errno();
+		snprintf(err, errsz, "Failed to resolve the root '%s': %s", ctx->opt.root, strerror(-r));
+		return r;
+	}
+	r = record_read(ctx, c.recorded);
+	if (r < 0) {
+		snprintf(err, errsz, "Failed to read '%s' in %s: %s", MOUNTS_RECORD, c.dir, strerror(-r));
+		return r;
+	}
+	if (stat(c.dir, &root_st) < 0)
+		return negative_errno();
+	for (size_t i = ARRAY_SIZE(binds); i-- > 0;) {
+		struct stat parent;
+		if (!c.recorded[i])
+			continue;
+		snprintf(dst, sizeof(dst), "%s/%s", c.dir, binds[i].name);
+		parent = root_st;
+		r = is_mountpoint(dst, &parent);
+		if (r == -ENOENT)
+			r = 0;
+		if (r > 0) {
+			r = ctx->ops->umount(ctx->ops, dst);
+			if (r == 0)
+				(*ret_unmounted)++;
+		}
+		if (r == 0)
+			c.recorded[i] = false;
+		else if (!first) {
+			first = r;
+			snprintf(err, errsz, "Failed to unmount '%s': %s", dst, strerror(-r));
+		}
+	}
+	r = record_write(ctx, c.recorded);
+	if (r < 0 && !first) {
+		first = r;
+		snprintf(err, errsz, "Failed to update '%s' in %s: %s", MOUNTS_RECORD, c.dir, strerror(-r));
+	}
+	r = policy_cleanup(ctx, ret_policy);
+	if (r < 0 && !first) {
+		first = r;
+		snprintf(err, errsz, "Failed to restore '%s' in %s: %s", POLICY_RC_D, c.dir, strerror(-r));
 	}
 	return first;
 }

@@ -67,6 +67,7 @@ struct inst {
 	bool packages; /* the packages method (NVIDIA's repository) */
 	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
 	size_t n_kernels;
+	char interrupted[160]; /* why dpkg needs repairing first (dpkg_audit), "" when it does not */
 };
 
 #define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
@@ -438,13 +439,93 @@ static size_t pkg_argv(struct inst *s, const char **argv, size_t n, char (*buf)[
 	return n;
 }
 
+/* Is dpkg interrupted? A kill (power, OOM, a Packer timeout) in the middle
+ * of dpkg leaves its journal in var/lib/dpkg/updates/ or packages
+ * half-installed, half-configured or awaiting triggers, which dpkg --audit
+ * lists; apt then refuses everything ("dpkg was interrupted"). Read only;
+ * s->interrupted says what was found. */
+static int dpkg_audit(struct inst *s)
+{
+	const char *argv[] = { "dpkg", "--audit", NULL };
+	char **names = NULL;
+	size_t n = 0, pending = 0;
+	int r = gb_root_list_dir(s->ctx->root, "var/lib/dpkg/updates", &names, &n);
+
+	s->interrupted[0] = '\0';
+	if (r < 0 && r != -ENOENT)
+		return FAIL(s, r, "Failed to list var/lib/dpkg/updates in %s: %s", s->ctx->root->path, strerror(-r));
+	for (size_t i = 0; i < n; i++)
+		pending += strspn(names[i], "0123456789") == strlen(names[i]); /* dpkg's own: digits; not tmp.i */
+	gb_strv_free(names);
+	r = gb_install_query(s->ctx, s->chroot_dir, argv, QUERY_TIMEOUT_MS, false, s->res, s->ret->error,
+	                     sizeof(s->ret->error));
+	if (r < 0)
+		return r;
+	if (pending)
+		snprintf(s->interrupted, sizeof(s->interrupted),
+		         "dpkg was interrupted (%zu record(s) in var/lib/dpkg/updates)", pending);
+	else if (s->res->output_len > 0 && strspn(s->res->output, " \t\n") < s->res->output_len) {
+		char first[96];
+		gb_strscpy(first, sizeof(first), s->res->output);
+		first[strcspn(first, "\n")] = '\0';
+		snprintf(s->interrupted, sizeof(s->interrupted), "dpkg --audit: %s", first);
+	}
+	return 0;
+}
+
+/* dpkg's own repair, journaled: dpkg --configure -a (finishes what was
+ * unpacked, runs the pending triggers: DKMS, the initramfs), then apt-get
+ * -f install where dependencies stay broken; what remains is named. */
+static int dpkg_recover(struct inst *s)
+{
+	const char *configure[] = { "dpkg", "--force-confdef", "--force-confold", "--configure", "-a", NULL };
+	const char *fix[] = { "apt-get",
+		              "-f",
+		              "install",
+		              "-y",
+		              "-q",
+		              "-o",
+		              "Dpkg::Options::=--force-confdef",
+		              "-o",
+		              "Dpkg::Options::=--force-confold",
+		              NULL };
+	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
+	char id[128], found[sizeof(s->interrupted)];
+	int r;
+
+	gb_strscpy(found, sizeof(found), s->interrupted);
+	gb_log_warning("%s in %s: repairing it the package manager's way (dpkg --configure -a)", found,
+	               s->ctx->root->path);
+	gb_journal_repeat_id(s->j, "dpkg-configure-a", id, sizeof(id));
+	r = effect(s, id, configure, apt_ms);
+	if (r >= 0)
+		r = dpkg_audit(s);
+	if (r >= 0 && s->interrupted[0]) {
+		gb_journal_repeat_id(s->j, "apt-get-f-install", id, sizeof(id));
+		r = effect(s, id, fix, apt_ms);
+		if (r >= 0)
+			r = dpkg_audit(s);
+	}
+	if (r < 0)
+		return r;
+	if (s->interrupted[0])
+		return FAIL(s, -EIO,
+		            "%s is still so after dpkg --configure -a and apt-get -f install: %s; see dpkg --audit",
+		            s->ctx->root->path, s->interrupted);
+	snprintf(s->ret->recovered, sizeof(s->ret->recovered), "%s: repaired by dpkg --configure -a", found);
+	s->ret->packages_changed = true;
+	return 0;
+}
+
 static int apt_install(struct inst *s)
 {
 	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
 	const char *argv[GB_INSTALL_MAX_PKGS + 12] = { "apt-get", "update", "-q", NULL };
 	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
-	int r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS);
+	int r = s->interrupted[0] ? dpkg_recover(s) : 0;
 
+	if (r >= 0)
+		r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS);
 	if (r >= 0)
 		r = resolve(s);
 	if (r >= 0)
@@ -520,9 +601,11 @@ static int distro_apply(struct inst *s)
 	int r;
 
 	r = sources(s);
+	if (r >= 0)
+		r = dpkg_audit(s);
 	if (r < 0)
 		return r;
-	if (satisfied(s)) {
+	if (!s->interrupted[0] && satisfied(s)) {
 		/* Everything is there: the blacklist and the pin are made sure of
 		 * (unchanged on a rerun), no command runs. */
 		for (size_t i = 0; i < s->ret->n_pkgs; i++) {

@@ -54,7 +54,8 @@ int gb_pkg_lock_wait(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t 
 /* chroot.c: the chroot of an image install. */
 struct gb_chroot {
 	char dir[4096]; /* the root, canonical */
-	bool mounted[3]; /* proc, sys, dev: mounted by us (unmount on leave) */
+	bool mounted[3]; /* proc, sys, dev: mounted by us, or by a killed run (unmount on leave) */
+	bool recorded[3]; /* named in var/lib/gpuboot/chroot-mounts */
 	bool policy; /* usr/sbin/policy-rc.d written by us */
 	char *policy_old; /* what was there before (restored on leave), or NULL */
 	size_t policy_old_len;

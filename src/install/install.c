@@ -44,6 +44,7 @@ json_object *gb_install_result_to_json(const struct gb_install_result *r)
 	gb_json_add(o, "codename", str_or_null(r->codename));
 	gb_json_add(o, "sources_changed", gb_json_new_boolean(r->sources_changed));
 	gb_json_add(o, "packages_changed", gb_json_new_boolean(r->packages_changed));
+	gb_json_add(o, "recovered", str_or_null(r->recovered));
 	for (size_t i = 0; i < r->n_pkgs; i++) {
 		const struct gb_install_pkg_result *p = &r->pkgs[i];
 		json_object *x = gb_json_new_object();

@@ -109,8 +109,20 @@ struct gb_install_result {
 	size_t n_kernels;
 	bool sources_changed; /* components were enabled, or the repository added */
 	bool packages_changed; /* apt ran */
+	/* what the package manager needed first (a dpkg an earlier run's kill
+	 * interrupted), as it was repaired, "" when nothing */
+	char recovered[256];
 	char error[768]; /* one line: what failed, on what, why (set on failure) */
 };
+
+/* What a killed image install left in an image root (a run after it, and
+ * `gpuboot cleanup`): the bind mounts it named in
+ * var/lib/gpuboot/chroot-mounts that are still mounted are unmounted (a
+ * mount gpuboot did not make is never touched), and usr/sbin/policy-rc.d,
+ * where it is gpuboot's, put back as it was. *ret_unmounted counts the
+ * mounts undone, *ret_policy whether policy-rc.d was. 0, or a negative
+ * errno with err set. */
+int gb_chroot_cleanup(struct gb_ctx *ctx, unsigned *ret_unmounted, bool *ret_policy, char *err, size_t errsz);
 
 /* Install per in into ctx->root. Returns 0, or a negative errno with
  * ret->error naming the cause: -ENOPKG (a package or version the archive
@@ -123,7 +135,7 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
                struct gb_install_result *ret);
 
 /* The result for the status document: {method, image, distro, codename,
- * sources_changed, packages_changed, packages[{name, wanted, version,
+ * sources_changed, packages_changed, recovered, packages[{name, wanted, version,
  * suite, before, after, held}], modules[{kernel, path}], error}. */
 json_object *gb_install_result_to_json(const struct gb_install_result *r);
 

@@ -341,6 +341,25 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 	return journal_save(j);
 }
 
+void gb_journal_repeat_id(struct gb_journal *j, const char *base, char *ret, size_t n)
+{
+	char buf[4400], id[512];
+	for (unsigned k = 1;; k++) {
+		json_object *s;
+		const char *state;
+		if (k == 1)
+			snprintf(id, sizeof(id), "%s", base);
+		else
+			snprintf(id, sizeof(id), "%s#%u", base, k);
+		s = find_step(j, scoped(j, id, buf, sizeof(buf)));
+		state = s ? gb_json_get_str(s, "state") : NULL;
+		if (!s || !state || !streq(state, "done") || k >= 1000) {
+			snprintf(ret, n, "%s", id);
+			return;
+		}
+	}
+}
+
 bool gb_journal_step_changed(struct gb_journal *j, const char *id)
 {
 	char buf[4400];

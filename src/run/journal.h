@@ -69,6 +69,12 @@ int gb_journal_finish(struct gb_journal *j, const char *state, int exit_code);
  * Both return 0, 1 when skipped as already done, or a negative errno. */
 int gb_journal_write_file(struct gb_journal *j, const char *stage, const char *path, const void *data, size_t len,
                           mode_t mode);
+/* The id for a step that may be needed again after it was done (a repair
+ * of the package manager, wanted whenever its state asks for it): base,
+ * or base#2, #3, ...: the first that is not done in the journal, so a
+ * killed attempt is redone under its own id and a done one stays history. */
+void gb_journal_repeat_id(struct gb_journal *j, const char *base, char *ret, size_t n);
+
 int gb_journal_run(struct gb_journal *j, const char *stage, const char *id, const struct gb_cmd_spec *spec,
                    struct gb_cmd_result *ret);
 

@@ -1268,6 +1268,21 @@ static int load_nodes_daemons(struct run *r, struct gb_stage *st)
 	return k < 0 ? GB_EXIT_FAILED : 0;
 }
 
+int gb_run_cleanup_image(struct gb_ctx *ctx)
+{
+	char err[512] = "";
+	unsigned n = 0;
+	bool policy = false;
+	int r = gb_chroot_cleanup(ctx, &n, &policy, err, sizeof(err));
+
+	if (n || policy)
+		gb_log_warning("Undid what a killed run left in %s: %u bind mount(s)%s", ctx->opt.root, n,
+		               policy ? ", usr/sbin/policy-rc.d" : "");
+	if (r < 0)
+		gb_log_error("%s; unmount it (umount -R), then run again", err);
+	return r < 0 ? r : (int)n + (policy ? 1 : 0);
+}
+
 int gb_run(struct gb_ctx *ctx)
 {
 	struct run r = { .ctx = ctx };
@@ -1287,6 +1302,10 @@ int gb_run(struct gb_ctx *ctx)
 	if (code)
 		goto out;
 	if (gb_status_mark_interrupted(ctx, &r.st) == -ENOMEM) {
+		code = GB_EXIT_FAILED;
+		goto out;
+	}
+	if (!ctx->root->is_host && gb_run_cleanup_image(ctx) < 0) {
 		code = GB_EXIT_FAILED;
 		goto out;
 	}

@@ -45,3 +45,7 @@ int gb_lock_take(struct gb_ctx *ctx, int *ret_fd);
 
 /* `gpuboot run` and `gpuboot --repair`: the whole pipeline. Exit code. */
 int gb_run(struct gb_ctx *ctx);
+
+/* An image root: undo what a killed run left there (gb_chroot_cleanup),
+ * saying what; the count undone, or a negative errno (logged). */
+int gb_run_cleanup_image(struct gb_ctx *ctx);

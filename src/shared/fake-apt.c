@@ -16,14 +16,24 @@
  *       each from the archive (exit 100, "Unable to locate" or "Version ...
  *       was not found", and nothing installed when one is missing), its
  *       tree copied into the root, its stanza "install ok installed"
- *   apt-mark hold|unhold NAME...   "hold ok installed" / "install ok installed" */
+ *   apt-mark hold|unhold NAME...   "hold ok installed" / "install ok installed"
+ * and what a dpkg killed half-way leaves, as dpkg has it: a package whose
+ * Status is half-installed, unpacked, half-configured, triggers-awaited or
+ * triggers-pending, and var/lib/dpkg/updates/ holding records (digits):
+ *   dpkg --audit              those packages, in dpkg's words; exit 0
+ *   dpkg [--force-...] --configure -a   each of them "ok installed", the records gone
+ *   apt-get install ...       refused while records remain (exit 100, apt's
+ *                             "dpkg was interrupted ..."), as apt does
+ *   apt-get -f install        exit 0 */
 #include "fake-apt.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fake-kernel.h"
 #include "fileio.h"
@@ -138,7 +148,7 @@ static int dpkg_query(const char *root, const char *const *argv, struct gb_cmd_r
 		return r;
 	for (size_t i = 4; argv[i]; i++) {
 		const struct pkg *p = db_find(&d, argv[i]);
-		if (p && strstr(p->status, " installed"))
+		if (p && !strstr(p->status, " not-installed"))
 			out(ret, "%s\t%s\t%s\n", p->name, p->version, p->status);
 		else {
 			out(ret, "dpkg-query: no packages found matching %s%s%s\n", argv[i], "", "");
@@ -148,6 +158,83 @@ static int dpkg_query(const char *root, const char *const *argv, struct gb_cmd_r
 	db_done(&d);
 	ret->status = missing ? 1 << 8 : 0;
 	return 0;
+}
+
+static bool half_done(const struct pkg *p)
+{
+	static const char *const states[] = { " half-installed", " unpacked", " half-configured", " triggers-awaited",
+		                              " triggers-pending" };
+	for (size_t i = 0; i < ARRAY_SIZE(states); i++)
+		if (strstr(p->status, states[i]))
+			return true;
+	return false;
+}
+
+/* dpkg's journal of an interrupted run: var/lib/dpkg/updates/NNNN files. */
+static int updates(const char *root, bool remove)
+{
+	char path[1200];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/var/lib/dpkg/updates", root);
+	if (!(d = opendir(path)))
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] && strspn(e->d_name, "0123456789") == strlen(e->d_name)) {
+			n++;
+			if (remove)
+				(void)unlinkat(dirfd(d), e->d_name, 0);
+		}
+	closedir(d);
+	return n;
+}
+
+static int dpkg_audit(const char *root, struct gb_cmd_result *ret)
+{
+	char path[1200];
+	struct db d;
+	bool said = false;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/" STATUS, root);
+	r = db_read(path, &d);
+	for (size_t i = 0; r >= 0 && i < d.n; i++) {
+		if (!half_done(&d.p[i]))
+			continue;
+		if (!said)
+			out(ret, "The following packages are only half configured, probably due to problems%s%s%s\n",
+			    "\nconfiguring them the first time.  The configuration should be retried using\n",
+			    "dpkg --configure <package> or the configure menu option in dselect:", "");
+		said = true;
+		out(ret, " %-18s %s%s\n", d.p[i].name, "NVIDIA", "");
+	}
+	db_done(&d);
+	return r;
+}
+
+static int dpkg_configure_all(const char *root, struct gb_cmd_result *ret)
+{
+	char path[1200];
+	struct db d;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/" STATUS, root);
+	r = db_read(path, &d);
+	for (size_t i = 0; r >= 0 && i < d.n; i++)
+		if (half_done(&d.p[i])) {
+			gb_strscpy(d.p[i].status, sizeof(d.p[i].status),
+			           gb_startswith(d.p[i].status, "hold ") ? "hold ok installed"
+			                                                 : "install ok installed");
+			out(ret, "Setting up %s (%s) ...%s\n", d.p[i].name, d.p[i].version, "");
+		}
+	if (r >= 0)
+		r = db_write(root, &d);
+	if (r >= 0)
+		(void)updates(root, true);
+	db_done(&d);
+	return r;
 }
 
 static int madison(const char *dir, const char *name, struct gb_cmd_result *ret)
@@ -174,6 +261,14 @@ static int apt_install(const char *root, const char *dir, const char *const *arg
 	struct db a, d;
 	int r;
 
+	if (updates(root, false) > 0) {
+		out(ret,
+		    "E: dpkg was interrupted, you must manually run 'dpkg --configure -a' to correct the problem. "
+		    "%s%s%s\n",
+		    "", "", "");
+		ret->status = 100 << 8;
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/Packages", dir);
 	r = db_read(path, &a);
 	snprintf(path, sizeof(path), "%s/" STATUS, root);
@@ -262,6 +357,14 @@ static int apt_mark(const char *root, const char *const *argv, struct gb_cmd_res
 	return r;
 }
 
+static bool has_arg(const char *const *argv, const char *a)
+{
+	for (size_t i = 1; argv[i]; i++)
+		if (streq(argv[i], a))
+			return true;
+	return false;
+}
+
 int gb_fake_apt_run(const char *root, const char *dir, const char *const *argv, struct gb_cmd_result *ret)
 {
 	if (!root[0] || !dir[0] || !argv[0])
@@ -271,6 +374,12 @@ int gb_fake_apt_run(const char *root, const char *dir, const char *const *argv, 
 	if (streq(argv[0], "apt-cache") && argv[1] && streq(argv[1], "madison") && argv[2])
 		return madison(dir, argv[2], ret) < 0 ? -EIO : 1;
 	if (streq(argv[0], "apt-get") && argv[1] && streq(argv[1], "update"))
+		return 1;
+	if (streq(argv[0], "dpkg") && argv[1] && streq(argv[1], "--audit"))
+		return dpkg_audit(root, ret) < 0 ? -EIO : 1;
+	if (streq(argv[0], "dpkg") && has_arg(argv, "--configure") && has_arg(argv, "-a"))
+		return dpkg_configure_all(root, ret) < 0 ? -EIO : 1;
+	if (streq(argv[0], "apt-get") && argv[1] && streq(argv[1], "-f") && argv[2] && streq(argv[2], "install"))
 		return 1;
 	if (streq(argv[0], "apt-get") && argv[1] && streq(argv[1], "install"))
 		return apt_install(root, dir, argv, ret) < 0 ? -EIO : 1;

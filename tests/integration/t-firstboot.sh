@@ -313,6 +313,46 @@ MTH=packages image_boot ubuntu-packages-image t4-nouveau-ubuntu2204 usr/lib/x86_
 MTH=distro DRV=$DEB_DRV first_boot debian-distro l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 MTH=distro DRV=$DEB_DRV image_boot debian-distro-image l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 
+# A first boot whose dpkg was killed half-way (the OOM killer, power, a
+# Packer timeout): apt-get install ends by a signal's exit, leaving what a
+# killed dpkg leaves: its journal in var/lib/dpkg/updates/ and the module's
+# package half-configured (its DKMS build cut). apt refuses everything
+# then ("dpkg was interrupted"); the next run repairs dpkg its own way
+# first (dpkg --configure -a, journaled, said in the status), then converges.
+killed_dpkg() {
+	MTH=distro DRV=$DEB_DRV
+	bare debian-distro-killed-dpkg l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
+	debian_archive debian-distro-killed-dpkg
+	gb_run 1 usr/lib/x86_64-linux-gnu/nvidia/current "command:apt-get install:137:"
+	grep -q "apt-get install failed" "$TMP/err" || fail "killed-dpkg: the killed install: $(cat "$TMP/err")"
+	mkdir -p "$M/var/lib/dpkg/updates"
+	echo 'Package: nvidia-kernel-dkms' >"$M/var/lib/dpkg/updates/0003"
+	printf 'Package: nvidia-kernel-dkms\nStatus: install ok half-configured\nVersion: %s\n\n' "$DVER" >>"$M/var/lib/dpkg/status"
+	rm -f "$M.ops"
+	gb_run 0 usr/lib/x86_64-linux-gnu/nvidia/current
+	grep -q "dpkg was interrupted (1 record(s) in var/lib/dpkg/updates) in $M: repairing it" "$TMP/err" ||
+		fail "killed-dpkg: the run did not say so: $(cat "$TMP/err")"
+	python3 - "$M.state" <<'PY' || fail "killed-dpkg: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1] + "/status.json"))
+assert d["result"] == "ok" and d["exit_code"] == 0, (d["result"], d["exit_code"])
+assert d["install"]["driver"]["recovered"].startswith("dpkg was interrupted"), d["install"]
+j = {s["id"]: s for s in json.load(open(sys.argv[1] + "/journal.json"))["steps"]}
+assert j["dpkg-configure-a"]["state"] == "done" and j["apt-get-install"]["attempts"] == 2, j
+PY
+	# repaired first, then the install again (the update was done)
+	[ "$(sed -n 's/^run \(chroot=[^ ]* \)\{0,1\}\(dpkg .*--configure -a\|apt-get update\|apt-get install\).*/\2/p' "$M.ops" | sed 's/^dpkg .*/dpkg --configure -a/' | tr '\n' ,)" = \
+		"dpkg --configure -a,apt-get install," ] || fail "killed-dpkg: $(grep '^run' "$M.ops")"
+	[ -z "$(ls "$M/var/lib/dpkg/updates")" ] && ! grep -q half-configured "$M/var/lib/dpkg/status" ||
+		fail "killed-dpkg: dpkg is still interrupted"
+	# and again: nothing to repair, nothing done
+	rm -f "$M.ops"
+	gb_run 0 usr/lib/x86_64-linux-gnu/nvidia/current
+	[ ! -s "$M.ops" ] || fail "killed-dpkg: the run after the repair changed something: $(cat "$M.ops")"
+	echo "row debian-distro-killed-dpkg: dpkg repaired (dpkg --configure -a), then exit 0"
+}
+(killed_dpkg)
+
 twin_load secure-boot-unsigned 129 debian12-secureboot-unsigned.kmsg 14 secure-boot-unsigned
 twin_load untrusted-key 129 debian12-untrusted-key.kmsg 14 secure-boot-untrusted-key
 twin_load lockdown 1 lockdown.kmsg 14 secure-boot-lockdown
