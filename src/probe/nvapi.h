@@ -38,6 +38,20 @@ typedef struct {
 	unsigned gpu, memory;
 } nvmlUtilization_t;
 
+/* nvmlSample_t: a CPU timestamp (us, the realtime clock) and a value
+ * (nvmlValue_t, 8 bytes; GPU utilisation samples are unsigned int). Each GPU
+ * utilisation sample is the share of the time since the one before it in
+ * which a kernel ran (every ~200 ms on the H200). */
+typedef struct {
+	unsigned long long ts;
+	union {
+		unsigned ui;
+		unsigned long long ull;
+		double d;
+	} v;
+} gb_nvml_sample;
+#define GB_NVML_GPU_UTILIZATION_SAMPLES 1
+
 /* nvmlGpuFabricInfo_t (R550+): clusterUuid[16], status, cliqueId, state (unsigned char). */
 typedef struct {
 	char cluster_uuid[16];
@@ -122,6 +136,8 @@ enum {
 	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned *), clock, "nvmlDeviceGetClockInfo", 0)                         \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), bus_width, "nvmlDeviceGetMemoryBusWidth", 0)                     \
 	X(nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t *), utilization, "nvmlDeviceGetUtilizationRates", 0)        \
+	X(nvmlReturn_t (*)(nvmlDevice_t, int, unsigned long long, int *, unsigned *, gb_nvml_sample *), samples_get,   \
+	  "nvmlDeviceGetSamples", 0)                                                                                   \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, void *), processes, "nvmlDeviceGetComputeRunningProcesses_v3", 0) \
 	X(nvmlReturn_t (*)(nvmlDevice_t, void *, unsigned *, unsigned long long), process_util,                        \
 	  "nvmlDeviceGetProcessUtilization", 0)                                                                        \

@@ -49,6 +49,7 @@ __asm__(".symver dlclose,dlclose@GLIBC_2.17");
 
 #define PROBE_VERSION 1
 #define MAX_GPUS 64
+#define GB_SLICES_MAX 400 /* FMA slices of one load, at most */
 
 extern const char gb_probe_ptx[];
 
@@ -226,7 +227,12 @@ struct gpu {
 	/* results */
 	double jit_ms, fill_check_ms, d2d_gbps, read_gbps, fp32_tflops, fp64_tflops, h2d_gbps, d2h_gbps;
 	long long pattern_errors;
-	int util_max, util_samples, load_gen, load_width;
+	int util_max, util_samples, util_windows, load_gen, load_width;
+	double util_window_ms; /* the whole sample window read (nvmlDeviceGetSamples) */
+	const char *util_source; /* "samples", "utilization_rates" */
+	double fp32_timed_ms, fp32_settle_ms, fp32_slice_min, fp32_slice_max, fp64_timed_ms;
+	int fp32_timed_slices, fp32_slices;
+	CUevent sl_ev[GB_SLICES_MAX + 1]; /* between the FMA slices, made as needed */
 	unsigned sm_clock_load_mhz;
 	unsigned long long events_under_load;
 	CUstream stream;
@@ -292,7 +298,7 @@ static void run_all(void *(*fn)(void *), void **args, unsigned n)
 /* ECC, remapped rows and retired pages: the memory's health, as NVML sees it. */
 static void memory_health(struct gpu *g)
 {
-	int cur, pend;
+	int cur, pend, rows = 0;
 	unsigned u1, u2, u3, u4;
 	unsigned long long ull;
 
@@ -314,6 +320,7 @@ static void memory_health(struct gpu *g)
 
 	jopen("remapped_rows", '{');
 	if (nv.remapped_rows && nv.remapped_rows(g->dev, &u1, &u2, &u3, &u4) == NVML_SUCCESS) {
+		rows = 1;
 		jbool("supported", 1);
 		jint("correctable", u1);
 		jint("uncorrectable", u2);
@@ -324,8 +331,10 @@ static void memory_health(struct gpu *g)
 	}
 	jclose('}');
 
+	/* Retired pages are what GPUs before Ampere have instead of row
+	 * remapping: asked only where there is none. */
 	jopen("retired_pages", '{');
-	if (nv.retired_pending && nv.retired_pending(g->dev, &cur) == NVML_SUCCESS) {
+	if (!rows && nv.retired_pending && nv.retired_pending(g->dev, &cur) == NVML_SUCCESS) {
 		unsigned count = 0;
 		jbool("supported", 1);
 		jbool("pending", cur == 1);
@@ -482,7 +491,11 @@ static int other_processes(const struct gpu *g)
 	return late;
 }
 
-static void passive_gpu(unsigned i)
+/* One GPU's NVML facts. What only the active tier judges (the maximum
+ * clocks and bus width its peaks are derived from, the other processes on
+ * the GPU) is read for the active tier only: the passive tier is ~40 ms,
+ * and those calls were a quarter of it on the H200. */
+static void passive_gpu(unsigned i, int active)
 {
 	struct gpu *g = &gpus[i];
 	char name[96] = "", uuid[96] = "";
@@ -541,16 +554,18 @@ static void passive_gpu(unsigned i)
 		jint("max_width", u1);
 	jclose('}');
 
-	jopen("clocks", '{');
-	if (nv.max_clock && nv.max_clock(g->dev, NVML_CLOCK_SM, &g->sm_max_mhz) == NVML_SUCCESS)
-		jint("sm_max_mhz", g->sm_max_mhz);
-	if (nv.max_clock && nv.max_clock(g->dev, NVML_CLOCK_MEM, &g->mem_max_mhz) == NVML_SUCCESS)
-		jint("mem_max_mhz", g->mem_max_mhz);
-	if (nv.clock && nv.clock(g->dev, NVML_CLOCK_SM, &u1) == NVML_SUCCESS)
-		jint("sm_current_mhz", u1);
-	jclose('}');
-	if (nv.bus_width && nv.bus_width(g->dev, &g->nvml_bus_width) == NVML_SUCCESS)
-		jint("memory_bus_width_bits", g->nvml_bus_width);
+	if (active) {
+		jopen("clocks", '{');
+		if (nv.max_clock && nv.max_clock(g->dev, NVML_CLOCK_SM, &g->sm_max_mhz) == NVML_SUCCESS)
+			jint("sm_max_mhz", g->sm_max_mhz);
+		if (nv.max_clock && nv.max_clock(g->dev, NVML_CLOCK_MEM, &g->mem_max_mhz) == NVML_SUCCESS)
+			jint("mem_max_mhz", g->mem_max_mhz);
+		if (nv.clock && nv.clock(g->dev, NVML_CLOCK_SM, &u1) == NVML_SUCCESS)
+			jint("sm_current_mhz", u1);
+		jclose('}');
+		if (nv.bus_width && nv.bus_width(g->dev, &g->nvml_bus_width) == NVML_SUCCESS)
+			jint("memory_bus_width_bits", g->nvml_bus_width);
+	}
 	if (nv.temperature && nv.temperature(g->dev, 0, &u1) == NVML_SUCCESS)
 		jint("temperature_c", u1);
 	if (nv.fabric_info) {
@@ -568,7 +583,7 @@ static void passive_gpu(unsigned i)
 		}
 	}
 	nvlink_facts(g);
-	if (nv.processes) {
+	if (active && nv.processes) {
 		int busy = 0, others;
 		unsigned long long held = 0;
 		others = other_processes_now(g, &busy, &held, 1);
@@ -738,76 +753,243 @@ static int pattern(struct gpu *g)
 
 /* The pinned host buffer. Pinning is host and driver work that the driver
  * serialises across contexts (under UVA each pinned buffer is mapped for
- * every context), so the worker does it while its GPU runs the FP32
- * warm-up kernel: neither waits for the other, and nothing timed overlaps. */
+ * every context), so it is done while the GPU runs the FP32 slices, in a
+ * thread of its own (the worker keeps the slices queued meanwhile): neither
+ * waits for the other, and nothing timed overlaps. */
 struct pinned {
+	struct gpu *g;
 	void *host;
 	size_t bytes;
+	double end_ms; /* when the pinning ended (now_ms) */
 };
 
-static void pin_host(struct gpu *g, struct pinned *p)
+static void *pin_host(void *arg)
 {
+	struct pinned *p = arg;
 	double t = now_ms();
-	if (cu.host_alloc(&p->host, p->bytes, 0) != CUDA_SUCCESS)
+	if (cu.ctx_set(p->g->ctx) != CUDA_SUCCESS || cu.host_alloc(&p->host, p->bytes, 0) != CUDA_SUCCESS)
 		p->host = NULL;
-	g->ph_host_alloc = now_ms() - t;
+	p->end_ms = now_ms();
+	p->g->ph_host_alloc = p->end_ms - t;
+	return NULL;
 }
 
-/* FP32/FP64 FMA throughput, with NVML read while it runs: utilisation,
- * the SM clock under load and the clock event reasons. The untimed
- * warm-up launch is where pin (when given) is allocated. */
-static int fma_run(struct gpu *g, int fp64, int load_ms, double *tflops, struct pinned *pin)
+/* The FMA load as a stream of short kernels ("slices", SLICE_MS each) on
+ * the worker's stream, an event between each two, kept SLICES_AHEAD deep
+ * so the GPU never idles while the host watches:
+ * - settle: the first slice is a warm-up; the load is settled from the
+ *   first slice whose rate is within SETTLE_TOL of the one before it (a
+ *   GPU whose clocks still ramp runs each slice faster than the last), or
+ *   after SETTLE_MAX_MS of slices at the latest;
+ * - the figure: every settled slice's work over their summed event time,
+ *   at least min_timed_ms of them;
+ * - the utilisation (FP32 only): NVML's GPU utilisation sample
+ *   (nvmlDeviceGetSamples) of a whole sample window that lies inside the
+ *   load (its window, from the sample before it to its own timestamp,
+ *   begins after the first slice was queued and ends while slices are still
+ *   queued); the load lasts until one such window has been read. Without
+ *   timestamped samples (an older or partial NVML, the fake), the load lasts
+ *   2 x load_ms and nvmlDeviceGetUtilizationRates is read from 1.4 x
+ *   load_ms on, as the probe did with one warm-up kernel and one timed one.
+ * On the H200 the rate is flat from the first slice on (64.74-64.79
+ * TFLOP/s per 10 ms slice), and the samples come every ~200 ms, each the
+ * busy share since the last (docs/verification.md). */
+#define SLICE_MS 10
+#define SLICES_AHEAD 4
+#define SETTLE_TOL 0.01
+#define SETTLE_MAX_MS 200.0
+#define FMA_MIN_TIMED_MS 100.0
+#define FMA_MAX_MS 4000.0 /* the load's cap, whatever the utilisation samples say */
+#define UTIL_WINDOW_MIN_MS 20.0
+#define UTIL_WINDOW_MAX_MS 2000.0
+#define NVML_POLL_MS 20.0
+
+static unsigned long long realtime_us(void)
 {
-	unsigned blocks = blocks_for(g), threads = 256;
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (unsigned long long)t.tv_sec * 1000000ull + (unsigned long long)t.tv_nsec / 1000ull;
+}
+
+/* The GPU utilisation samples since *last: each one whose window lies
+ * inside the load (the sample before it came after busy0) counts. 0 read,
+ * -1 the samples cannot be used (then the caller falls back). */
+static int util_windows(struct gpu *g, unsigned long long busy0, unsigned long long *last)
+{
+	gb_nvml_sample sm[64];
+	unsigned n = 64;
+	int type = 0;
+	unsigned long long now = realtime_us();
+	nvmlReturn_t r = nv.samples_get(g->dev, GB_NVML_GPU_UTILIZATION_SAMPLES, *last, &type, &n, sm);
+
+	if (r == NVML_ERROR_NOT_FOUND)
+		return 0; /* no sample since *last */
+	if (r != NVML_SUCCESS || type != 1 /* NVML_VALUE_TYPE_UNSIGNED_INT */)
+		return -1;
+	for (unsigned i = 1; i < n && i < 64; i++) /* in time order (NVML gives them so) */
+		for (unsigned k = i; k > 0 && sm[k].ts < sm[k - 1].ts; k--) {
+			gb_nvml_sample x = sm[k];
+			sm[k] = sm[k - 1];
+			sm[k - 1] = x;
+		}
+	for (unsigned i = 0; i < n && i < 64; i++) {
+		double win;
+		if (sm[i].ts <= *last)
+			continue;
+		if (sm[i].ts > now + 100000ull)
+			return -1; /* not the realtime clock: the windows cannot be placed */
+		win = (double)(sm[i].ts - *last) / 1e3;
+		if (*last > busy0 && win >= UTIL_WINDOW_MIN_MS && win <= UTIL_WINDOW_MAX_MS) {
+			if (!g->util_windows || (int)sm[i].v.ui > g->util_max)
+				g->util_max = (int)sm[i].v.ui;
+			g->util_window_ms = win;
+			g->util_windows++;
+			g->util_samples++;
+		}
+		*last = sm[i].ts;
+	}
+	return 0;
+}
+
+/* The clocks and clock event reasons while loaded. */
+static void clocks_under_load(struct gpu *g)
+{
+	unsigned mhz;
+	unsigned long long ev;
+	if (nv.clock && nv.clock(g->dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS)
+		g->sm_clock_load_mhz = mhz;
+	if ((nv.clock_events && nv.clock_events(g->dev, &ev) == NVML_SUCCESS) ||
+	    (nv.throttle_reasons && nv.throttle_reasons(g->dev, &ev) == NVML_SUCCESS))
+		g->events_under_load |= ev;
+}
+
+struct fma_run {
+	int fp64, util; /* FP64 kernel; read the utilisation (FP32) */
+	double min_timed_ms, fallback_ms; /* the timed minimum; without samples, the load's length */
+	double tflops, timed_ms, settle_ms, slice_min, slice_max;
+	int timed_slices, slices;
+};
+
+/* Launch slice k (its event k+1 after it); the events are made as needed. */
+static int slice_launch(struct gpu *g, CUfunction f, unsigned k, void **params)
+{
+	if (k == 0) {
+		if (!g->sl_ev[0])
+			CK(cu.event_create(&g->sl_ev[0], 0), "cuEventCreate");
+		CK(cu.event_record(g->sl_ev[0], g->stream), "cuEventRecord");
+	}
+	if (!g->sl_ev[k + 1])
+		CK(cu.event_create(&g->sl_ev[k + 1], 0), "cuEventCreate");
+	if (launch(g, f, blocks_for(g), 256, params) < 0)
+		return -1;
+	CK(cu.event_record(g->sl_ev[k + 1], g->stream), "cuEventRecord");
+	return 0;
+}
+
+static int fma_sliced(struct gpu *g, struct fma_run *fr, struct pinned *pin)
+{
+	CUfunction f = fr->fp64 ? g->f_fma64 : g->f_fma32;
 	double peak_guess =
-	    (double)g->sm_count * (fp64 ? 64 : 128) * 2 * (g->clock_khz > 0 ? g->clock_khz * 1e3 : 1.5e9);
-	double per_iter = (double)blocks * threads * 256; /* 128 FMA per iteration */
-	unsigned iters = (unsigned)(peak_guess * (load_ms / 1000.0) / per_iter);
+	    (double)g->sm_count * (fr->fp64 ? 64 : 128) * 2 * (g->clock_khz > 0 ? g->clock_khz * 1e3 : 1.5e9);
+	double per_iter = (double)blocks_for(g) * 256 * 256; /* 128 FMA per iteration */
+	unsigned iters = (unsigned)(peak_guess * (SLICE_MS / 1000.0) / per_iter);
 	void *params[] = { &g->sink, &iters };
-	float ms;
-	CUresult q;
+	unsigned launched = 0, done = 0, settled = 0; /* settled: index of the first timed slice, 0 not yet */
+	double t0, t_nvml = 0, prev_rate = 0, flops, gpu_ms = 0, timed_ms = 0, timed_flops = 0;
+	unsigned long long busy0, last;
+	int samples = fr->util && nv.samples_get, pinning = 0, stop = 0;
+	pthread_t pin_thread;
 
 	if (iters < 16)
 		iters = 16;
-	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0) /* warm-up, as long */
-		return -1;
+	flops = per_iter * iters;
+	fr->slice_min = 1e30;
+	fr->slice_max = 0;
+	busy0 = last = realtime_us();
+	t0 = now_ms();
+	while (launched < SLICES_AHEAD)
+		if (slice_launch(g, f, launched++, params) < 0)
+			return -1;
 	if (pin) {
-		double t;
-		pin_host(g, pin);
-		t = now_ms();
-		CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
-		g->warmup_left = now_ms() - t; /* > 0: the pinning was hidden behind the warm-up */
-	}
-	CK(cu.stream_sync(g->stream), "cuStreamSynchronize");
-	CK(cu.event_record(g->e0, g->stream), "cuEventRecord");
-	if (launch(g, fp64 ? g->f_fma64 : g->f_fma32, blocks, threads, params) < 0)
-		return -1;
-	CK(cu.event_record(g->e1, g->stream), "cuEventRecord");
-	if (!fp64) {
-		double start = now_ms();
-		while ((q = cu.event_query(g->e1)) == CUDA_ERROR_NOT_READY) {
-			nvmlUtilization_t u;
-			unsigned mhz;
-			unsigned long long ev;
-			usleep(20000);
-			if (now_ms() - start < load_ms * 0.4)
-				continue; /* NVML averages over its sample period: let it fill with load */
-			if (nv.utilization && nv.utilization(g->dev, &u) == NVML_SUCCESS) {
-				if ((int)u.gpu > g->util_max)
-					g->util_max = (int)u.gpu;
-				g->util_samples++;
-			}
-			if (nv.clock && nv.clock(g->dev, NVML_CLOCK_SM, &mhz) == NVML_SUCCESS)
-				g->sm_clock_load_mhz = mhz;
-			if ((nv.clock_events && nv.clock_events(g->dev, &ev) == NVML_SUCCESS) ||
-			    (nv.throttle_reasons && nv.throttle_reasons(g->dev, &ev) == NVML_SUCCESS))
-				g->events_under_load |= ev;
+		/* In its own thread while the slices run; without threads, here
+		 * behind a deeper queue. */
+		if (thr_create && thr_create(&pin_thread, NULL, pin_host, pin) == 0) {
+			pinning = 1;
+		} else {
+			while (launched < 4 * SLICES_AHEAD)
+				if (slice_launch(g, f, launched++, params) < 0)
+					return -1;
+			pin_host(pin);
+			CK(cu.ctx_set(g->ctx), "cuCtxSetCurrent");
 		}
-		CK(q, "kernel gb_fma32");
 	}
-	CK(cu.event_sync(g->e1), "cuEventSynchronize");
-	CK(cu.event_elapsed(&ms, g->e0, g->e1), "cuEventElapsedTime");
-	*tflops = per_iter * iters / (ms / 1e3) / 1e12;
+	while (!stop || done < launched) {
+		CUresult q;
+		double elapsed = now_ms() - t0;
+		/* the slices done by now, and their rates */
+		while (done < launched && (q = cu.event_query(g->sl_ev[done + 1])) != CUDA_ERROR_NOT_READY) {
+			float ms = 0;
+			double rate;
+			CK(q, fr->fp64 ? "kernel gb_fma64" : "kernel gb_fma32");
+			CK(cu.event_elapsed(&ms, g->sl_ev[done], g->sl_ev[done + 1]), "cuEventElapsedTime");
+			if (ms <= 0)
+				ms = 1e-3f;
+			rate = flops / (ms / 1e3) / 1e12;
+			gpu_ms += ms;
+			if (!settled && done >= 1 &&
+			    ((rate >= prev_rate * (1 - SETTLE_TOL) && rate <= prev_rate * (1 + SETTLE_TOL)) ||
+			     gpu_ms >= SETTLE_MAX_MS)) {
+				settled = done;
+				fr->settle_ms = gpu_ms - ms;
+			}
+			if (settled) {
+				timed_ms += ms;
+				timed_flops += flops;
+				fr->timed_slices++;
+				fr->slice_min = rate < fr->slice_min ? rate : fr->slice_min;
+				fr->slice_max = rate > fr->slice_max ? rate : fr->slice_max;
+			}
+			prev_rate = rate;
+			done++;
+		}
+		if (stop)
+			goto wait;
+		/* NVML while loaded, every NVML_POLL_MS (its calls cost up to ms each) */
+		if (settled && now_ms() - t_nvml >= NVML_POLL_MS) {
+			t_nvml = now_ms();
+			clocks_under_load(g);
+			if (fr->util && samples && util_windows(g, busy0, &last) < 0)
+				samples = 0; /* unusable: the fallback from here on */
+			if (fr->util && !samples && elapsed >= 1.4 * fr->fallback_ms) {
+				nvmlUtilization_t u;
+				if (nv.utilization && nv.utilization(g->dev, &u) == NVML_SUCCESS) {
+					if ((int)u.gpu > g->util_max)
+						g->util_max = (int)u.gpu;
+					g->util_samples++;
+				}
+			}
+		}
+		stop = settled && timed_ms >= fr->min_timed_ms &&
+		       (!fr->util || (samples ? g->util_windows > 0 : elapsed >= 2 * fr->fallback_ms));
+		stop |= elapsed >= FMA_MAX_MS || launched >= GB_SLICES_MAX;
+		if (stop)
+			continue;
+		while (launched < done + SLICES_AHEAD && launched < GB_SLICES_MAX)
+			if (slice_launch(g, f, launched++, params) < 0)
+				return -1;
+	wait:
+		usleep(2000);
+	}
+	if (pinning)
+		thr_join(pin_thread, NULL);
+	if (pin && pin->host)
+		g->warmup_left = now_ms() - pin->end_ms; /* > 0: the pinning was hidden behind the load */
+	if (fr->util && !samples)
+		g->util_windows = 0;
+	g->util_source = fr->util ? (samples && g->util_windows ? "samples" : "utilization_rates") : g->util_source;
+	fr->slices = (int)launched;
+	fr->timed_ms = timed_ms;
+	fr->tflops = timed_ms > 0 ? timed_flops / (timed_ms / 1e3) / 1e12 : 0;
 	return 0;
 }
 
@@ -821,9 +1003,11 @@ static int host_copies(struct gpu *g, void *host, size_t bytes)
 	if (timed(g, op_host, &h, 5, &ms) < 0)
 		return -1;
 	g->h2d_gbps = bytes / (ms / 1e3) / 1e9;
-	/* The link as trained while loaded (an idle link reads low). */
-	if (op_host(g, &h) < 0)
-		return -1;
+	/* The link as trained while loaded (an idle link reads low): copies
+	 * queued for at least ~5 ms (256 MiB at 55 GB/s) while NVML reads it. */
+	for (size_t k = 0; k < (256u << 20) / bytes || k == 0; k++)
+		if (op_host(g, &h) < 0)
+			return -1;
 	if (nv.pcie_gen && nv.pcie_gen(g->dev, &v) == NVML_SUCCESS)
 		g->load_gen = (int)v;
 	if (nv.pcie_width && nv.pcie_width(g->dev, &v) == NVML_SUCCESS)
@@ -864,7 +1048,18 @@ static void active_gpu_json(const struct gpu *g)
 	jdbl("fp32_tflops", g->fp32_tflops);
 	if (g->fp64_tflops > 0)
 		jdbl("fp64_tflops", g->fp64_tflops);
+	jdbl("fp32_timed_ms", g->fp32_timed_ms);
+	jint("fp32_timed_slices", g->fp32_timed_slices);
+	jint("fp32_slices", g->fp32_slices);
+	jdbl("fp32_settle_ms", g->fp32_settle_ms);
+	jdbl("fp32_slice_min_tflops", g->fp32_timed_slices ? g->fp32_slice_min : 0);
+	jdbl("fp32_slice_max_tflops", g->fp32_slice_max);
+	if (g->fp64_tflops > 0)
+		jdbl("fp64_timed_ms", g->fp64_timed_ms);
 	jint("utilization_max_pct", g->util_samples ? g->util_max : -1);
+	jstr("utilization_source", g->util_source);
+	jint("utilization_windows", g->util_windows);
+	jdbl("utilization_window_ms", g->util_window_ms);
 	jint("sm_clock_under_load_mhz", g->sm_clock_load_mhz);
 	jint("clock_event_reasons_under_load", (long long)g->events_under_load);
 	jdbl("h2d_pinned_gbps", g->h2d_gbps);
@@ -931,6 +1126,55 @@ static int cuda_start(char *err, size_t errsz, double *ret_ms)
 		return -1;
 	}
 	return 0;
+}
+
+struct active_times {
+	double cuinit, cuinit_wait, contexts, workers, peers, teardown;
+};
+
+/* cuInit in a thread of its own, started before nvmlInit: it takes ~100
+ * ms on the H200 (the driver initialises every GPU), the NVML facts ~30
+ * ms, and neither waits for the other. */
+static struct {
+	pthread_t thread;
+	int threaded, rc;
+	double ms;
+	char err[512];
+} cboot;
+
+static void *cuda_boot(void *arg)
+{
+	(void)arg;
+	cboot.rc = cuda_start(cboot.err, sizeof(cboot.err), &cboot.ms);
+	return NULL;
+}
+
+/* One hardware work queue per context: every worker uses one stream, and
+ * the driver's default of 8 doubles what context creation and destruction
+ * cost (serialised across GPUs): 100 -> 50 ms and 65 -> 28 ms per H200, the
+ * figures unchanged. gpuboot removed the caller's CUDA_* variables; this one
+ * is the probe's own. Set before any thread starts (setenv is not
+ * thread-safe). */
+static void cuda_boot_start(void)
+{
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+	(void)threads_load(); /* without threads, the workers run one after another */
+	cboot.threaded = thr_create && thr_create(&cboot.thread, NULL, cuda_boot, NULL) == 0;
+}
+
+/* cuInit's result: joined where it ran in its thread, else run here. */
+static int cuda_boot_wait(char *err, size_t errsz, struct active_times *t)
+{
+	double t0 = now_ms();
+	if (cboot.threaded)
+		thr_join(cboot.thread, NULL);
+	else
+		cuda_boot(NULL);
+	t->cuinit_wait = now_ms() - t0;
+	t->cuinit = cboot.ms;
+	if (cboot.rc < 0)
+		snprintf(err, errsz, "%s", cboot.err);
+	return cboot.rc;
 }
 
 /* "0,2,5": NVML indices, each below MAX_GPUS. */
@@ -1026,7 +1270,9 @@ static void *gpu_worker(void *arg)
 	struct worker_arg *w = arg;
 	struct gpu *g = w->g;
 	const struct options *o = w->o;
-	struct pinned pin = { NULL, (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20 };
+	struct pinned pin = { g, NULL, (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20, 0 };
+	struct fma_run f32 = { .util = 1, .min_timed_ms = FMA_MIN_TIMED_MS, .fallback_ms = o->load_ms };
+	struct fma_run f64 = { .fp64 = 1, .min_timed_ms = FMA_MIN_TIMED_MS, .fallback_ms = o->load_ms / 2.0 };
 	double ms, t = now_ms();
 
 	g->worker_start_ms = t - t_start;
@@ -1043,10 +1289,19 @@ static void *gpu_worker(void *arg)
 		g->read_gbps = (double)(g->buf_bytes & ~(size_t)15) / (ms / 1e3) / 1e9;
 	g->ph_device_bw = now_ms() - t;
 	t = now_ms();
-	if (g->error[0] || fma_run(g, 0, o->load_ms, &g->fp32_tflops, &pin) < 0)
+	if (g->error[0] || fma_sliced(g, &f32, &pin) < 0)
 		goto out;
-	if (o->fp64 && fma_run(g, 1, o->load_ms / 2, &g->fp64_tflops, NULL) < 0)
+	g->fp32_tflops = f32.tflops;
+	g->fp32_timed_ms = f32.timed_ms;
+	g->fp32_settle_ms = f32.settle_ms;
+	g->fp32_timed_slices = f32.timed_slices;
+	g->fp32_slices = f32.slices;
+	g->fp32_slice_min = f32.slice_min;
+	g->fp32_slice_max = f32.slice_max;
+	if (o->fp64 && fma_sliced(g, &f64, NULL) < 0)
 		goto out;
+	g->fp64_tflops = f64.tflops;
+	g->fp64_timed_ms = f64.timed_ms;
 	g->ph_fma = now_ms() - t;
 	if (!pin.host) {
 		snprintf(g->error, sizeof(g->error), "cuMemHostAlloc of %zu MiB pinned memory failed", pin.bytes >> 20);
@@ -1205,10 +1460,6 @@ static void peers_json(const struct peer_result *res, unsigned n)
 	jclose(']');
 }
 
-struct active_times {
-	double cuinit, contexts, workers, peers, teardown;
-};
-
 /* After the peers: each GPU's buffers, stream and context, one GPU after
  * another (the driver serialises context destruction anyway). */
 static void teardown(void)
@@ -1250,15 +1501,8 @@ static int active_tier(const struct options *o, struct active_times *t, char *er
 	unsigned n_peers;
 	double t0;
 
-	/* One hardware work queue per context: every worker uses one stream,
-	 * and the driver's default of 8 doubles what context creation and
-	 * destruction cost (serialised across GPUs): 100 -> 50 ms and 65 -> 28
-	 * ms per H200, the figures unchanged. gpuboot removed the caller's
-	 * CUDA_* variables; this one is the probe's own. */
-	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
-	if (cuda_start(err, errsz, &t->cuinit) < 0)
+	if (cuda_boot_wait(err, errsz, t) < 0)
 		return -1;
-	(void)threads_load(); /* without threads, the workers run one after another */
 	cu.driver_version(&cuda_version);
 	cu.count(&cuda_count);
 	match_cuda_devices(cuda_count);
@@ -1310,7 +1554,7 @@ static int nvml_failed(const char *err)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 256, .load_ms = 600 };
+	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 64, .load_ms = 600 };
 	struct active_times at = { 0 };
 	char err[512] = "", drv[96] = "";
 	double t_nvml;
@@ -1328,9 +1572,13 @@ int main(int argc, char **argv)
 	jstr("tier", o.active ? "active" : "passive");
 	if (load_nvml(err, sizeof(err)) < 0)
 		return nvml_failed(err);
+	if (o.active)
+		cuda_boot_start();
 	nr = nv.init();
 	t_nvml = now_ms() - t_start;
 	if (nr != NVML_SUCCESS) {
+		if (cboot.threaded) /* never exit with a thread inside libcuda */
+			thr_join(cboot.thread, NULL);
 		snprintf(err, sizeof(err), "nvmlInit failed: %s (NVML error %d); is the nvidia module loaded?",
 		         nv.error_string(nr), nr);
 		return nvml_failed(err);
@@ -1344,7 +1592,7 @@ int main(int argc, char **argv)
 	jint("nvml_gpu_count", count);
 	jopen("gpus", '[');
 	for (unsigned i = 0; i < count; i++)
-		passive_gpu(i);
+		passive_gpu(i, o.active);
 	jclose(']');
 	/* What the probe saw of CUDA's environment: gpuboot cleans it. */
 	jstr("env_cuda_visible_devices", getenv("CUDA_VISIBLE_DEVICES"));
@@ -1372,6 +1620,7 @@ int main(int argc, char **argv)
 	jopen("timings_ms", '{');
 	jdbl("nvml_init", t_nvml);
 	jdbl("cu_init", at.cuinit);
+	jdbl("cu_init_wait", at.cuinit_wait); /* what of cuInit the NVML facts did not hide */
 	jdbl("workers", at.workers);
 	jdbl("peers", at.peers);
 	jdbl("contexts", at.contexts);
@@ -1380,6 +1629,12 @@ int main(int argc, char **argv)
 	jclose('}');
 	jclose('}');
 	fputc('\n', stdout);
+	if (!o.active) {
+		/* The passive tier leaves NVML's teardown (3.4 ms on the H200) to
+		 * the process's end: the kernel closes its files. */
+		fflush(stdout);
+		_exit(ferror(stdout) ? 1 : 0);
+	}
 	nv.shutdown();
 	return 0;
 }

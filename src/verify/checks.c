@@ -544,11 +544,23 @@ static void active_gpu(const struct gb_verify_opts *o, struct gb_verify_result *
 	active_memory(r, s, a, memclk, bus, o->min_pattern_gib);
 	active_compute(o, r, s, a, major, minor, sms, clk);
 	if (gb_json_get_num(a, "utilization_max_pct", &v) && v >= 0) {
-		double mhz = 0;
-		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%",
-		        "NVML utilisation while the FP32 kernel ran (the seed's > 70%)");
+		double mhz = 0, win = 0;
+		char usrc[200];
+		const char *how = gb_json_get_str(a, "utilization_source");
+		bool whole = how && streq(how, "samples") && gb_json_get_num(a, "utilization_window_ms", &win);
+		/* whole: NVML's sample of a window that lay inside the load, else
+		 * its current figure, read late in a load long enough to fill it */
+		snprintf(usrc, sizeof(usrc), "%s (the seed's > 70%%)",
+		         whole ? "NVML utilisation sample of a whole window inside the FP32 load"
+		               : "NVML utilisation while the FP32 kernel ran");
+		c = num(r, "gpu.utilization_under_load", s, v, ">=", GB_MIN_UTILIZATION, "%", usrc);
 		gb_json_get_num(a, "sm_clock_under_load_mhz", &mhz);
-		if (c)
+		if (c && whole)
+			set_text(c,
+			         "%.0f%% busy on this GPU over a %.0f ms sample window, SM clock %.0f MHz, while its "
+			         "FP32 kernels ran",
+			         v, win, mhz);
+		else if (c)
 			set_text(c, "%.0f%% busy on this GPU, SM clock %.0f MHz, while its FP32 kernel ran", v, mhz);
 		if (c && c->state == GB_CHECK_FAIL)
 			set_hint(c,
