@@ -16,11 +16,22 @@
 # source_ami to a Debian 12 AMI of your region, gpuboot_path to where the
 # build host has the gpuboot binary (the release's binary for the build
 # host's arch, checked against the release's signed SHA256SUMS first:
-# docs/install-gpuboot.md), and gpu to the instance type's GPU.
+# docs/install-gpuboot.md), gpuboot_sha256 to that binary's line in the
+# release's SHA256SUMS (the build runs the binary only when its sha256 is
+# that one, as the cloud-init examples do), and gpu to the instance type's
+# GPU. A build killed half-way (a Packer timeout) can leave gpuboot's bind
+# mounts in the volume: `gpuboot --root MOUNT cleanup` undoes them (only
+# gpuboot's own), and the next build continues from the image's journal.
 
 variable "gpuboot_path" {
   type    = string
   default = "/usr/local/bin/gpuboot"
+}
+
+variable "gpuboot_sha256" {
+  type        = string
+  default     = ""
+  description = "the sha256 of gpuboot_path, from the release's SHA256SUMS; the build refuses to run another binary"
 }
 
 variable "gpu" {
@@ -44,6 +55,7 @@ source "amazon-chroot" "debian12-nvidia" {
   region      = var.region
   ena_support = true
   post_mount_commands = [
+    "printf '%s  %s\\n' '${var.gpuboot_sha256}' '${var.gpuboot_path}' | sha256sum --check --strict --quiet - || { echo 'gpuboot: ${var.gpuboot_path} is not the binary whose sha256 gpuboot_sha256 names (set it from the release SHA256SUMS); not run' >&2; exit 1; }",
     "install -D -m 0755 ${var.gpuboot_path} {{.MountPath}}/usr/local/bin/gpuboot",
     "${var.gpuboot_path} --root {{.MountPath}} run --target-gpu ${var.gpu} --profile minimal --method distro"
   ]

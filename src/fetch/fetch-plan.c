@@ -193,13 +193,16 @@ static int mirror_manifest(struct gb_ctx *ctx, const struct gb_fetch_source *src
 	_cleanup_free_ char *text = NULL, *sig = NULL;
 	char url[1100];
 	size_t tlen = 0, slen = 0;
-	uint64_t now = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull, seen = 0;
+	uint64_t now = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull, seen = 0, stored;
 	bool cached = o->offline && is_remote(src->mirror);
 	int r;
 
 	r = gb_mirror_version_load(o->state_dir, &seen, err, errsz);
 	if (r < 0)
 		return r;
+	stored = seen;
+	if (src->min_mirror_version > seen) /* the site's floor, where this state has seen none as new */
+		seen = src->min_mirror_version;
 	if (cached) {
 		r = mirror_copy_load(o->state_dir, src->mirror, &text, &tlen, &sig, err, errsz);
 	} else {
@@ -212,6 +215,12 @@ static int mirror_manifest(struct gb_ctx *ctx, const struct gb_fetch_source *src
 	}
 	if (r >= 0)
 		r = gb_mirror_manifest_verify(text, tlen, sig, src->trust_keys, now, seen, ret, err, errsz);
+	if (r == -ESTALE && seen > stored)
+		snprintf(
+		    err, errsz,
+		    "mirror manifest: version %llu is older than the site's floor, [trust] min_mirror_version = %llu "
+		    "(rollback refused): the mirror serves an old manifest",
+		    (unsigned long long)ret->version, (unsigned long long)seen);
 	if (r < 0)
 		return r;
 	gb_log_info("Mirror manifest version %llu, signed by %s, expires %s%s", (unsigned long long)ret->version,

@@ -14,6 +14,10 @@ struct gb_fetch_source {
 	const char *upstream; /* a base replacing NVIDIA's hosts, or NULL */
 	char *const *trust_keys;
 	const char *ca_file;
+	/* the site's rollback floor ([trust] min_mirror_version): a manifest
+	 * older than it is refused even by a state directory that has seen
+	 * none (a first boot); 0 = none */
+	uint64_t min_mirror_version;
 };
 
 /* The artifacts the plan needs, resolved and fetched (CUDA's manifest is

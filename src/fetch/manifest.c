@@ -187,6 +187,7 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		    "mirror manifest: version %llu is older than version %llu already seen here (rollback refused)",
 		    (unsigned long long)m.version, (unsigned long long)min_version);
 		r = -ESTALE;
+		ret->version = m.version; /* the caller names it */
 		goto out;
 	}
 	if (iso_to_epoch(gb_json_get_str(root, "expires"), &exp) < 0) {

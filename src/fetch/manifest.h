@@ -35,7 +35,8 @@ int gb_redistrib_parse(const char *text, size_t len, const char *platform, const
 
 /* gpuboot's mirror manifest: verify SIG (hex Ed25519 signature over the exact
  * bytes of TEXT) against one of the trusted PEM public keys, then parse it,
- * refuse it if expired (now_s) or older than min_version. */
+ * refuse it if expired (now_s) or older than min_version (-ESTALE: then
+ * ret->version alone is set, the refused manifest's version). */
 int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
                               uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz);
 

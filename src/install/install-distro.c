@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "context.h"
 #include "detect/detect.h"
@@ -68,6 +71,7 @@ struct inst {
 	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
 	size_t n_kernels;
 	char interrupted[160]; /* why dpkg needs repairing first (dpkg_audit), "" when it does not */
+	char unreachable[256]; /* the first source apt-get update could not fetch, "" when none */
 };
 
 #define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
@@ -315,6 +319,70 @@ static int sources_enable(struct inst *s)
 
 /* A journaled command; -EIO when it exits non-zero (its tail is in the
  * journal and in the error). */
+/* The mount point and free space of the filesystem that holds path. */
+static void fs_of(const char *path, char *mnt, size_t n, unsigned long long *ret_free)
+{
+	char cur[4096], up[4096];
+	struct stat st, pst;
+	struct statvfs vf;
+
+	gb_strscpy(cur, sizeof(cur), path);
+	*ret_free = statvfs(path, &vf) == 0 ? (unsigned long long)vf.f_bavail * vf.f_frsize : 0;
+	if (stat(cur, &st) < 0) {
+		gb_strscpy(mnt, n, path);
+		return;
+	}
+	for (;;) {
+		char *slash = strrchr(cur, '/');
+		if (!slash || slash == cur) {
+			snprintf(up, sizeof(up), "/");
+		} else {
+			memcpy(up, cur, (size_t)(slash - cur));
+			up[slash - cur] = '\0';
+		}
+		if (streq(cur, "/") || stat(up, &pst) < 0 || pst.st_dev != st.st_dev)
+			break;
+		gb_strscpy(cur, sizeof(cur), up);
+	}
+	gb_strscpy(mnt, n, cur);
+}
+
+/* apt's words for what it needs ("Need to get 95.3 MB of archives.",
+ * "After this operation, 402 MB of additional disk space will be used."). */
+static void apt_needs(const char *out, char *buf, size_t n)
+{
+	const char *a = strstr(out, "Need to get "), *b = strstr(out, "After this operation, ");
+	size_t o = 0;
+
+	buf[0] = '\0';
+	if (a)
+		o += (size_t)snprintf(buf + o, n - o, "%.*s", (int)strcspn(a, "\n"), a);
+	if (b && o < n)
+		snprintf(buf + o, n - o, "%s%.*s", o ? " " : "", (int)strcspn(b, "\n"), b);
+}
+
+/* A command that failed for want of space names the filesystem, its free
+ * space and what apt said it needs: apt's last lines alone cut that off. */
+static int name_full_disk(struct inst *s, int r)
+{
+	char mnt[4096], needs[256], where[4200];
+	unsigned long long avail;
+
+	if (r >= 0 || !(strstr(s->res->output, "No space left on device") ||
+	                strstr(s->res->output, "You don't have enough free space")))
+		return r;
+	snprintf(where, sizeof(where), "%s/var/cache/apt/archives", s->chroot_dir ? s->chroot_dir : "");
+	if (access(where, F_OK) < 0)
+		snprintf(where, sizeof(where), "%s", s->chroot_dir ? s->chroot_dir : "/");
+	fs_of(where, mnt, sizeof(mnt), &avail);
+	apt_needs(s->res->output, needs, sizeof(needs));
+	snprintf(s->ret->error, sizeof(s->ret->error),
+	         "No space left on device: the filesystem mounted at %s (holding %s) is full, %llu MiB free%s%s; free "
+	         "space there or grow it, then run again: dpkg is repaired and the install continues",
+	         mnt, s->chroot_dir ? s->chroot_dir : "/", avail >> 20, needs[0] ? "; apt: " : "", needs);
+	return -ENOSPC;
+}
+
 static int effect(struct inst *s, const char *id, const char *const *argv, unsigned timeout_ms)
 {
 	const struct gb_install_effect e = { .ctx = s->ctx,
@@ -324,7 +392,65 @@ static int effect(struct inst *s, const char *id, const char *const *argv, unsig
 		                             .lock_ms =
 		                                 s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
 		                             .res = s->res };
-	return gb_install_effect(&e, id, argv, timeout_ms, s->ret->error, sizeof(s->ret->error));
+	return name_full_disk(s, gb_install_effect(&e, id, argv, timeout_ms, s->ret->error, sizeof(s->ret->error)));
+}
+
+/* apt-get update exits 0 when a source cannot be reached ("W: Failed to
+ * fetch URL  reason", "Err:N URL" then the reason): kept, so a package
+ * it then does not know is blamed on the source, not on the archive. */
+static void update_failures(struct inst *s)
+{
+	const char *w = strstr(s->res->output, "W: Failed to fetch ");
+	const char *e = w ? w : strstr(s->res->output, "E: Failed to fetch ");
+
+	s->unreachable[0] = '\0';
+	if (e) {
+		e += strlen("W: Failed to fetch ");
+		snprintf(s->unreachable, sizeof(s->unreachable), "%.*s", (int)strcspn(e, "\n"), e);
+	}
+}
+
+/* An index apt refused: unsigned, signed by another key, or not what its
+ * signed index says (tampered). Refused before any install (exit 13), and
+ * for NVIDIA's repository the keyring and sources entry this run added
+ * are taken out again: a hostile repository leaves no trace in the image. */
+static int update_refused(struct inst *s, int r)
+{
+	static const char *const signs[] = { "is not signed",   "GPG error",
+		                             "NO_PUBKEY",       "BADSIG",
+		                             "EXPKEYSIG",       "Hash Sum mismatch",
+		                             "unexpected size", "Signed file isn't valid" };
+	const char *why = NULL;
+	char keyring[256], sources[256], id[300], line[200] = "";
+
+	for (size_t i = 0; i < ARRAY_SIZE(signs) && !why; i++)
+		why = strstr(s->res->output, signs[i]);
+	if (!why)
+		return r;
+	/* the line that says it */
+	while (why > s->res->output && why[-1] != '\n')
+		why--;
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "\n"), why);
+	if (s->packages) {
+		const char *paths[2];
+		gb_apt_repo_paths(s->in->repo->id, keyring, sizeof(keyring), sources, sizeof(sources));
+		paths[0] = sources, paths[1] = keyring;
+		for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+			int k;
+			snprintf(id, sizeof(id), "file:%s", paths[i]);
+			if (!gb_journal_step_changed(s->j, id))
+				continue; /* there before this run: not ours to take out */
+			snprintf(id, sizeof(id), "remove:%s", paths[i]);
+			(void)gb_journal_begin(s->j, STAGE, id, "file", NULL);
+			k = gb_root_unlink(s->ctx->root, paths[i]);
+			(void)gb_journal_end(s->j, id, k, NULL);
+		}
+		s->ret->sources_changed = false;
+	}
+	return FAIL(s, -EKEYREJECTED,
+	            "apt refused %s's index (%s): nothing was installed%s; check the mirror or the network path",
+	            s->packages ? s->in->repo->uri : s->ret->codename, line,
+	            s->packages ? ", and the repository's keyring and sources entry this run added were removed" : "");
 }
 
 /* The archive's version of each package (apt-cache madison), before
@@ -352,6 +478,11 @@ static int resolve(struct inst *s)
 			                      p->wanted[0] ? " " : "", p->wanted,
 			                      n > 0 ? " (not this version)" : " (no such package)");
 	}
+	if (missing[0] && s->unreachable[0])
+		return FAIL(s, -EHOSTUNREACH,
+		            "apt-get update could not reach the archive (%s), so apt does not know %s; nothing was "
+		            "installed: check the network and the sources (or --mirror), then run again",
+		            s->unreachable, missing);
 	if (missing[0])
 		return FAIL(s, -ENOPKG, "Not in %s (after apt-get update%s): %s; nothing was installed",
 		            s->packages ? s->in->repo->uri : s->ret->codename,
@@ -524,8 +655,10 @@ static int apt_install(struct inst *s)
 	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
 	int r = s->interrupted[0] ? dpkg_recover(s) : 0;
 
+	if (r >= 0 && (r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS)) < 0)
+		return update_refused(s, r);
 	if (r >= 0)
-		r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS);
+		update_failures(s);
 	if (r >= 0)
 		r = resolve(s);
 	if (r >= 0)

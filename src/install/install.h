@@ -130,7 +130,12 @@ int gb_chroot_cleanup(struct gb_ctx *ctx, unsigned *ret_unmounted, bool *ret_pol
  * lock stayed held; the holder is named), -EOPNOTSUPP (a distribution or
  * method this version does not install), -EIO (a command failed; its
  * output tail is in the journal), -ENOENT (DKMS built no module for a
- * kernel). Bind mounts and policy-rc.d are undone on every path. */
+ * kernel), -EHOSTUNREACH (apt-get update reached no archive, so a package
+ * was unknown; nothing was installed), -EKEYREJECTED (apt refused an
+ * index: unsigned, another key, tampered; nothing was installed, the
+ * repository this run added removed again), -ENOSPC (a filesystem filled:
+ * the error names it, its free space and apt's need). Bind mounts and
+ * policy-rc.d are undone on every path. */
 int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                struct gb_install_result *ret);
 

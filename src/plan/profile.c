@@ -762,6 +762,15 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 	if (IS("trust", "key"))
 		return v[0] != '/' ? bad(why, n, "%s must be an absolute path, not '%s'", k, v)
 		                   : append(&s->trusted_keys, v);
+	if (IS("trust", "min_mirror_version")) {
+		uint64_t m;
+		if (gb_safe_atou64(v, 10, &m) < 0 || m == 0)
+			return bad(
+			    why, n,
+			    "min_mirror_version must be a mirror manifest version (a positive integer), not '%s'", v);
+		s->min_mirror_version = m;
+		return 0;
+	}
 	if (IS("pins", "driver")) {
 		r = set_version(s->pinned_driver, sizeof(s->pinned_driver), k, v, why, n);
 		return r < 0 || known_driver(v, why, n) ? r : -EINVAL;

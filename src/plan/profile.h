@@ -79,6 +79,7 @@ struct gb_site_config {
 	char *source;
 	char *mirror, *proxy, *ca_file;
 	char **trusted_keys;
+	uint64_t min_mirror_version; /* [trust] min_mirror_version: the rollback floor a first boot sees, 0 = none */
 	char pinned_driver[32], pinned_cuda[16], pinned_toolkit[16];
 	enum gb_replace_policy replace_installed; /* [install] replace_installed, over the profile's */
 	bool replace_installed_set;

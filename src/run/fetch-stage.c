@@ -52,6 +52,7 @@ int gb_fetch_job_setup(struct gb_ctx *ctx, const struct gb_site_config *site, bo
 		j->keys[nk++] = *k;
 	j->keys[nk] = NULL;
 	j->src.trust_keys = j->keys;
+	j->src.min_mirror_version = site->min_mirror_version;
 	if (j->src.mirror && gb_startswith(j->src.mirror, "http://") && site->allow_http_mirror)
 		j->fo.allow_http = true; /* the manifest's signature and every artifact's hash still decide */
 	else if (j->src.mirror && !gb_startswith(j->src.mirror, "https://") &&

@@ -899,10 +899,12 @@ static int install_failed(struct run *r, struct gb_stage *st, int k, const char 
 	              : k == -EKEYREJECTED ? "nothing was trusted or installed: check the mirror or the network path"
 	              : k == -EREMOTEIO    ? "nothing was changed: the repository's key could not be downloaded"
 	              : k == -EEXIST       ? "nothing was changed: one repository, one sources entry"
+	              : k == -EHOSTUNREACH ? "nothing was installed: the archive could not be reached"
+	              : k == -ENOSPC       ? "free space on the filesystem named, then run again: the run continues"
 	              : k == -ENOKEY       ? "nothing was changed: choose another method with --method"
 	                                   : "the journal names the step that failed; a rerun continues from it");
 	gb_log_error("install: %s", st->error);
-	if (k == -EKEYREJECTED || k == -EREMOTEIO)
+	if (k == -EKEYREJECTED || k == -EREMOTEIO || k == -EHOSTUNREACH)
 		return GB_EXIT_FETCH;
 	return k == -EOPNOTSUPP || k == -ENOKEY ? GB_EXIT_UNSUPPORTED : GB_EXIT_FAILED;
 }

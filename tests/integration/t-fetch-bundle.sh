@@ -70,6 +70,21 @@ rm -rf "$TMP/s3/cache"
 # shellcheck disable=SC2086
 expect_exit 13 "$GB" --root "$FIX/nogpu-debian12" fetch --offline --mirror "file://$TMP/v4/mirror" --trust-key "$OUT/key.pub" $ARGS --state-dir "$TMP/s3"
 grep -q "rollback refused" "$TMP/err" || fail "rollback not refused: $(cat "$TMP/err")"
+# A first boot's state has seen no manifest: the site's floor ([trust]
+# min_mirror_version in the gpuboot.conf the user-data writes) refuses the
+# older one there too, and takes the floor's own version.
+printf '[trust]\nmin_mirror_version = 5\n' >"$TMP/floor.conf"
+rm -rf "$TMP/s4"
+# shellcheck disable=SC2086
+expect_exit 13 "$GB" --root "$FIX/nogpu-debian12" fetch --offline --mirror "file://$TMP/v4/mirror" --trust-key "$OUT/key.pub" $ARGS --state-dir "$TMP/s4" --config "$TMP/floor.conf"
+grep -q "version 4 is older than the site's floor, \[trust\] min_mirror_version = 5 (rollback refused)" "$TMP/err" ||
+	fail "the site's floor: $(cat "$TMP/err")"
+# shellcheck disable=SC2086
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" fetch --offline --mirror "file://$TMP/v5/mirror" --trust-key "$OUT/key.pub" $ARGS --state-dir "$TMP/s4" --config "$TMP/floor.conf"
+printf '[trust]\nmin_mirror_version = -1\n' >"$TMP/floor-bad.conf"
+# shellcheck disable=SC2086
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" fetch --offline --mirror "file://$TMP/v5/mirror" --trust-key "$OUT/key.pub" $ARGS --state-dir "$TMP/s5" --config "$TMP/floor-bad.conf"
+grep -q "min_mirror_version must be a mirror manifest version" "$TMP/err" || fail "a bad floor: $(cat "$TMP/err")"
 # An artifact swapped for another listed one, and one the manifest does not list.
 resign() { openssl pkeyutl -sign -inkey "$OUT/key.pem" -rawin -in "$1/mirror/manifest.json" -out "$1/sig.bin" &&
 	od -An -tx1 -v "$1/sig.bin" | tr -d ' \n' >"$1/mirror/manifest.json.sig" && echo >>"$1/mirror/manifest.json.sig"; }

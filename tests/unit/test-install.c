@@ -464,6 +464,56 @@ static size_t count_of(const char *hay, const char *needle)
 	return n;
 }
 
+/* The real cause named: a source apt-get update could not reach (it exits
+ * 0), a full filesystem (apt's last lines cut "No space left" off). */
+static void test_causes(void)
+{
+	char spec[8192];
+	struct run x;
+
+	make_root();
+	script(spec, sizeof(spec), "nvidia-smi", false);
+	put("out/update-offline", "Err:1 http://deb.debian.org/debian bookworm InRelease\n"
+	                          "  Temporary failure resolving 'deb.debian.org'\n"
+	                          "Reading package lists...\n"
+	                          "W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary "
+	                          "failure resolving 'deb.debian.org'\n"
+	                          "W: Some index files failed to download. They have been ignored, or old ones used "
+	                          "instead.\n");
+	snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), ",command:apt-get update:0:%s/out/update-offline",
+	         base);
+	run_install(&x, spec);
+	CHECK_INT(x.r, -EHOSTUNREACH);
+	CHECK(strstr(x.res.error, "could not reach the archive (http://deb.debian.org/debian/dists/bookworm/InRelease  "
+	                          "Temporary failure resolving 'deb.debian.org')") != NULL);
+	CHECK(strstr(x.res.error, "nvidia-smi 535.261.03 (no such package)") != NULL);
+	CHECK(strstr(x.record, "apt-get install") == NULL);
+	if (x.r != -EHOSTUNREACH)
+		fprintf(stderr, "error: %s\n", x.res.error);
+	run_done(&x);
+
+	make_root();
+	script(spec, sizeof(spec), NULL, false);
+	put("out/apt-full", "Need to get 95.3 MB of archives.\n"
+	                    "After this operation, 402 MB of additional disk space will be used.\n"
+	                    "Unpacking nvidia-open-kernel-dkms (535.261.03-1) ...\n"
+	                    "dpkg: error processing archive /var/cache/apt/archives/nvidia-open-kernel-dkms.deb "
+	                    "(--unpack):\n cannot copy extracted data for './usr/src/nv/nv.c' to "
+	                    "'/usr/src/nv/nv.c.dpkg-new': failed to write (No space left on device)\n"
+	                    "E: Sub-process /usr/bin/dpkg returned an error code (1)\n");
+	snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), ",command:apt-get install:100:%s/out/apt-full",
+	         base);
+	run_install(&x, spec);
+	CHECK_INT(x.r, -ENOSPC);
+	CHECK(strstr(x.res.error, "No space left on device: the filesystem mounted at /") != NULL);
+	CHECK(strstr(x.res.error, "MiB free; apt: Need to get 95.3 MB of archives. After this operation, 402 MB of "
+	                          "additional disk space will be used.") != NULL);
+	if (x.r != -ENOSPC)
+		fprintf(stderr, "error: %s\n", x.res.error);
+	check_cleaned(&x, NULL);
+	run_done(&x);
+}
+
 /* A lock held by another process: waited for (bounded), holder named. */
 static void test_lock_wait(void)
 {
@@ -652,6 +702,29 @@ static void test_packages(void)
 	free(t);
 	run_done(&x);
 
+	/* an index apt refuses (unsigned, another key, tampered): exit 13's
+	 * error, nothing installed, the repository this run added taken out */
+	make_root();
+	CHECK(realpath("tests/data/test-repo-key/public.asc", keyfile) != NULL);
+	snprintf(p, sizeof(p), "file://%s", keyfile);
+	packages_script(spec, sizeof(spec));
+	put("out/update-unsigned", "Get:1 " REPO_URI " InRelease\n"
+	                           "E: The repository '" REPO_URI " ./ InRelease' is not signed.\n");
+	snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), ",command:apt-get update:100:%s/out/update-unsigned",
+	         base);
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -EKEYREJECTED);
+	CHECK(strstr(x.res.error, "is not signed") && strstr(x.res.error, "sources entry this run added were removed"));
+	CHECK(strstr(x.record, "apt-get install") == NULL);
+	snprintf(p, sizeof(p), "%s/" KEYRING, base);
+	CHECK(access(p, F_OK) < 0);
+	snprintf(p, sizeof(p), "%s/etc/apt/sources.list.d/gpuboot-cuda-debian12-x86_64.sources", rootdir);
+	CHECK(access(p, F_OK) < 0);
+	if (x.r != -EKEYREJECTED)
+		fprintf(stderr, "error: %s\n", x.res.error);
+	run_done(&x);
+	repo.key_url = REPO_URI "3bf863cc.pub";
+
 	/* no key pinned for the repository: refused, nothing downloaded */
 	make_root();
 	repo.key_pin = "cuda-deb-8793f200";
@@ -674,6 +747,7 @@ int main(void)
 	test_install_fails();
 	test_rerun_nothing();
 	test_lock_wait();
+	test_causes();
 	test_packages();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
