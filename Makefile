@@ -212,6 +212,13 @@ soak-powercut:
 	$(MAKE) build/gpuboot
 	vm-tests/powercut.sh $(POWERCUT_CYCLES); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
+# soak-realkill: the image install on Debian's real packages (network to
+# deb.debian.org), the process tree killed for real at each point of
+# vm-tests/image-kill.sh, then rerun: root; about an hour and a half.
+soak-realkill:
+	$(MAKE) build/gpuboot
+	vm-tests/image-kill.sh; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+
 # soak-fuzz: every fuzzer for FUZZ_RUNS executions or FUZZ_SECONDS each,
 # FUZZ_JOBS at once; new inputs go to build/fuzz/new/<target>, then only
 # those that add coverage are merged into tests/fuzz/corpus/<target>.
@@ -263,7 +270,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -117,6 +117,11 @@ nv_toolkit_repo "$ctk" "$TV"
 nv_sign_setup
 nv_sign_repo "$cuda"
 nv_sign_repo "$ctk"
+# The tampered mirror: the pinned key, a signed index, and a Packages file
+# that is not the one the signed index names (a byte added after signing).
+mkdir -p "$srv/tampered"
+cp -a "$srv/good/compute" "$srv/tampered/"
+echo >>"$srv/tampered/compute/cuda/repos/$REPO/$RARCH/Packages"
 # The wrong-key mirror: the same repository, another key at the key's URL.
 mkdir -p "$srv/bad"
 cp -a "$srv/good/compute" "$srv/bad/"
@@ -154,6 +159,18 @@ check "  no sources entry written" sh -c "! ls '$root'/etc/apt/sources.list.d/gp
 check "  nothing mounted" sh -c "! grep -q ' $root/' /proc/mounts"
 rm -rf "$state"
 
+# ---- 1b. a tampered index: apt refuses it; exit 13 and no trace ----
+run tampered/ >"$work/tampered.out" 2>"$work/tampered.err"
+rc=$?
+sed 's/^/    /' "$work/tampered.err" | tail -n 2
+check "a tampered index: refused before any install, exit 13" test "$rc" = 13
+check "  the error says apt refused the index" grep -q "apt refused .*index" "$work/tampered.err"
+check "  the keyring this run added is gone" sh -c "! ls '$root'/usr/share/keyrings/gpuboot-* 2>/dev/null"
+check "  the sources entry this run added is gone" sh -c "! ls '$root'/etc/apt/sources.list.d/gpuboot-* 2>/dev/null"
+check "  nothing installed" sh -c "[ -z \"\$(chroot '$root' dpkg-query -W -f '\${Status}' cuda-drivers 2>/dev/null | grep ' installed')\" ]"
+check "  nothing mounted" sh -c "! grep -q ' $root/' /proc/mounts"
+rm -rf "$state"
+
 # ---- 2. a version the repository lacks ----
 sed 's/^branch = lts/branch = 580.95.05/' "$work/test.profile" >"$work/missing.profile"
 "$GB" --root "$root" run --target-gpu T4 --profile "$work/missing.profile" --method packages \
@@ -167,9 +184,42 @@ check "  nothing installed (no cuda-drivers, no libcuda1)" sh -c "[ -z \"\$(chro
 check "  nothing mounted" sh -c "! grep -q ' $root/' /proc/mounts"
 rm -rf "$state"
 
-# ---- 3. the install ----
+# ---- 3. the install, killed for real inside dpkg, then run again ----
+# The process tree (gpuboot, apt, dpkg and its maintainer scripts) stopped
+# and SIGKILLed at once when dpkg runs, as a power cut would; the run
+# after it repairs dpkg (dpkg --configure -a) and converges: every check
+# below is of that second run.
+tree() {
+	ps -e -o pid= -o ppid= | awk -v root="$1" '{ parent[$1] = $2 } END {
+		keep[root] = 1; changed = 1
+		while (changed) { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } }
+		for (p in keep) print p }'
+}
+run good/ >"$work/killed.out" 2>"$work/killed.err" &
+pid=$!
+killed=
+while kill -0 "$pid" 2>/dev/null; do
+	for p in $(tree "$pid"); do
+		if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = dpkg ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '--unpack\|--configure'; then
+			# shellcheck disable=SC2046
+			kill -STOP $(tree "$pid") 2>/dev/null
+			# shellcheck disable=SC2046
+			kill -KILL $(tree "$pid") 2>/dev/null
+			killed=1
+			break
+		fi
+	done
+	[ -n "$killed" ] && break
+	sleep 0.02
+done
+wait "$pid" 2>/dev/null
+check "the first install was killed inside dpkg" test -n "$killed"
+echo "    killed: $(grep -c " $root/" /proc/mounts) mount(s) left; dpkg --audit: $(chroot "$root" dpkg --audit 2>&1 | head -n 1)"
 run good/ >"$work/run1.out" 2>"$work/run1.err"
 rc=$?
+check "the run after the kill found it interrupted" grep -q 'interrupted in its install stage' "$work/run1.err"
+echo "    the rerun: $(grep -o 'dpkg was interrupted[^:]*\|dpkg --audit: [^;]*' "$work/run1.err" | head -n 1)"
+check "  dpkg --audit is empty" sh -c "[ -z \"\$(chroot '$root' dpkg --audit 2>&1)\" ]"
 sed 's/^/    /' "$work/run1.err" | tail -n 5
 check "the install exits 0" test "$rc" = 0
 check "nothing left mounted, no policy-rc.d" sh -c "! grep -q ' $root/' /proc/mounts && [ ! -e '$root/usr/sbin/policy-rc.d' ]"

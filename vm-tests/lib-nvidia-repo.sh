@@ -43,11 +43,18 @@ nv_driver_repo() {
 	done
 	build="$8
 for k in /lib/modules/*; do [ -d /usr/src/linux-headers-\${k##*/} ] || continue; mkdir -p \$k/updates/dkms; echo stand-in >\$k/updates/dkms/nvidia-current.ko; done"
+	# As DKMS does, also when the headers come after the module's package
+	# (an install a kill cut, resumed): its hook in header_postinst.d, which
+	# the headers' postinst runs (linux-headers-* run-parts it).
+	hook='#!/bin/sh
+[ -d /usr/src/linux-headers-$1 ] || exit 0
+mkdir -p /lib/modules/$1/updates/dkms && echo stand-in >/lib/modules/$1/updates/dkms/nvidia-current.ko'
 	for v in "$2-1" "$3-1"; do
-		nv_mkdeb "$1" nvidia-kernel-dkms "$v" "" "$build"
+		nv_mkdeb "$1" nvidia-kernel-dkms "$v" "" "$build" etc/kernel/header_postinst.d/dkms "$hook"
 		nv_mkdeb "$1" libcuda1 "$v" ""
 	done
-	nv_mkdeb "$1" "linux-headers-$5" "$6" "" "mkdir -p /usr/src/linux-headers-$5"
+	nv_mkdeb "$1" "linux-headers-$5" "$6" "" "mkdir -p /usr/src/linux-headers-$5
+[ ! -d /etc/kernel/header_postinst.d ] || run-parts --arg=$5 /etc/kernel/header_postinst.d"
 	nv_mkdeb "$1" linux-headers-cloud-amd64 "$7" "linux-headers-$5"
 	cp tests/data/test-repo-key/public.asc "$1/3bf863cc.pub"
 }

@@ -604,24 +604,47 @@ static int dpkg_audit(struct inst *s)
 	return 0;
 }
 
+/* The packages dpkg --audit lists (" name  description" lines): a package
+ * a kill left half-installed must be reinstalled, which --configure -a
+ * does not do. */
+static size_t audit_names(const char *out, char (*names)[GB_INSTALL_NAME], size_t max)
+{
+	size_t n = 0;
+	for (const char *l = out; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		size_t len;
+		if (l[0] != ' ' || !((l[1] >= 'a' && l[1] <= 'z') || (l[1] >= '0' && l[1] <= '9')))
+			continue;
+		len = strspn(l + 1, "abcdefghijklmnopqrstuvwxyz0123456789+-.:");
+		if (len == 0 || len >= GB_INSTALL_NAME || (l[1 + len] != ' ' && l[1 + len] != '\n' && l[1 + len]))
+			continue;
+		memcpy(names[n], l + 1, len);
+		names[n][len] = '\0';
+		n++;
+	}
+	return n;
+}
+
 /* dpkg's own repair, journaled: dpkg --configure -a (finishes what was
- * unpacked, runs the pending triggers: DKMS, the initramfs), then apt-get
- * -f install where dependencies stay broken; what remains is named. */
+ * unpacked, runs the pending triggers: DKMS, the initramfs); what is left
+ * half-installed reinstalled (its .deb is in apt's cache); apt-get -f
+ * install where dependencies stay broken; what remains is named. */
 static int dpkg_recover(struct inst *s)
 {
+	static char names[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME];
 	const char *configure[] = { "dpkg", "--force-confdef", "--force-confold", "--configure", "-a", NULL };
-	const char *fix[] = { "apt-get",
-		              "-f",
-		              "install",
-		              "-y",
-		              "-q",
-		              "-o",
-		              "Dpkg::Options::=--force-confdef",
-		              "-o",
-		              "Dpkg::Options::=--force-confold",
-		              NULL };
+	const char *apt[GB_INSTALL_MAX_PKGS + 12] = { "apt-get",
+		                                      "-f",
+		                                      "install",
+		                                      "-y",
+		                                      "-q",
+		                                      "-o",
+		                                      "Dpkg::Options::=--force-confdef",
+		                                      "-o",
+		                                      "Dpkg::Options::=--force-confold",
+		                                      NULL };
 	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
-	char id[128], found[sizeof(s->interrupted)];
+	char id[128], found[sizeof(s->interrupted)], how[96] = "dpkg --configure -a";
+	size_t n;
 	int r;
 
 	gb_strscpy(found, sizeof(found), s->interrupted);
@@ -631,19 +654,32 @@ static int dpkg_recover(struct inst *s)
 	r = effect(s, id, configure, apt_ms);
 	if (r >= 0)
 		r = dpkg_audit(s);
-	if (r >= 0 && s->interrupted[0]) {
-		gb_journal_repeat_id(s->j, "apt-get-f-install", id, sizeof(id));
-		r = effect(s, id, fix, apt_ms);
+	if (r >= 0 && s->interrupted[0] && (n = audit_names(s->res->output, names, ARRAY_SIZE(names))) > 0) {
+		/* apt-get install --reinstall -y -q -o ... NAME... */
+		apt[1] = "install", apt[2] = "--reinstall";
+		for (size_t i = 0; i < n; i++)
+			apt[9 + i] = names[i];
+		apt[9 + n] = NULL;
+		gb_journal_repeat_id(s->j, "apt-get-reinstall", id, sizeof(id));
+		r = effect(s, id, apt, apt_ms);
 		if (r >= 0)
 			r = dpkg_audit(s);
+		snprintf(how, sizeof(how), "dpkg --configure -a, apt-get install --reinstall");
+	}
+	if (r >= 0 && s->interrupted[0]) {
+		apt[1] = "-f", apt[2] = "install", apt[9] = NULL;
+		gb_journal_repeat_id(s->j, "apt-get-f-install", id, sizeof(id));
+		r = effect(s, id, apt, apt_ms);
+		if (r >= 0)
+			r = dpkg_audit(s);
+		gb_strscpy(how + strlen(how), sizeof(how) - strlen(how), ", apt-get -f install");
 	}
 	if (r < 0)
 		return r;
 	if (s->interrupted[0])
-		return FAIL(s, -EIO,
-		            "%s is still so after dpkg --configure -a and apt-get -f install: %s; see dpkg --audit",
-		            s->ctx->root->path, s->interrupted);
-	snprintf(s->ret->recovered, sizeof(s->ret->recovered), "%s: repaired by dpkg --configure -a", found);
+		return FAIL(s, -EIO, "%s is still so after %s: %s; see dpkg --audit", s->ctx->root->path, how,
+		            s->interrupted);
+	snprintf(s->ret->recovered, sizeof(s->ret->recovered), "%s: repaired by %s", found, how);
 	s->ret->packages_changed = true;
 	return 0;
 }

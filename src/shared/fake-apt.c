@@ -21,10 +21,13 @@
  * Status is half-installed, unpacked, half-configured, triggers-awaited or
  * triggers-pending, and var/lib/dpkg/updates/ holding records (digits):
  *   dpkg --audit              those packages, in dpkg's words; exit 0
- *   dpkg [--force-...] --configure -a   each of them "ok installed", the records gone
+ *   dpkg [--force-...] --configure -a   each of them "ok installed" (but a
+ *                             half-installed one, which only a reinstall
+ *                             mends), the records gone
  *   apt-get install ...       refused while records remain (exit 100, apt's
  *                             "dpkg was interrupted ..."), as apt does
- *   apt-get -f install        exit 0 */
+ *   apt-get -f install        exit 0
+ *   apt-get install --reinstall NAME...   as apt-get install */
 #include "fake-apt.h"
 
 #include <dirent.h>
@@ -201,12 +204,23 @@ static int dpkg_audit(const char *root, struct gb_cmd_result *ret)
 	snprintf(path, sizeof(path), "%s/" STATUS, root);
 	r = db_read(path, &d);
 	for (size_t i = 0; r >= 0 && i < d.n; i++) {
-		if (!half_done(&d.p[i]))
+		if (!half_done(&d.p[i]) || strstr(d.p[i].status, " half-installed"))
 			continue;
 		if (!said)
 			out(ret, "The following packages are only half configured, probably due to problems%s%s%s\n",
 			    "\nconfiguring them the first time.  The configuration should be retried using\n",
 			    "dpkg --configure <package> or the configure menu option in dselect:", "");
+		said = true;
+		out(ret, " %-18s %s%s\n", d.p[i].name, "NVIDIA", "");
+	}
+	said = false;
+	for (size_t i = 0; r >= 0 && i < d.n; i++) {
+		if (!strstr(d.p[i].status, " half-installed"))
+			continue;
+		if (!said)
+			out(ret, "The following packages are in a mess due to serious problems during%s%s%s\n",
+			    "\ninstallation.  They must be reinstalled for them (and any dependencies) to\n",
+			    "work properly:", "");
 		said = true;
 		out(ret, " %-18s %s%s\n", d.p[i].name, "NVIDIA", "");
 	}
@@ -223,7 +237,7 @@ static int dpkg_configure_all(const char *root, struct gb_cmd_result *ret)
 	snprintf(path, sizeof(path), "%s/" STATUS, root);
 	r = db_read(path, &d);
 	for (size_t i = 0; r >= 0 && i < d.n; i++)
-		if (half_done(&d.p[i])) {
+		if (half_done(&d.p[i]) && !strstr(d.p[i].status, " half-installed")) { /* that one needs a reinstall */
 			gb_strscpy(d.p[i].status, sizeof(d.p[i].status),
 			           gb_startswith(d.p[i].status, "hold ") ? "hold ok installed"
 			                                                 : "install ok installed");

@@ -328,6 +328,8 @@ killed_dpkg() {
 	mkdir -p "$M/var/lib/dpkg/updates"
 	echo 'Package: nvidia-kernel-dkms' >"$M/var/lib/dpkg/updates/0003"
 	printf 'Package: nvidia-kernel-dkms\nStatus: install ok half-configured\nVersion: %s\n\n' "$DVER" >>"$M/var/lib/dpkg/status"
+	# and one a kill left half-unpacked: only a reinstall mends it
+	printf 'Package: libcuda1\nStatus: install reinstreq half-installed\nVersion: %s\n\n' "$DVER" >>"$M/var/lib/dpkg/status"
 	rm -f "$M.ops"
 	gb_run 0 usr/lib/x86_64-linux-gnu/nvidia/current
 	grep -q "dpkg was interrupted (1 record(s) in var/lib/dpkg/updates) in $M: repairing it" "$TMP/err" ||
@@ -339,11 +341,13 @@ assert d["result"] == "ok" and d["exit_code"] == 0, (d["result"], d["exit_code"]
 assert d["install"]["driver"]["recovered"].startswith("dpkg was interrupted"), d["install"]
 j = {s["id"]: s for s in json.load(open(sys.argv[1] + "/journal.json"))["steps"]}
 assert j["dpkg-configure-a"]["state"] == "done" and j["apt-get-install"]["attempts"] == 2, j
+assert j["apt-get-reinstall"]["state"] == "done" and "libcuda1" in j["apt-get-reinstall"]["argv"], j
+assert "apt-get install --reinstall" in d["install"]["driver"]["recovered"], d["install"]["driver"]
 PY
 	# repaired first, then the install again (the update was done)
 	[ "$(sed -n 's/^run \(chroot=[^ ]* \)\{0,1\}\(dpkg .*--configure -a\|apt-get update\|apt-get install\).*/\2/p' "$M.ops" | sed 's/^dpkg .*/dpkg --configure -a/' | tr '\n' ,)" = \
-		"dpkg --configure -a,apt-get install," ] || fail "killed-dpkg: $(grep '^run' "$M.ops")"
-	[ -z "$(ls "$M/var/lib/dpkg/updates")" ] && ! grep -q half-configured "$M/var/lib/dpkg/status" ||
+		"dpkg --configure -a,apt-get install,apt-get install," ] || fail "killed-dpkg: $(grep '^run' "$M.ops")"
+	[ -z "$(ls "$M/var/lib/dpkg/updates")" ] && ! grep -q 'half-configured\|half-installed' "$M/var/lib/dpkg/status" ||
 		fail "killed-dpkg: dpkg is still interrupted"
 	# and again: nothing to repair, nothing done
 	rm -f "$M.ops"
