@@ -4,6 +4,7 @@
  * the reason naming what is wrong), and nothing is installed over a working
  * machine without a word. replace_installed (never | if-unsatisfied |
  * always) decides; never turns an unsatisfying install into a refusal. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,14 +179,24 @@ void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *p
 	if (!have[0]) {
 		p->toolkit.action = "install";
 		SAY(p->toolkit.action_reason, "no Container Toolkit is installed");
+	} else if (!isdigit((unsigned char)have[0])) {
+		/* nvidia-ctk without its package: its version cannot be shown */
+		p->toolkit.action = "replace";
+		SAY(p->toolkit.action_reason,
+		    "nvidia-ctk is there without its package (version %s): it cannot be shown to be at the floor %s, "
+		    "the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE "; replaced by %s",
+		    have, GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
 	} else if (gb_version_cmp(have, GB_CONTAINER_TOOLKIT_MIN) < 0) {
 		p->toolkit.action = "replace";
-		SAY(p->toolkit.action_reason, "%s is older than %s (the container-escape fixes); replaced by %s", have,
-		    GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
+		SAY(p->toolkit.action_reason,
+		    "%s is older than the floor %s, so it is vulnerable to " GB_CONTAINER_TOOLKIT_MIN_WHY
+		    "; replaced by %s",
+		    have, GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
 	} else {
 		p->toolkit.action = "keep";
 		p->toolkit.version = NULL;
-		SAY(p->toolkit.action_reason, "%s is installed, at or above the floor %s", have,
+		SAY(p->toolkit.action_reason,
+		    "%s is installed, at or above the floor %s (the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE ")", have,
 		    GB_CONTAINER_TOOLKIT_MIN);
 	}
 }

@@ -1072,7 +1072,8 @@ static void decide_toolkit(struct gb_plan *p, const struct gb_profile *prof, con
 	p->toolkit.version = site && site->pinned_toolkit[0] ? site->pinned_toolkit : GB_CONTAINER_TOOLKIT_MIN;
 	if (gb_version_cmp(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN) < 0) {
 		refuse(p, GB_EXIT_USAGE,
-		       "the site pins Container Toolkit %s, older than %s (container-escape fixes); raise the pin",
+		       "the site pins Container Toolkit %s, older than the floor %s (" GB_CONTAINER_TOOLKIT_MIN_WHY
+		       "); raise the pin",
 		       p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN);
 		return;
 	}
@@ -1080,8 +1081,9 @@ static void decide_toolkit(struct gb_plan *p, const struct gb_profile *prof, con
 	    "nvidia-container-toolkit, -base, libnvidia-container-tools, libnvidia-container1 pinned to one version, "
 	    "%s%s; then nvidia-ctk runtime configure and CDI",
 	    p->toolkit.version,
-	    streq(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN) ? " (the first with the container-escape fixes)"
-	                                                        : " (site pin)");
+	    streq(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN)
+	        ? " (the floor: " GB_CONTAINER_TOOLKIT_MIN_WHY "; it has the earlier container-escape fixes too)"
+	        : " (site pin, above the floor " GB_CONTAINER_TOOLKIT_MIN ")");
 }
 
 static int decide_verify(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)

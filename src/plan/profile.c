@@ -348,13 +348,13 @@ static bool known_cuda(const char *v, char *why, size_t n)
 	return false;
 }
 
-/* A Container Toolkit pin: the first release with the container-escape
- * fixes or a later one. */
+/* A Container Toolkit pin: the floor (GB_CONTAINER_TOOLKIT_MIN, the first
+ * release with the fix for CVE-2026-24260) or a later one. */
 static bool known_toolkit(const char *v, char *why, size_t n)
 {
 	if (gb_version_cmp(v, GB_CONTAINER_TOOLKIT_MIN) >= 0)
 		return true;
-	snprintf(why, n, "toolkit %s is older than %s, the first Container Toolkit with the container-escape fixes", v,
+	snprintf(why, n, "toolkit %s is older than %s, the floor: " GB_CONTAINER_TOOLKIT_MIN_WHY, v,
 	         GB_CONTAINER_TOOLKIT_MIN);
 	return false;
 }

@@ -5,7 +5,11 @@
  * reason and a contract exit code. With a random installed driver: one
  * that satisfies the profile is never replaced (replace_installed =
  * if-unsatisfied) and one that is kept does satisfy it; the plan's arch is
- * the target's; no plan passes a gate the GPU's catalog figures cannot. */
+ * the target's; no plan passes a gate the GPU's catalog figures cannot.
+ * An installed Container Toolkit that NVIDIA's June 2026 bulletin (a_id
+ * 5850) lists as affected by CVE-2026-24260 (up to and including 1.19.0) is
+ * never kept, and the plan never installs one. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +89,56 @@ static void check_gates(const struct gb_plan *p)
 	}
 }
 
+/* Installed toolkit versions as dpkg and rpm name them ("" = none; an
+ * nvidia-ctk without its package is "unknown"). */
+static const char *const toolkits[] = { "",         "1.16.1-1", "1.17.8-1", "1.18.2-1",
+	                                "1.19.0-1", "1.19.1-1", "1.20.0-1", "unknown" };
+
+/* The bulletin's reading, not the plan's code: affected up to and
+ * including 1.19.0 (the package revision after '-' aside), or unknown. */
+static bool toolkit_affected(const char *v)
+{
+	char up[32];
+	size_t n = strcspn(v, "-");
+	if (v[0] < '0' || v[0] > '9' || n >= sizeof(up))
+		return true;
+	memcpy(up, v, n);
+	up[n] = '\0';
+	return gb_version_cmp(up, "1.19.0") <= 0;
+}
+
+static void check_toolkit(const struct gb_plan *p, const struct gb_profile *prof)
+{
+	const char *have = p->in.toolkit_installed;
+
+	if (p->refusal_code || !p->toolkit.action)
+		return;
+	CHECK(p->toolkit.action_reason[0] != '\0');
+	if (!prof->toolkit) {
+		CHECK(streq(p->toolkit.action, "none"));
+		return;
+	}
+	if (streq(p->toolkit.action, "keep")) {
+		CHECK(have[0] && !toolkit_affected(have));
+		CHECK(p->toolkit.version == NULL);
+	}
+	if (have[0] && toolkit_affected(have)) {
+		CHECK(streq(p->toolkit.action, "replace"));
+		CHECK(strstr(p->toolkit.action_reason, "CVE-2026-24260") != NULL);
+		if (isdigit((unsigned char)have[0]))
+			CHECK(strstr(p->toolkit.action_reason, "a_id 5850") != NULL);
+	}
+	if (streq(p->toolkit.action, "install") || streq(p->toolkit.action, "replace")) {
+		CHECK(p->toolkit.version != NULL);
+		if (p->toolkit.version) {
+			CHECK(!toolkit_affected(p->toolkit.version));
+			CHECK(streq(p->toolkit.version, "1.19.1")); /* no site pin here */
+		}
+	}
+	CHECK(strstr(p->toolkit.reason, "1.19.1 (the floor: CVE-2026-24260") != NULL);
+	CHECK(strstr(p->toolkit.reason, "a_id 5850") != NULL);
+}
+
 static void check_plan(const struct gb_plan *p, const char *target_arch, bool flavor_auto)
 {
 	bool reasons = true;
@@ -133,7 +187,7 @@ static void check_plan(const struct gb_plan *p, const char *target_arch, bool fl
 int main(void)
 {
 	struct gb_profile prof[8];
-	size_t nprof = 0, plans = 0, refusals = 0;
+	size_t nprof = 0, plans = 0, refusals = 0, toolkits_replaced = 0, toolkits_kept = 0;
 	struct gb_gpu_overrides ov = { 0 };
 	struct gb_site_config site = { 0 };
 	char err[512];
@@ -183,12 +237,19 @@ int main(void)
 				in.installed.loaded = rnd(2);
 				in.installed.module = in.installed.loaded || rnd(2);
 			}
+			/* the toolkit from the count, so the draws above stay as they were */
+			gb_strscpy(in.toolkit_installed, sizeof(in.toolkit_installed),
+			           toolkits[plans % ARRAY_SIZE(toolkits)]);
+			in.n_engines = (unsigned)(plans / ARRAY_SIZE(toolkits) % 3);
 			CHECK_INT(gb_plan_make(&in, &prof[pi], rnd(2) ? &site : NULL, &ov, "2026-11-30", &p, err,
 			                       sizeof(err)),
 			          0);
 			check_plan(&p, in.arch,
 			           prof[pi].flavor == GB_FLAVOR_AUTO && prof[pi].policy != GB_POLICY_VERSION &&
 			               prof[pi].policy != GB_POLICY_BRANCH);
+			check_toolkit(&p, &prof[pi]);
+			toolkits_replaced += p.toolkit.action && streq(p.toolkit.action, "replace");
+			toolkits_kept += p.toolkit.action && streq(p.toolkit.action, "keep");
 			/* NVSwitches: no plan installs a driver without its fabric manager there */
 			if (in.n_nvswitches && !p.refusal_code)
 				CHECK(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"));
@@ -197,7 +258,9 @@ int main(void)
 			gb_plan_done(&p);
 		}
 	}
-	printf("%zu plans checked, %zu refused\n", plans, refusals);
+	printf("%zu plans checked, %zu refused; %zu toolkits replaced, %zu kept\n", plans, refusals, toolkits_replaced,
+	       toolkits_kept);
+	CHECK(toolkits_replaced > 100 && toolkits_kept > 100);
 	CHECK(plans > 5000);
 	CHECK(refusals > 0 && plans - refusals > 1000);
 	for (size_t i = 0; i < nprof; i++)
