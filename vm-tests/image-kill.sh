@@ -73,7 +73,7 @@ proc_named() { # a process of the tree by its name
 	return 1
 }
 proc_cmd() { # a process of the tree whose command line matches
-	for p in $(tree "$PID"); do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "$1" && return 0; done
+	for p in $(tree "$PID"); do { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q "$1" && return 0; done
 	return 1
 }
 FIRST_SEEN=

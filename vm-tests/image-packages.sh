@@ -24,7 +24,14 @@
 #     apt-mark holds, the apt pin, the unattended-upgrades blacklist, the
 #     nouveau blacklist, the module "built" for the image's kernel, the
 #     toolkit's four packages at one version, the journal;
-#   - the rerun changes nothing (zero effects, no command).
+#   - the rerun changes nothing (zero effects, no command);
+#   - a tampered index is refused (exit 13) and leaves no keyring, no sources;
+#   - killed for real (the process tree SIGKILLed) inside dpkg, and at each
+#     of 14 points of a fresh install (apt's update and download, a .deb in
+#     partial/, dpkg-deb, dpkg's unpack and configure, a maintainer script,
+#     the (stand-in) DKMS build, the headers' hook, the holds, the toolkit's
+#     install and configuration, the first-boot unit), the next run
+#     converges.
 #
 # Needs root (chroot), gpg, apt-ftparchive (apt-utils), dpkg-deb, openssl,
 # python3, and the cached root (vm-tests/image-install.sh --build-only).
@@ -112,7 +119,9 @@ NEWER=999.1.2
 cuda=$srv/good/compute/cuda/repos/$REPO/$RARCH
 ctk=$srv/good/libnvidia-container/stable/deb/amd64
 # DKMS's work, stood in for: the module file for every kernel with headers.
-nv_driver_repo "$cuda" "$DV" "$NEWER" "$PKGS" "$kver" "$kimg" "$kmeta" ""
+# (the stand-in DKMS build takes a second, as a real one takes minutes: a
+# kill inside it is a point of section 5)
+nv_driver_repo "$cuda" "$DV" "$NEWER" "$PKGS" "$kver" "$kimg" "$kmeta" "sleep 1"
 nv_toolkit_repo "$ctk" "$TV"
 nv_sign_setup
 nv_sign_repo "$cuda"
@@ -139,6 +148,7 @@ for i in $(seq 50); do [ -s "$TMP/ports" ] && break; sleep 0.1; done
 read -r PORT _ <"$TMP/ports"
 cp "$TMP/ca.pem" "$root/usr/local/share/ca-certificates/gpuboot-test-ca.crt"
 chroot "$root" update-ca-certificates >/dev/null 2>&1
+cp -a "$root" "$work/pristine" # the image as every kill point starts it
 state=$root/var/lib/gpuboot
 run() { # mirror-suffix, then extra arguments
 	m=$1
@@ -284,5 +294,92 @@ import json,sys
 d=json.load(open('$j'))
 sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))"
 echo "image-packages: rerun $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s"
+
+# ---- 5. killed for real at each point, then run again ----
+# A fresh copy of the image each time; the whole process tree stopped and
+# SIGKILLed when the point's trigger is seen (polled; a step too short to
+# be seen is "missed", counted apart); the next run must converge: exit 0,
+# the plan's versions installed and held, the module there, dpkg --audit
+# empty, nothing mounted, no policy-rc.d, the status installed (pending its
+# first boot) and the journal done.
+kp_points='apt-get-update|cmd "apt-get update"
+apt-https|named https || named http
+apt-partial-deb|ls "$R"/var/cache/apt/archives/partial/*.deb >/dev/null 2>&1
+dpkg-deb|named dpkg-deb
+dpkg-unpack|cmd "dpkg .*--unpack"
+maintainer-script|cmd "linux-headers-.*postinst"
+headers-hook|named run-parts
+dpkg-configure|cmd "dpkg .*--configure"
+dkms-build|cmd "nvidia-kernel-dkms.postinst"
+apt-mark-hold|cmd "apt-mark hold cuda\|apt-mark hold nvidia-driver"
+toolkit-install|cmd "apt-get install.*nvidia-container-toolkit="
+toolkit-hold|cmd "apt-mark hold.*nvidia-container"
+toolkit-config|cmd "nvidia-ctk"
+firstboot-unit|grep -q gpuboot-firstboot.service "$R/var/lib/gpuboot/journal.json" 2>/dev/null'
+named() { for p in $(tree "$pid"); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$1" ] && return 0; done; return 1; }
+cmd() { for p in $(tree "$pid"); do { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q -- "$1" && return 0; done; return 1; }
+kp_kills=0 kp_missed=0 kp_fail=0 kp_n=0
+t_kp=$(date +%s)
+echo "$kp_points" >"$work/kp.list"
+while IFS='|' read -r name trigger; do
+	kp_n=$((kp_n + 1))
+	R=$work/kp
+	rm -rf "$R" && cp -a "$work/pristine" "$R"
+	"$GB" --root "$R" run --target-gpu T4 --profile "$work/test.profile" --method packages \
+		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" >"$work/kp.out" 2>"$work/kp.err" &
+	pid=$!
+	fired=
+	while kill -0 "$pid" 2>/dev/null; do
+		if eval "$trigger"; then
+			# shellcheck disable=SC2046
+			kill -STOP $(tree "$pid") 2>/dev/null
+			# shellcheck disable=SC2046
+			kill -KILL $(tree "$pid") 2>/dev/null
+			fired=1
+			break
+		fi
+		sleep 0.01
+	done
+	wait "$pid" 2>/dev/null
+	if [ -z "$fired" ]; then
+		kp_missed=$((kp_missed + 1))
+		echo "    $name: missed (the run ended first)"
+	else
+		kp_kills=$((kp_kills + 1))
+	fi
+	"$GB" --root "$R" run --target-gpu T4 --profile "$work/test.profile" --method packages \
+		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" >"$work/kp2.out" 2>"$work/kp2.err"
+	rc=$?
+	why=
+	[ "$rc" = 0 ] || why="the rerun exited $rc: $(grep error: "$work/kp2.err" | tail -n 1)"
+	for p in nvidia-driver-pinning-580 cuda-drivers nvidia-container-toolkit nvidia-container-toolkit-base \
+		libnvidia-container-tools libnvidia-container1; do
+		[ -n "$why" ] && break
+		want=$DV-1
+		case $p in *container*) want=$TV-1 ;; esac
+		v=$(chroot "$R" dpkg-query -W -f '${Version} ${Status}' "$p" 2>/dev/null)
+		[ "$v" = "$want hold ok installed" ] || why="$p is '$v', not '$want hold ok installed'"
+	done
+	[ -n "$why" ] || [ -f "$R/lib/modules/$kver/updates/dkms/nvidia-current.ko" ] || why="no module for $kver"
+	[ -n "$why" ] || [ -z "$(chroot "$R" dpkg --audit 2>&1)" ] || why="dpkg --audit: $(chroot "$R" dpkg --audit 2>&1 | head -n 1)"
+	[ -n "$why" ] || ! grep -q " $R/" /proc/mounts || why="$(grep -c " $R/" /proc/mounts) mounts left"
+	[ -n "$why" ] || [ ! -e "$R/usr/sbin/policy-rc.d" ] || why="policy-rc.d left"
+	[ -n "$why" ] || python3 -c "
+import json,sys
+d=json.load(open('$R/var/lib/gpuboot/status.json')); j=json.load(open('$R/var/lib/gpuboot/journal.json'))
+sys.exit(not (d['result']=='installed-pending-first-boot' and d['exit_code']==0 and j['state']=='done'))" ||
+		why="status/journal: $(head -c 300 "$R/var/lib/gpuboot/status.json")"
+	grep " $R/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+	if [ -n "$why" ]; then
+		kp_fail=$((kp_fail + 1))
+		echo "    $name: FAILED: $why"
+	elif [ -n "$fired" ]; then
+		rep=$(grep -o 'dpkg was interrupted[^:]*\|dpkg --audit: [^;]*' "$work/kp2.err" | head -n 1)
+		echo "    $name: killed, then converged${rep:+ (the rerun repaired: $rep)}"
+	fi
+done <"$work/kp.list"
+echo "image-packages: kill points: $kp_n points, $kp_kills kills, $kp_missed missed, $kp_fail failures, $(($(date +%s) - t_kp)) s"
+check "killed at $kp_kills points of $kp_n, every rerun converged" test "$kp_fail" = 0
+check "  at least 10 points fired (a kill, not a run that ended first)" test "$kp_kills" -ge 10
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -189,7 +189,7 @@ bad_config profile '[driver]\nbranch = R599\n' "bad.profile:2: no branch R599 in
 bad_config conf '[pins]\ndriver = 999.1.1\n' "bad.conf:2: driver 999.1.1 is not a runfile in the catalog; it has no R999 runfile"
 bad_config conf '[pins]\ncuda = 12.4\n' "bad.conf:2: CUDA 12.4 is known, but its redistrib manifest is not in the catalog" "installable: 11.8, 12.8, 13.0"
 bad_config conf '[pins]\ncuda = 12.8.1\n' "bad.conf:2: no CUDA release 12.8.1 in the catalog"
-bad_config conf '[pins]\ntoolkit = 1.17.3\n' "bad.conf:2: toolkit 1.17.3 is older than 1.17.8"
+bad_config conf '[pins]\ntoolkit = 1.17.3\n' "bad.conf:2: toolkit 1.17.3 is older than 1.19.1"
 
 # The text plan shows everything --json does: each top-level key has its
 # row, and every value (reasons included; true booleans by name) appears.
@@ -243,7 +243,7 @@ for dir in "$FIX"/*/; do
 		text_covers_json --root "$dir" plan --profile "$prof"
 	done
 done
-printf '[checks]\nskip = disk, network.link_rate\n[pins]\ntoolkit = 1.18.0\n' >"$TMP/site.conf"
+printf '[checks]\nskip = disk, network.link_rate\n[pins]\ntoolkit = 1.20.0\n' >"$TMP/site.conf"
 text_covers_json --root "$H200" plan --config "$TMP/site.conf"
 grep -q '^skip  *disk' "$TMP/pt" || fail "skipped checks not in the text plan"
 text_covers_json --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64 --target-gpu GH200

@@ -91,7 +91,7 @@ static void test_known_values(void)
 	CHECK(strstr(err, "g.conf:2: no CUDA release 12.8.1 in the catalog; installable: ") == err);
 	CHECK_INT(profile("[cuda]\npolicy = 12.7\ncomponents = cuda_cudart\n", err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "x.profile:2: no CUDA release 12.7") == err);
-	CHECK_INT(site("[pins]\ncuda = 12.8.0\ntoolkit = 1.17.8\n", &s, err, sizeof(err)), 0);
+	CHECK_INT(site("[pins]\ncuda = 12.8.0\ntoolkit = 1.19.1\n", &s, err, sizeof(err)), 0);
 	gb_site_config_done(&s);
 	CHECK_INT(site("[pins]\ntoolkit = 1.17.0\n", &s, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "g.conf:2: toolkit 1.17.0 is older than " GB_CONTAINER_TOOLKIT_MIN) == err);
