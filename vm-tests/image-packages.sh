@@ -322,6 +322,7 @@ kp_kills=0 kp_missed=0 kp_fail=0 kp_n=0
 t_kp=$(date +%s)
 echo "$kp_points" >"$work/kp.list"
 while IFS='|' read -r name trigger; do
+	[ -n "${KP_ONLY:-}" ] && ! echo " $KP_ONLY " | grep -q " $name " && continue
 	kp_n=$((kp_n + 1))
 	R=$work/kp
 	rm -rf "$R" && cp -a "$work/pristine" "$R"

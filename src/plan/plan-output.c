@@ -5,6 +5,7 @@
 #include "plan.h"
 #include "shared/macro.h"
 #include "shared/json-util.h"
+#include "shared/util.h"
 
 static json_object *jstr(const char *s)
 {
@@ -144,7 +145,18 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 	}
 	{
 		json_object *t = gb_json_new_object();
-		gb_json_add(t, "version", jstr(p->toolkit.version));
+		char kept[64] = "";
+		/* A kept toolkit's version is the one there (its upstream part,
+		 * without epoch and revision): the target is the same as when a run
+		 * installed it, so a run killed after the install resumes. */
+		if (!p->toolkit.version && p->toolkit.action && streq(p->toolkit.action, "keep") &&
+		    p->in.toolkit_installed[0]) {
+			const char *v = strchr(p->in.toolkit_installed, ':') ? strchr(p->in.toolkit_installed, ':') + 1
+			                                                     : p->in.toolkit_installed;
+			gb_strscpy(kept, sizeof(kept), v);
+			kept[strcspn(kept, "-~+")] = '\0';
+		}
+		gb_json_add(t, "version", kept[0] ? gb_json_new_string(kept) : jstr(p->toolkit.version));
 		gb_json_add(t, "reason", gb_json_new_string(p->toolkit.reason));
 		gb_json_add(t, "action", jstr(p->toolkit.action));
 		gb_json_add(t, "action_reason", jstr(p->toolkit.action_reason));
