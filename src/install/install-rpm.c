@@ -71,6 +71,9 @@ struct rinst {
 	 * install to lift stale locks, after it to check and lock */
 	struct gb_rpm_pkg family[MAX_FAMILY];
 	size_t n_family;
+	/* rpm's trace of an upgrade a kill cut: a package at two versions
+	 * (the old one never erased), "" when none (rpm_audit) */
+	char duplicates[256];
 };
 
 #define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
@@ -964,6 +967,62 @@ static int install_pkgs(struct rinst *s)
 	return r;
 }
 
+/* An rpm transaction killed half-way (power, OOM, a Packer timeout) leaves
+ * the old and the new version of what it upgraded both in rpm's database;
+ * dnf then refuses to go on with them ("package ... is a duplicate").
+ * Read only: s->duplicates names them ("nvidia-driver 3:595.80-1.el9 and
+ * 3:595.84-1.el9"). Kernels and their -devel are installed side by side on
+ * purpose: never duplicates. The pid locks of a package manager that died
+ * are no lock (gb_rpm_lock_wait). */
+static int rpm_audit(struct rinst *s)
+{
+	size_t o = 0;
+	int r = query_family(s);
+
+	s->duplicates[0] = '\0';
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s->n_family; i++)
+		for (size_t k = i + 1; k < s->n_family; k++) {
+			const struct gb_rpm_pkg *a = &s->family[i], *b = &s->family[k];
+			if (!streq(a->name, b->name) || streq(a->evr, b->evr) || !streq(a->arch, b->arch) ||
+			    gb_startswith(a->name, "kernel") || o >= sizeof(s->duplicates) - 1)
+				continue;
+			o += (size_t)snprintf(s->duplicates + o, sizeof(s->duplicates) - o, "%s%s %s and %s",
+			                      o ? ", " : "", a->name, a->evr, b->evr);
+		}
+	return 0;
+}
+
+/* dnf's own repair of an interrupted upgrade: remove --duplicates (the
+ * older of each pair, without its scriptlets' side effects on the newer),
+ * journaled; zypper has none, and the error says what to run. */
+static int rpm_recover(struct rinst *s)
+{
+	const char *dedupe[] = { "dnf", "-y", "remove", "--duplicates", NULL };
+	char id[128], found[sizeof(s->duplicates)];
+	int r;
+
+	gb_strscpy(found, sizeof(found), s->duplicates);
+	if (!is_dnf(s))
+		return FAIL(s, -EIO,
+		            "rpm's database in %s holds two versions of %s: an upgrade was interrupted; zypper has no "
+		            "repair for it: remove the older with rpm -e --noscripts NAME-VERSION, then run again",
+		            s->ctx->root->path, found);
+	gb_log_warning("rpm's database in %s holds two versions of %s (an upgrade was interrupted): repairing it "
+	               "the package manager's way (dnf remove --duplicates)",
+	               s->ctx->root->path, found);
+	gb_journal_repeat_id(s->j, "dnf-remove-duplicates", id, sizeof(id));
+	r = effect(s, id, dedupe, DEFAULT_INSTALL_MS);
+	if (r < 0)
+		return r;
+	snprintf(s->ret->recovered, sizeof(s->ret->recovered),
+	         "rpm held two versions of %s (an interrupted upgrade): repaired by dnf remove --duplicates", found);
+	s->ret->packages_changed = true;
+	s->family_read = false;
+	return 0;
+}
+
 /* The commands, in order: the key into rpm's database, the module stream
  * (dnf) or a refresh of the repository (zypper), the resolution, the
  * blacklist, stale locks lifted, the install, the check, the locks. A
@@ -983,7 +1042,9 @@ static int rpm_install(struct rinst *s)
 	snprintf(key, sizeof(key), "/%s", s->keyfile);
 	snprintf(ms, sizeof(ms), "%s:%s", s->module, s->stream);
 	snprintf(repo, sizeof(repo), "--repo=%s", s->alias);
-	if (!s->key_imported)
+	if (s->duplicates[0])
+		r = rpm_recover(s);
+	if (r >= 0 && !s->key_imported)
 		r = effect(s, "rpm-import", import, SHORT_TIMEOUT_MS);
 	if (r >= 0 && s->module[0] && !s->module_enabled)
 		r = effect(s, "dnf-module-enable", module, REFRESH_TIMEOUT_MS);
@@ -1065,6 +1126,8 @@ static int rpm_apply(struct rinst *s)
 	if (r >= 0)
 		r = key_state(s);
 	if (r >= 0)
+		r = rpm_audit(s);
+	if (r >= 0 && !s->duplicates[0])
 		r = satisfied(s, &done);
 	if (r < 0)
 		return r;

@@ -851,6 +851,52 @@ static void test_version_change(void)
 	run_done(&x);
 }
 
+/* An upgrade a kill cut: rpm's database holds nvidia-driver at two
+ * versions. dnf's own repair first (remove --duplicates), journaled and
+ * said in the result, then the install; zypper has none: refused, the way
+ * out named. A kernel at two versions is no duplicate. */
+static void test_interrupted_upgrade(void)
+{
+	char spec[8192];
+	struct run x;
+	const char *dup = "nvidia-open\t3:595.84-1.el9\tnoarch\n"
+	                  "nvidia-driver\t3:595.80-1.el9\tx86_64\n"
+	                  "nvidia-driver\t3:595.84-1.el9\tx86_64\n"
+	                  "kernel-devel\t0:5.14.0-362.8.1.el9_3\tx86_64\n"
+	                  "kernel-devel\t0:5.14.0-427.13.1.el9_4\tx86_64\n";
+	const char *const want[] = {
+		"dnf -y remove --duplicates",
+		"dnf -y install nvidia-open-3:595.84-1.el9 python3-dnf-plugin-versionlock-4.3.0-13.el9 "
+		"kernel-devel-5.14.0-362.8.1.el9_3 kernel-headers-5.14.0-427.13.1.el9_4",
+		NULL,
+	};
+	const char *const open[] = { "nvidia-open", NULL };
+
+	make_root(&rhel9);
+	rhel_spec(spec, sizeof(spec), false);
+	script(spec, sizeof(spec), "rpm -qa --qf", 0, "after-dup", dup);
+	run_install(&x, &rhel9, spec, TEST_KEY, open_stream, "595.84");
+	check_sequence(x.record, want);
+	CHECK(strstr(x.res.recovered, "rpm held two versions of nvidia-driver 3:595.80-1.el9 and 3:595.84-1.el9") !=
+	      NULL);
+	CHECK(!strstr(x.res.recovered, "kernel-devel"));
+	if (!strstr(x.res.recovered, "nvidia-driver"))
+		fprintf(stderr, "recovered: '%s'\nrecord:\n%s", x.res.recovered, x.record);
+	run_done(&x);
+
+	make_root(&sles15);
+	sles_spec(spec, sizeof(spec), false, 0, "Nothing to do.\n");
+	script(spec, sizeof(spec), "rpm -qa --qf", 0, "after-dup",
+	       "nvidia-open\t595.84-1\tx86_64\nnvidia-compute-G06\t595.80-1\tx86_64\n"
+	       "nvidia-compute-G06\t595.84-1\tx86_64\n");
+	run_install(&x, &sles15, spec, TEST_KEY, open, "595.84");
+	CHECK_INT(x.r, -EIO);
+	CHECK(strstr(x.res.error, "two versions of nvidia-compute-G06 595.80-1 and 595.84-1") &&
+	      strstr(x.res.error, "rpm -e --noscripts"));
+	CHECK(!strstr(x.record, "zypper --non-interactive install"));
+	run_done(&x);
+}
+
 /* The key served binary: written armored (gpuboot's armor), the same key;
  * served armored without its last newline: written with it. */
 static void test_key_forms(void)
@@ -1279,6 +1325,7 @@ int main(void)
 	test_lock_wait();
 	test_key_forms();
 	test_version_change();
+	test_interrupted_upgrade();
 	make_ctk_pubkey_line();
 	test_toolkit_dnf();
 	test_toolkit_dnf_rerun();
