@@ -870,9 +870,21 @@ struct fma_run {
 	int timed_slices, slices;
 };
 
+/* One load's state while it runs. */
+struct fma_state {
+	CUfunction f;
+	void **params;
+	double flops, t0, t_nvml, prev_rate, gpu_ms, timed_ms, timed_flops;
+	unsigned long long busy0, last; /* realtime us: the load's start, the last utilisation sample seen */
+	unsigned launched, done, settled; /* settled: the first timed slice, 0 not yet */
+	int samples, stop;
+	int rates_max, rates_n; /* nvmlDeviceGetUtilizationRates, the fallback */
+};
+
 /* Launch slice k (its event k+1 after it); the events are made as needed. */
-static int slice_launch(struct gpu *g, CUfunction f, unsigned k, void **params)
+static int slice_launch(struct gpu *g, struct fma_state *st)
 {
+	unsigned k = st->launched;
 	if (k == 0) {
 		if (!g->sl_ev[0])
 			CK(cu.event_create(&g->sl_ev[0], 0), "cuEventCreate");
@@ -880,117 +892,143 @@ static int slice_launch(struct gpu *g, CUfunction f, unsigned k, void **params)
 	}
 	if (!g->sl_ev[k + 1])
 		CK(cu.event_create(&g->sl_ev[k + 1], 0), "cuEventCreate");
-	if (launch(g, f, blocks_for(g), 256, params) < 0)
+	if (launch(g, st->f, blocks_for(g), 256, st->params) < 0)
 		return -1;
 	CK(cu.event_record(g->sl_ev[k + 1], g->stream), "cuEventRecord");
+	st->launched++;
+	return 0;
+}
+
+/* The slices done by now: their rates, the settle, the timed sums. */
+static int slices_done(struct gpu *g, struct fma_run *fr, struct fma_state *st)
+{
+	CUresult q;
+	while (st->done < st->launched && (q = cu.event_query(g->sl_ev[st->done + 1])) != CUDA_ERROR_NOT_READY) {
+		float ms = 0;
+		double rate;
+		CK(q, fr->fp64 ? "kernel gb_fma64" : "kernel gb_fma32");
+		CK(cu.event_elapsed(&ms, g->sl_ev[st->done], g->sl_ev[st->done + 1]), "cuEventElapsedTime");
+		if (ms <= 0)
+			ms = 1e-3f;
+		rate = st->flops / (ms / 1e3) / 1e12;
+		st->gpu_ms += ms;
+		if (!st->settled && st->done >= 1 &&
+		    ((rate >= st->prev_rate * (1 - SETTLE_TOL) && rate <= st->prev_rate * (1 + SETTLE_TOL)) ||
+		     st->gpu_ms >= SETTLE_MAX_MS)) {
+			st->settled = st->done;
+			fr->settle_ms = st->gpu_ms - ms;
+		}
+		if (st->settled) {
+			st->timed_ms += ms;
+			st->timed_flops += st->flops;
+			fr->timed_slices++;
+			fr->slice_min = rate < fr->slice_min ? rate : fr->slice_min;
+			fr->slice_max = rate > fr->slice_max ? rate : fr->slice_max;
+		}
+		st->prev_rate = rate;
+		st->done++;
+	}
+	return 0;
+}
+
+/* NVML while loaded, every NVML_POLL_MS (its calls cost up to ms each):
+ * clocks, event reasons, the utilisation samples; the current utilisation
+ * from 1.4 x fallback_ms on (the fallback, and a backup should the
+ * samples never place a window). */
+static void fma_nvml(struct gpu *g, struct fma_run *fr, struct fma_state *st, double elapsed)
+{
+	nvmlUtilization_t u;
+
+	if (!st->settled || now_ms() - st->t_nvml < NVML_POLL_MS)
+		return;
+	st->t_nvml = now_ms();
+	clocks_under_load(g);
+	if (!fr->util)
+		return;
+	if (st->samples && util_windows(g, st->busy0, &st->last) < 0)
+		st->samples = 0; /* unusable: the fallback from here on */
+	if (elapsed >= 1.4 * fr->fallback_ms && nv.utilization && nv.utilization(g->dev, &u) == NVML_SUCCESS) {
+		st->rates_max = (int)u.gpu > st->rates_max ? (int)u.gpu : st->rates_max;
+		st->rates_n++;
+	}
+}
+
+/* Keep SLICES_AHEAD slices queued until the load may stop, then let the
+ * queued ones finish (they are timed too). */
+static int fma_watch(struct gpu *g, struct fma_run *fr, struct fma_state *st)
+{
+	while (!st->stop || st->done < st->launched) {
+		double elapsed = now_ms() - st->t0;
+		if (slices_done(g, fr, st) < 0)
+			return -1;
+		if (!st->stop) {
+			fma_nvml(g, fr, st, elapsed);
+			st->stop = st->settled && st->timed_ms >= fr->min_timed_ms &&
+			           (!fr->util || (st->samples ? g->util_windows > 0 : elapsed >= 2 * fr->fallback_ms));
+			st->stop |= elapsed >= FMA_MAX_MS + 2 * fr->fallback_ms || st->launched >= GB_SLICES_MAX;
+			while (!st->stop && st->launched < st->done + SLICES_AHEAD)
+				if (slice_launch(g, st) < 0)
+					return -1;
+		}
+		usleep(2000);
+	}
 	return 0;
 }
 
 static int fma_sliced(struct gpu *g, struct fma_run *fr, struct pinned *pin)
 {
-	CUfunction f = fr->fp64 ? g->f_fma64 : g->f_fma32;
 	double peak_guess =
 	    (double)g->sm_count * (fr->fp64 ? 64 : 128) * 2 * (g->clock_khz > 0 ? g->clock_khz * 1e3 : 1.5e9);
 	double per_iter = (double)blocks_for(g) * 256 * 256; /* 128 FMA per iteration */
 	unsigned iters = (unsigned)(peak_guess * (SLICE_MS / 1000.0) / per_iter);
 	void *params[] = { &g->sink, &iters };
-	unsigned launched = 0, done = 0, settled = 0; /* settled: index of the first timed slice, 0 not yet */
-	double t0, t_nvml = 0, prev_rate = 0, flops, gpu_ms = 0, timed_ms = 0, timed_flops = 0;
-	unsigned long long busy0, last;
-	int samples = fr->util && nv.samples_get, pinning = 0, stop = 0;
+	struct fma_state st = { .f = fr->fp64 ? g->f_fma64 : g->f_fma32, .params = params };
+	int pinning = 0, rc = 0;
 	pthread_t pin_thread;
 
 	if (iters < 16)
 		iters = 16;
-	flops = per_iter * iters;
+	st.flops = per_iter * iters;
+	st.samples = fr->util && nv.samples_get;
 	fr->slice_min = 1e30;
 	fr->slice_max = 0;
-	busy0 = last = realtime_us();
-	t0 = now_ms();
-	while (launched < SLICES_AHEAD)
-		if (slice_launch(g, f, launched++, params) < 0)
-			return -1;
-	if (pin) {
+	st.busy0 = st.last = realtime_us();
+	st.t0 = now_ms();
+	while (rc == 0 && st.launched < SLICES_AHEAD)
+		rc = slice_launch(g, &st);
+	if (rc == 0 && pin) {
 		/* In its own thread while the slices run; without threads, here
 		 * behind a deeper queue. */
 		if (thr_create && thr_create(&pin_thread, NULL, pin_host, pin) == 0) {
 			pinning = 1;
 		} else {
-			while (launched < 4 * SLICES_AHEAD)
-				if (slice_launch(g, f, launched++, params) < 0)
-					return -1;
+			while (rc == 0 && st.launched < 4 * SLICES_AHEAD)
+				rc = slice_launch(g, &st);
 			pin_host(pin);
-			CK(cu.ctx_set(g->ctx), "cuCtxSetCurrent");
+			if (rc == 0 && cu.ctx_set(g->ctx) != CUDA_SUCCESS) {
+				snprintf(g->error, sizeof(g->error), "cuCtxSetCurrent failed after pinning");
+				rc = -1;
+			}
 		}
 	}
-	while (!stop || done < launched) {
-		CUresult q;
-		double elapsed = now_ms() - t0;
-		/* the slices done by now, and their rates */
-		while (done < launched && (q = cu.event_query(g->sl_ev[done + 1])) != CUDA_ERROR_NOT_READY) {
-			float ms = 0;
-			double rate;
-			CK(q, fr->fp64 ? "kernel gb_fma64" : "kernel gb_fma32");
-			CK(cu.event_elapsed(&ms, g->sl_ev[done], g->sl_ev[done + 1]), "cuEventElapsedTime");
-			if (ms <= 0)
-				ms = 1e-3f;
-			rate = flops / (ms / 1e3) / 1e12;
-			gpu_ms += ms;
-			if (!settled && done >= 1 &&
-			    ((rate >= prev_rate * (1 - SETTLE_TOL) && rate <= prev_rate * (1 + SETTLE_TOL)) ||
-			     gpu_ms >= SETTLE_MAX_MS)) {
-				settled = done;
-				fr->settle_ms = gpu_ms - ms;
-			}
-			if (settled) {
-				timed_ms += ms;
-				timed_flops += flops;
-				fr->timed_slices++;
-				fr->slice_min = rate < fr->slice_min ? rate : fr->slice_min;
-				fr->slice_max = rate > fr->slice_max ? rate : fr->slice_max;
-			}
-			prev_rate = rate;
-			done++;
-		}
-		if (stop)
-			goto wait;
-		/* NVML while loaded, every NVML_POLL_MS (its calls cost up to ms each) */
-		if (settled && now_ms() - t_nvml >= NVML_POLL_MS) {
-			t_nvml = now_ms();
-			clocks_under_load(g);
-			if (fr->util && samples && util_windows(g, busy0, &last) < 0)
-				samples = 0; /* unusable: the fallback from here on */
-			if (fr->util && !samples && elapsed >= 1.4 * fr->fallback_ms) {
-				nvmlUtilization_t u;
-				if (nv.utilization && nv.utilization(g->dev, &u) == NVML_SUCCESS) {
-					if ((int)u.gpu > g->util_max)
-						g->util_max = (int)u.gpu;
-					g->util_samples++;
-				}
-			}
-		}
-		stop = settled && timed_ms >= fr->min_timed_ms &&
-		       (!fr->util || (samples ? g->util_windows > 0 : elapsed >= 2 * fr->fallback_ms));
-		stop |= elapsed >= FMA_MAX_MS || launched >= GB_SLICES_MAX;
-		if (stop)
-			continue;
-		while (launched < done + SLICES_AHEAD && launched < GB_SLICES_MAX)
-			if (slice_launch(g, f, launched++, params) < 0)
-				return -1;
-	wait:
-		usleep(2000);
-	}
-	if (pinning)
+	if (rc == 0)
+		rc = fma_watch(g, fr, &st);
+	if (pinning) /* on every path: the pinning thread writes pin */
 		thr_join(pin_thread, NULL);
 	if (pin && pin->host)
 		g->warmup_left = now_ms() - pin->end_ms; /* > 0: the pinning was hidden behind the load */
-	if (fr->util && !samples)
+	if (fr->util && (!st.samples || !g->util_windows)) {
+		/* no whole sample window: the current utilisation, read late in the load */
 		g->util_windows = 0;
-	g->util_source = fr->util ? (samples && g->util_windows ? "samples" : "utilization_rates") : g->util_source;
-	fr->slices = (int)launched;
-	fr->timed_ms = timed_ms;
-	fr->tflops = timed_ms > 0 ? timed_flops / (timed_ms / 1e3) / 1e12 : 0;
-	return 0;
+		g->util_max = st.rates_max;
+		g->util_samples = st.rates_n;
+	}
+	if (fr->util)
+		g->util_source = g->util_windows ? "samples" : st.rates_n ? "utilization_rates" : NULL;
+	fr->slices = (int)st.launched;
+	fr->timed_ms = st.timed_ms;
+	fr->tflops = st.timed_ms > 0 ? st.timed_flops / (st.timed_ms / 1e3) / 1e12 : 0;
+	return rc;
 }
 
 static int host_copies(struct gpu *g, void *host, size_t bytes)
@@ -1554,7 +1592,7 @@ static int nvml_failed(const char *err)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 64, .load_ms = 600 };
+	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 256, .load_ms = 600 };
 	struct active_times at = { 0 };
 	char err[512] = "", drv[96] = "";
 	double t_nvml;
