@@ -77,7 +77,7 @@ mmdebstrap --quiet --variant=minbase \
 	--customize-hook='rm -f "$1/etc/apt/sources.list" "$1"/etc/apt/sources.list.d/*' \
 	${nvidia_hooks:+--customize-hook="$nvidia_hooks"} \
 	${upgrade_hook:+--customize-hook="$upgrade_hook"} \
-	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\nLABEL=GPUBOOT /media/gpuboot iso9660 ro,nofail,x-systemd.device-timeout=20s 0 0\n" >"$1/etc/fstab"; mkdir -p "$1/media/gpuboot"' \
+	--customize-hook='printf "/dev/vda / ext4 rw,errors=remount-ro 0 1\nLABEL=GPUBOOT /media/gpuboot iso9660 ro,nofail,x-systemd.device-timeout=0 0 0\n" >"$1/etc/fstab"; mkdir -p "$1/media/gpuboot"' \
 	--customize-hook='echo vmtest >"$1/etc/hostname"' \
 	--customize-hook='sed -i "s/^MODULES=.*/MODULES=dep/" "$1/etc/initramfs-tools/initramfs.conf"' \
 	--customize-hook='passwd -R "$1" -d root >/dev/null 2>&1 || true' \
