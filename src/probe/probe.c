@@ -761,6 +761,7 @@ struct pinned {
 	void *host;
 	size_t bytes;
 	double end_ms; /* when the pinning ended (now_ms) */
+	int done; /* set (atomically) by the pinning thread when it has ended */
 };
 
 static void *pin_host(void *arg)
@@ -771,6 +772,7 @@ static void *pin_host(void *arg)
 		p->host = NULL;
 	p->end_ms = now_ms();
 	p->g->ph_host_alloc = p->end_ms - t;
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -796,6 +798,7 @@ static void *pin_host(void *arg)
  * busy share since the last (docs/verification.md). */
 #define SLICE_MS 10
 #define SLICES_AHEAD 4
+#define PIN_AHEAD 25 /* queued before the pinning starts: it blocks launches (below) */
 #define SETTLE_TOL 0.01
 #define SETTLE_MAX_MS 200.0
 #define FMA_MIN_TIMED_MS 100.0
@@ -877,7 +880,9 @@ struct fma_state {
 	double flops, t0, t_nvml, prev_rate, gpu_ms, timed_ms, timed_flops;
 	unsigned long long busy0, last; /* realtime us: the load's start, the last utilisation sample seen */
 	unsigned launched, done, settled; /* settled: the first timed slice, 0 not yet */
-	int samples, stop;
+	unsigned timed_from; /* the first slice that started after the pinning ended */
+	int timed_from_set, samples, stop;
+	struct pinned *pin;
 	int rates_max, rates_n; /* nvmlDeviceGetUtilizationRates, the fallback */
 };
 
@@ -903,6 +908,19 @@ static int slice_launch(struct gpu *g, struct fma_state *st)
 static int slices_done(struct gpu *g, struct fma_run *fr, struct fma_state *st)
 {
 	CUresult q;
+	/* The pinning over: the slices after the first one not done yet (its
+	 * end event not ready at a time after the pinning ended) start after
+	 * it; with none queued, the next one launched. The utilisation windows
+	 * count from here too. */
+	if (!st->timed_from_set && (!st->pin || __atomic_load_n(&st->pin->done, __ATOMIC_ACQUIRE))) {
+		unsigned k = st->done + 1;
+		while (k <= st->launched && cu.event_query(g->sl_ev[k]) != CUDA_ERROR_NOT_READY)
+			k++;
+		st->timed_from = k <= st->launched ? k : st->launched;
+		st->timed_from_set = 1;
+		st->busy0 = st->last = realtime_us();
+		st->gpu_ms = 0;
+	}
 	while (st->done < st->launched && (q = cu.event_query(g->sl_ev[st->done + 1])) != CUDA_ERROR_NOT_READY) {
 		float ms = 0;
 		double rate;
@@ -911,8 +929,9 @@ static int slices_done(struct gpu *g, struct fma_run *fr, struct fma_state *st)
 		if (ms <= 0)
 			ms = 1e-3f;
 		rate = st->flops / (ms / 1e3) / 1e12;
-		st->gpu_ms += ms;
-		if (!st->settled && st->done >= 1 &&
+		if (st->timed_from_set && st->done >= st->timed_from)
+			st->gpu_ms += ms;
+		if (!st->settled && st->done >= 1 && st->timed_from_set && st->done >= st->timed_from &&
 		    ((rate >= st->prev_rate * (1 - SETTLE_TOL) && rate <= st->prev_rate * (1 + SETTLE_TOL)) ||
 		     st->gpu_ms >= SETTLE_MAX_MS)) {
 			st->settled = st->done;
@@ -993,17 +1012,19 @@ static int fma_sliced(struct gpu *g, struct fma_run *fr, struct pinned *pin)
 	fr->slice_min = 1e30;
 	fr->slice_max = 0;
 	st.busy0 = st.last = realtime_us();
+	st.pin = pin;
 	st.t0 = now_ms();
-	while (rc == 0 && st.launched < SLICES_AHEAD)
+	while (rc == 0 && st.launched < (pin ? PIN_AHEAD : SLICES_AHEAD))
 		rc = slice_launch(g, &st);
 	if (rc == 0 && pin) {
-		/* In its own thread while the slices run; without threads, here
-		 * behind a deeper queue. */
+		/* In its own thread while the queued slices run (or here, without
+		 * threads). cuMemHostAlloc holds the context while it pins (the
+		 * worker's launches wait for it: 88-176 ms for 256 MiB on the
+		 * H200), hence the deep queue, and no slice that ran before it
+		 * ended is timed. */
 		if (thr_create && thr_create(&pin_thread, NULL, pin_host, pin) == 0) {
 			pinning = 1;
 		} else {
-			while (rc == 0 && st.launched < 4 * SLICES_AHEAD)
-				rc = slice_launch(g, &st);
 			pin_host(pin);
 			if (rc == 0 && cu.ctx_set(g->ctx) != CUDA_SUCCESS) {
 				snprintf(g->error, sizeof(g->error), "cuCtxSetCurrent failed after pinning");
@@ -1308,7 +1329,7 @@ static void *gpu_worker(void *arg)
 	struct worker_arg *w = arg;
 	struct gpu *g = w->g;
 	const struct options *o = w->o;
-	struct pinned pin = { g, NULL, (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20, 0 };
+	struct pinned pin = { g, NULL, (o->host_mib < o->bw_mib ? o->host_mib : o->bw_mib) << 20, 0, 0 };
 	struct fma_run f32 = { .util = 1, .min_timed_ms = FMA_MIN_TIMED_MS, .fallback_ms = o->load_ms };
 	struct fma_run f64 = { .fp64 = 1, .min_timed_ms = FMA_MIN_TIMED_MS, .fallback_ms = o->load_ms / 2.0 };
 	double ms, t = now_ms();
