@@ -8,7 +8,9 @@
  * usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N]
  *                      [--bw-mib N] [--host-mib N] [--load-ms N] [--gpus LIST]
  * --gpus narrows the active tier to the NVML indices listed ("0,3"); the
- * passive facts cover every GPU.
+ * passive facts cover every GPU. --load-ms is half the FP32 load's length
+ * where NVML has no timestamped utilisation samples (fma_sliced says how
+ * long the load is otherwise).
  *
  * The active tier runs one worker thread per GPU (its own context, stream,
  * events, device buffers and pinned host buffer), then the peer copies in
