@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake.h"
@@ -224,6 +225,37 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(void *d, nvmlUtilization_t *u)
 	u->memory = 20;
 	return OK;
 }
+/* The GPU utilisation samples, as NVML keeps them: one every 200 ms of the
+ * realtime clock, each the busy share since the one before (the busy
+ * scenario's GPU 0 at 55%, the others 99%), the newest 20 of them, those
+ * after lastSeen; none yet: NVML_ERROR_NOT_FOUND. */
+nvmlReturn_t nvmlDeviceGetSamples(void *d, int type, unsigned long long last, int *vtype, unsigned *count,
+                                  gb_nvml_sample *out)
+{
+	struct timespec t;
+	unsigned long long now, ts;
+	unsigned n = 0;
+
+	if (type != GB_NVML_GPU_UTILIZATION_SAMPLES || !count)
+		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+	clock_gettime(CLOCK_REALTIME, &t);
+	now = (unsigned long long)t.tv_sec * 1000000ull + (unsigned long long)t.tv_nsec / 1000ull;
+	ts = now - now % 200000ull - 19 * 200000ull;
+	for (unsigned i = 0; i < 20; i++, ts += 200000ull) {
+		if (ts <= last || n >= *count)
+			continue;
+		if (out) {
+			memset(&out[n], 0, sizeof(out[n]));
+			out[n].ts = ts;
+			out[n].v.ui = fake_is("busy") && idx(d) == 0 ? 55 : 99;
+		}
+		n++;
+	}
+	*vtype = 1; /* NVML_VALUE_TYPE_UNSIGNED_INT */
+	*count = n;
+	return n ? OK : 6; /* NVML_ERROR_NOT_FOUND */
+}
+
 /* busy: GPU 0 has another process throughout; busy-late: one starts on
  * GPU 0 after its first query (during the measurements); memory-held and
  * memory-full: one that only holds memory on GPU 0 (10 GiB, all but 2 GiB). */

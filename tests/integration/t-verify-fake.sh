@@ -34,6 +34,15 @@ assert d["ready"]["verified"] == (code == 0)
 PY
 }
 run_case healthy 0 ""
+# the utilisation judged from NVML's timestamped samples of a whole window
+# inside the load (nvmlDeviceGetSamples), as on the H200
+FAKE_NV_SCENARIO=healthy LD_LIBRARY_PATH=$FAKE "$GB" --root "$M" verify --tier active --json --state-dir "$S.j" \
+	--run-dir "$S.j/run" >"$TMP/healthy.json" 2>/dev/null || true
+python3 -c "
+import json, sys
+a = json.load(open('$TMP/healthy.json'))['probe']['active'][0]['active']
+assert a['utilization_source'] == 'samples' and a['utilization_windows'] >= 1, a" ||
+	fail "the utilisation was not read from NVML's samples: $(head -c 600 "$TMP/healthy.json")"
 [ -f "$S/run/verified-ready" ] && [ -f "$S/run/driver-ready" ] && [ -f "$S/run/cuda-ready" ] || fail "ready flags missing after a healthy run"
 [ -f "$S/run/toolkit-ready" ] || fail "toolkit-ready missing (the fixture has the toolkit)"
 # Without memfd (old kernels; forced in test builds): the probe runs from a
