@@ -264,9 +264,43 @@ static int policy_restore(struct gb_ctx *ctx, struct gb_journal *j, struct gb_ch
 	return r < 0 ? r : k;
 }
 
-int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
+/* Unmount what c has mounted (its own binds, or a killed run's), the last
+ * first, counting them in *n (when set); the record then names what is
+ * still mounted, for the next run. The first error, err set when it was
+ * empty, or 0. */
+static int unmount_binds(struct gb_ctx *ctx, struct gb_chroot *c, unsigned *n, char *err, size_t errsz)
 {
 	char dst[PATH_MAX + 8];
+	int first = 0, r;
+
+	for (size_t i = ARRAY_SIZE(binds); i-- > 0;) {
+		if (!c->mounted[i])
+			continue;
+		snprintf(dst, sizeof(dst), "%s/%s", c->dir, binds[i].name);
+		r = ctx->ops->umount(ctx->ops, dst);
+		c->mounted[i] = false;
+		if (r == 0) {
+			c->recorded[i] = false;
+			if (n)
+				(*n)++;
+		}
+		if (r < 0 && !first) {
+			first = r;
+			if (!err[0])
+				snprintf(err, errsz, "Failed to unmount '%s': %s", dst, strerror(-r));
+		}
+	}
+	r = record_write(ctx, c->recorded);
+	if (r < 0 && !first) {
+		first = r;
+		if (!err[0])
+			snprintf(err, errsz, "Failed to update '%s' in %s: %s", MOUNTS_RECORD, c->dir, strerror(-r));
+	}
+	return first;
+}
+
+int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *c, char *err, size_t errsz)
+{
 	int first = 0, r;
 
 	if (c->policy) {
@@ -281,28 +315,8 @@ int gb_chroot_leave(struct gb_ctx *ctx, struct gb_journal *j, struct gb_chroot *
 	}
 	free(c->policy_old);
 	c->policy_old = NULL;
-	for (size_t i = ARRAY_SIZE(binds); i-- > 0;) {
-		if (!c->mounted[i])
-			continue;
-		snprintf(dst, sizeof(dst), "%s/%s", c->dir, binds[i].name);
-		r = ctx->ops->umount(ctx->ops, dst);
-		c->mounted[i] = false;
-		if (r == 0)
-			c->recorded[i] = false;
-		if (r < 0 && !first) {
-			first = r;
-			if (!err[0])
-				snprintf(err, errsz, "Failed to unmount '%s': %s", dst, strerror(-r));
-		}
-	}
-	/* what is still mounted stays named for the next run */
-	r = record_write(ctx, c->recorded);
-	if (r < 0 && !first) {
-		first = r;
-		if (!err[0])
-			snprintf(err, errsz, "Failed to update '%s' in %s: %s", MOUNTS_RECORD, c->dir, strerror(-r));
-	}
-	return first;
+	r = unmount_binds(ctx, c, NULL, err, errsz);
+	return first ? first : r;
 }
 
 /* What a killed image install left in the root: the binds the record names
@@ -329,32 +343,25 @@ int gb_chroot_cleanup(struct gb_ctx *ctx, unsigned *ret_unmounted, bool *ret_pol
 	}
 	if (stat(c.dir, &root_st) < 0)
 		return negative_errno();
-	for (size_t i = ARRAY_SIZE(binds); i-- > 0;) {
-		struct stat parent;
+	/* what the record names and is still a mount is ours to undo */
+	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
+		struct stat parent = root_st;
 		if (!c.recorded[i])
 			continue;
 		snprintf(dst, sizeof(dst), "%s/%s", c.dir, binds[i].name);
-		parent = root_st;
 		r = is_mountpoint(dst, &parent);
-		if (r == -ENOENT)
-			r = 0;
-		if (r > 0) {
-			r = ctx->ops->umount(ctx->ops, dst);
-			if (r == 0)
-				(*ret_unmounted)++;
-		}
-		if (r == 0)
+		if (r > 0)
+			c.mounted[i] = true;
+		else if (r == 0 || r == -ENOENT)
 			c.recorded[i] = false;
 		else if (!first) {
 			first = r;
-			snprintf(err, errsz, "Failed to unmount '%s': %s", dst, strerror(-r));
+			snprintf(err, errsz, "Failed to read '%s': %s", dst, strerror(-r));
 		}
 	}
-	r = record_write(ctx, c.recorded);
-	if (r < 0 && !first) {
+	r = unmount_binds(ctx, &c, ret_unmounted, err, errsz);
+	if (r < 0 && !first)
 		first = r;
-		snprintf(err, errsz, "Failed to update '%s' in %s: %s", MOUNTS_RECORD, c.dir, strerror(-r));
-	}
 	r = policy_cleanup(ctx, ret_policy);
 	if (r < 0 && !first) {
 		first = r;

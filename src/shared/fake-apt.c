@@ -113,6 +113,14 @@ static int db_read(const char *path, struct db *d)
 	return 0;
 }
 
+/* The root's dpkg database. */
+static int db_read_root(const char *root, struct db *d)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/" STATUS, root);
+	return db_read(path, d);
+}
+
 static int db_write(const char *root, const struct db *d)
 {
 	char path[1200];
@@ -140,13 +148,11 @@ static void out(struct gb_cmd_result *ret, const char *fmt, const char *a, const
 
 static int dpkg_query(const char *root, const char *const *argv, struct gb_cmd_result *ret)
 {
-	char path[1200];
 	struct db d;
 	bool missing = false;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/" STATUS, root);
-	r = db_read(path, &d);
+	r = db_read_root(root, &d);
 	if (r < 0)
 		return r;
 	for (size_t i = 4; argv[i]; i++) {
@@ -194,35 +200,37 @@ static int updates(const char *root, bool remove)
 	return n;
 }
 
+/* One section of dpkg --audit: its header, then the packages whose state
+ * reinstall says (a half-installed one) or not (the others half done). */
+static void audit_section(const struct db *d, bool reinstall, const char *header, struct gb_cmd_result *ret)
+{
+	bool said = false;
+	for (size_t i = 0; i < d->n; i++) {
+		if (!half_done(&d->p[i]) || !!strstr(d->p[i].status, " half-installed") != reinstall)
+			continue;
+		if (!said)
+			out(ret, "%s%s%s\n", header, "", "");
+		said = true;
+		out(ret, " %-18s %s%s\n", d->p[i].name, "NVIDIA", "");
+	}
+}
+
 static int dpkg_audit(const char *root, struct gb_cmd_result *ret)
 {
-	char path[1200];
 	struct db d;
-	bool said = false;
-	int r;
+	int r = db_read_root(root, &d);
 
-	snprintf(path, sizeof(path), "%s/" STATUS, root);
-	r = db_read(path, &d);
-	for (size_t i = 0; r >= 0 && i < d.n; i++) {
-		if (!half_done(&d.p[i]) || strstr(d.p[i].status, " half-installed"))
-			continue;
-		if (!said)
-			out(ret, "The following packages are only half configured, probably due to problems%s%s%s\n",
-			    "\nconfiguring them the first time.  The configuration should be retried using\n",
-			    "dpkg --configure <package> or the configure menu option in dselect:", "");
-		said = true;
-		out(ret, " %-18s %s%s\n", d.p[i].name, "NVIDIA", "");
-	}
-	said = false;
-	for (size_t i = 0; r >= 0 && i < d.n; i++) {
-		if (!strstr(d.p[i].status, " half-installed"))
-			continue;
-		if (!said)
-			out(ret, "The following packages are in a mess due to serious problems during%s%s%s\n",
-			    "\ninstallation.  They must be reinstalled for them (and any dependencies) to\n",
-			    "work properly:", "");
-		said = true;
-		out(ret, " %-18s %s%s\n", d.p[i].name, "NVIDIA", "");
+	if (r >= 0) {
+		audit_section(&d, false,
+		              "The following packages are only half configured, probably due to problems\nconfiguring "
+		              "them the first time.  The configuration should be retried using\ndpkg --configure "
+		              "<package> or the configure menu option in dselect:",
+		              ret);
+		audit_section(
+		    &d, true,
+		    "The following packages are in a mess due to serious problems during\ninstallation.  They "
+		    "must be reinstalled for them (and any dependencies) to\nwork properly:",
+		    ret);
 	}
 	db_done(&d);
 	return r;
@@ -230,12 +238,10 @@ static int dpkg_audit(const char *root, struct gb_cmd_result *ret)
 
 static int dpkg_configure_all(const char *root, struct gb_cmd_result *ret)
 {
-	char path[1200];
 	struct db d;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/" STATUS, root);
-	r = db_read(path, &d);
+	r = db_read_root(root, &d);
 	for (size_t i = 0; r >= 0 && i < d.n; i++)
 		if (half_done(&d.p[i]) && !strstr(d.p[i].status, " half-installed")) { /* that one needs a reinstall */
 			gb_strscpy(d.p[i].status, sizeof(d.p[i].status),
@@ -285,9 +291,8 @@ static int apt_install(const char *root, const char *dir, const char *const *arg
 	}
 	snprintf(path, sizeof(path), "%s/Packages", dir);
 	r = db_read(path, &a);
-	snprintf(path, sizeof(path), "%s/" STATUS, root);
 	if (r >= 0)
-		r = db_read(path, &d);
+		r = db_read_root(root, &d);
 	else
 		memset(&d, 0, sizeof(d));
 	/* every one resolvable first, as apt does: else nothing is installed */
@@ -347,13 +352,11 @@ done:
 
 static int apt_mark(const char *root, const char *const *argv, struct gb_cmd_result *ret)
 {
-	char path[1200];
 	struct db d;
 	bool hold = streq(argv[1], "hold");
 	int r;
 
-	snprintf(path, sizeof(path), "%s/" STATUS, root);
-	r = db_read(path, &d);
+	r = db_read_root(root, &d);
 	for (size_t i = 2; r >= 0 && argv[i]; i++) {
 		struct pkg *p = db_find(&d, argv[i]);
 		if (!p) {
