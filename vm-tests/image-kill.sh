@@ -60,22 +60,7 @@ apt-mark-hold|proc_cmd "apt-mark hold"
 firstboot-unit|grep -q gpuboot-firstboot.service "$R/var/lib/gpuboot/journal.json" 2>/dev/null
 full-disk|full_disk'
 
-# the run's process tree: gpuboot and every descendant (chrooted ones too)
-tree() {
-	ps -e -o pid= -o ppid= | awk -v root="$1" '
-	{ parent[$1] = $2 } END {
-		keep[root] = 1; changed = 1
-		while (changed) { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } }
-		for (p in keep) print p }'
-}
-proc_named() { # a process of the tree by its name
-	for p in $(tree "$PID"); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$1" ] && return 0; done
-	return 1
-}
-proc_cmd() { # a process of the tree whose command line matches
-	for p in $(tree "$PID"); do { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q "$1" && return 0; done
-	return 1
-}
+. vm-tests/lib-kill.sh
 FIRST_SEEN=
 proc_named_for() { # named $1, seen for $2 s
 	proc_named "$1" || return 1
@@ -84,18 +69,6 @@ proc_named_for() { # named $1, seen for $2 s
 	[ $((now - FIRST_SEEN)) -ge "$2" ]
 }
 full_disk() { return 1; } # the full-disk point kills nothing: the disk stops it
-
-# kill_tree: stop the tree (no process escapes while it is read), then
-# SIGKILL every one: a power cut, as far as the filesystem's contents go
-kill_tree() {
-	pids=$(tree "$PID")
-	# shellcheck disable=SC2086
-	kill -STOP $pids 2>/dev/null
-	pids=$(tree "$PID")
-	# shellcheck disable=SC2086
-	kill -KILL $pids 2>/dev/null
-	wait "$PID" 2>/dev/null
-}
 
 run_gb() {
 	"$GB" --root "$R" run --target-gpu T4 --profile minimal --method distro

@@ -199,30 +199,19 @@ rm -rf "$state"
 # and SIGKILLed at once when dpkg runs, as a power cut would; the run
 # after it repairs dpkg (dpkg --configure -a) and converges: every check
 # below is of that second run.
-tree() {
-	ps -e -o pid= -o ppid= | awk -v root="$1" '{ parent[$1] = $2 } END {
-		keep[root] = 1; changed = 1
-		while (changed) { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } }
-		for (p in keep) print p }'
-}
+. vm-tests/lib-kill.sh
 run good/ >"$work/killed.out" 2>"$work/killed.err" &
-pid=$!
+PID=$!
 killed=
-while kill -0 "$pid" 2>/dev/null; do
-	for p in $(tree "$pid"); do
-		if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = dpkg ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- '--unpack\|--configure'; then
-			# shellcheck disable=SC2046
-			kill -STOP $(tree "$pid") 2>/dev/null
-			# shellcheck disable=SC2046
-			kill -KILL $(tree "$pid") 2>/dev/null
-			killed=1
-			break
-		fi
-	done
-	[ -n "$killed" ] && break
+while kill -0 "$PID" 2>/dev/null; do
+	if proc_cmd "^dpkg .*--unpack\|^/usr/bin/dpkg .*--unpack\|^dpkg .*--configure\|^/usr/bin/dpkg .*--configure"; then
+		kill_tree
+		killed=1
+		break
+	fi
 	sleep 0.02
 done
-wait "$pid" 2>/dev/null
+wait "$PID" 2>/dev/null
 check "the first install was killed inside dpkg" test -n "$killed"
 echo "    killed: $(grep -c " $root/" /proc/mounts) mount(s) left; dpkg --audit: $(chroot "$root" dpkg --audit 2>&1 | head -n 1)"
 run good/ >"$work/run1.out" 2>"$work/run1.err"
@@ -302,22 +291,20 @@ echo "image-packages: rerun $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')
 # the plan's versions installed and held, the module there, dpkg --audit
 # empty, nothing mounted, no policy-rc.d, the status installed (pending its
 # first boot) and the journal done.
-kp_points='apt-get-update|cmd "apt-get update"
-apt-https|named https || named http
+kp_points='apt-get-update|proc_cmd "apt-get update"
+apt-https|proc_named https || proc_named http
 apt-partial-deb|ls "$R"/var/cache/apt/archives/partial/*.deb >/dev/null 2>&1
-dpkg-deb|named dpkg-deb
-dpkg-unpack|cmd "dpkg .*--unpack"
-maintainer-script|cmd "linux-headers-.*postinst"
-headers-hook|named run-parts
-dpkg-configure|cmd "dpkg .*--configure"
-dkms-build|cmd "nvidia-kernel-dkms.postinst"
-apt-mark-hold|cmd "apt-mark hold cuda\|apt-mark hold nvidia-driver"
-toolkit-install|cmd "apt-get install.*nvidia-container-toolkit="
-toolkit-hold|cmd "apt-mark hold.*nvidia-container"
-toolkit-config|cmd "nvidia-ctk"
+dpkg-deb|proc_named dpkg-deb
+dpkg-unpack|proc_cmd "dpkg .*--unpack"
+maintainer-script|proc_cmd "linux-headers-.*postinst"
+headers-hook|proc_named run-parts
+dpkg-configure|proc_cmd "dpkg .*--configure"
+dkms-build|proc_cmd "nvidia-kernel-dkms.postinst"
+apt-mark-hold|proc_cmd "apt-mark hold cuda\|apt-mark hold nvidia-driver"
+toolkit-install|proc_cmd "apt-get install.*nvidia-container-toolkit="
+toolkit-hold|proc_cmd "apt-mark hold.*nvidia-container"
+toolkit-config|proc_cmd "nvidia-ctk"
 firstboot-unit|grep -q gpuboot-firstboot.service "$R/var/lib/gpuboot/journal.json" 2>/dev/null'
-named() { for p in $(tree "$pid"); do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$1" ] && return 0; done; return 1; }
-cmd() { for p in $(tree "$pid"); do { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -q -- "$1" && return 0; done; return 1; }
 kp_kills=0 kp_missed=0 kp_fail=0 kp_n=0
 t_kp=$(date +%s)
 echo "$kp_points" >"$work/kp.list"
@@ -328,20 +315,17 @@ while IFS='|' read -r name trigger; do
 	rm -rf "$R" && cp -a "$work/pristine" "$R"
 	"$GB" --root "$R" run --target-gpu T4 --profile "$work/test.profile" --method packages \
 		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" >"$work/kp.out" 2>"$work/kp.err" &
-	pid=$!
+	PID=$!
 	fired=
-	while kill -0 "$pid" 2>/dev/null; do
+	while kill -0 "$PID" 2>/dev/null; do
 		if eval "$trigger"; then
-			# shellcheck disable=SC2046
-			kill -STOP $(tree "$pid") 2>/dev/null
-			# shellcheck disable=SC2046
-			kill -KILL $(tree "$pid") 2>/dev/null
+			kill_tree
 			fired=1
 			break
 		fi
 		sleep 0.01
 	done
-	wait "$pid" 2>/dev/null
+	wait "$PID" 2>/dev/null
 	if [ -z "$fired" ]; then
 		kp_missed=$((kp_missed + 1))
 		echo "    $name: missed (the run ended first)"
