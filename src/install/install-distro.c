@@ -72,6 +72,13 @@ struct inst {
 	size_t n_kernels;
 	char interrupted[160]; /* why dpkg needs repairing first (dpkg_audit), "" when it does not */
 	char unreachable[256]; /* the first source apt-get update could not fetch, "" when none */
+	struct {
+		const char *path;
+		char *text; /* the file as it was before this run enabled the components */
+		size_t len;
+		mode_t mode;
+	} undo[2]; /* the Debian sources files this run changed */
+	size_t n_undo;
 };
 
 #define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
@@ -297,6 +304,10 @@ static int sources_edit(struct inst *s, const char *path, bool deb822, unsigned 
 	r = gb_journal_write_file(s->j, STAGE, path, out, out_len, mode & 07777);
 	if (r < 0)
 		return FAIL(s, r, "Failed to write '%s' in %s: %s", path, s->ctx->root->path, strerror(-r));
+	if (r == 0 && s->n_undo < ARRAY_SIZE(s->undo)) { /* written by this run: kept to undo */
+		s->undo[s->n_undo].path = path, s->undo[s->n_undo].len = len, s->undo[s->n_undo].mode = mode & 07777;
+		s->undo[s->n_undo++].text = TAKE_PTR(text);
+	}
 	s->ret->sources_changed = true;
 	return 0;
 }
@@ -447,10 +458,21 @@ static int update_refused(struct inst *s, int r)
 		}
 		s->ret->sources_changed = false;
 	}
+	for (size_t i = 0; i < s->n_undo; i++) {
+		int k;
+		snprintf(id, sizeof(id), "restore:%s", s->undo[i].path);
+		(void)gb_journal_begin(s->j, STAGE, id, "file", NULL);
+		k = gb_root_write_file(s->ctx->root, s->undo[i].path, s->undo[i].text, s->undo[i].len, s->undo[i].mode);
+		(void)gb_journal_end(s->j, id, k, NULL);
+	}
+	if (s->n_undo)
+		s->ret->sources_changed = false;
 	return FAIL(s, -EKEYREJECTED,
 	            "apt refused %s's index (%s): nothing was installed%s; check the mirror or the network path",
 	            s->packages ? s->in->repo->uri : s->ret->codename, line,
-	            s->packages ? ", and the repository's keyring and sources entry this run added were removed" : "");
+	            s->packages ? ", and the repository's keyring and sources entry this run added were removed"
+	            : s->n_undo ? ", and the components this run enabled in Debian's sources were taken out again"
+	                        : "");
 }
 
 /* The archive's version of each package (apt-cache madison), before
@@ -817,5 +839,7 @@ int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, str
 		r = build_list(&s);
 	if (r >= 0)
 		r = distro_apply(&s);
+	for (size_t i = 0; i < s.n_undo; i++)
+		free(s.undo[i].text);
 	return r;
 }

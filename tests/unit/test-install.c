@@ -512,6 +512,35 @@ static void test_causes(void)
 		fprintf(stderr, "error: %s\n", x.res.error);
 	check_cleaned(&x, NULL);
 	run_done(&x);
+
+	/* Debian's own index refused (a mirror serving a tampered Packages):
+	 * exit 13 before any install, and the components this run enabled in
+	 * debian.sources are taken out again, the file as it was */
+	make_root();
+	script(spec, sizeof(spec), NULL, false);
+	put("out/update-tampered",
+	    "Get:1 http://deb.debian.org/debian bookworm InRelease [151 kB]\n"
+	    "Err:2 http://deb.debian.org/debian bookworm/non-free amd64 Packages\n"
+	    "  Hash Sum mismatch\n"
+	    "E: Failed to fetch http://deb.debian.org/debian/dists/bookworm/non-free/binary-amd64/"
+	    "Packages.xz  Hash Sum mismatch\n");
+	snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), ",command:apt-get update:100:%s/out/update-tampered",
+	         base);
+	run_install(&x, spec);
+	CHECK_INT(x.r, -EKEYREJECTED);
+	CHECK(strstr(x.res.error, "Hash Sum mismatch") != NULL);
+	CHECK(strstr(x.res.error, "components this run enabled in Debian's sources were taken out again") != NULL);
+	CHECK(strstr(x.record, "apt-get install") == NULL);
+	{
+		char sp[4400];
+		_cleanup_free_ char *now = NULL;
+		snprintf(sp, sizeof(sp), "%s/etc/apt/sources.list.d/debian.sources", rootdir);
+		now = slurp(sp);
+		CHECK(now && streq(now, deb822_in));
+	}
+	if (x.r != -EKEYREJECTED)
+		fprintf(stderr, "error: %s\n", x.res.error);
+	run_done(&x);
 }
 
 /* A lock held by another process: waited for (bounded), holder named. */
