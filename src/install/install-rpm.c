@@ -74,6 +74,9 @@ struct rinst {
 	/* rpm's trace of an upgrade a kill cut: a package at two versions
 	 * (the old one never erased), "" when none (rpm_audit) */
 	char duplicates[256];
+	/* the plan's packages rpm has at their version whose files are not all
+	 * there (rpm -V: "missing"), a space between names; "" when none */
+	char damaged[256];
 };
 
 #define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
@@ -994,6 +997,88 @@ static int rpm_audit(struct rinst *s)
 	return 0;
 }
 
+/* rpm -V of each plan package at its version: a file rpm installed and
+ * that is gone (a kill inside the transaction, a disk repaired after a
+ * power cut, a hand's rm) makes the package damaged; only the "missing"
+ * lines count (attributes an admin may change are not checked). Read only:
+ * s->damaged. */
+static int rpm_verify(struct rinst *s)
+{
+	size_t o = 0;
+
+	s->damaged[0] = '\0';
+	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+		const char *argv[] = { "rpm",       "-V",         "--nodeps", "--noscripts", "--nofiledigest",
+			               "--nosize",  "--nomtime",  "--nomode", "--nordev",    "--nouser",
+			               "--nogroup", "--nolinkto", "--nocaps", p->name,       NULL };
+		int r;
+		if (!p->before[0] || !gb_rpm_version_matches(p->before, p->wanted))
+			continue; /* not there: the install puts it on whole */
+		r = query(s, argv, false);
+		if (r < 0)
+			return r;
+		for (const char *l = s->res->output; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			if (gb_startswith(l, "missing ")) {
+				if (o + strlen(p->name) + 2 < sizeof(s->damaged))
+					o += (size_t)snprintf(s->damaged + o, sizeof(s->damaged) - o, "%s%s",
+					                      o ? " " : "", p->name);
+				break;
+			}
+	}
+	return 0;
+}
+
+/* The damaged packages reinstalled at the version they are at (dnf -y
+ * reinstall, zypper install --force with their locks lifted first: a
+ * zypper lock refuses even the same version), journaled, said. */
+static int rpm_reinstall(struct rinst *s)
+{
+	static char names[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME];
+	const char *argv[GB_INSTALL_MAX_PKGS + 8];
+	const char *unlock[GB_INSTALL_MAX_PKGS + 8];
+	char id[128], list[sizeof(s->damaged)];
+	size_t a = 0, u = 0, n = 0;
+	int r = 0;
+
+	_cleanup_free_ char *locks = NULL;
+
+	gb_strscpy(list, sizeof(list), s->damaged);
+	if (!is_dnf(s) && (r = read_opt(s, ZYPP_LOCKS, REPO_MAX, &locks)) < 0)
+		return r;
+	if (is_dnf(s))
+		argv[a++] = "dnf", argv[a++] = "-y", argv[a++] = "reinstall";
+	else {
+		argv[a++] = "zypper", argv[a++] = "--non-interactive", argv[a++] = "install", argv[a++] = "--force";
+		unlock[u++] = "zypper", unlock[u++] = "--non-interactive", unlock[u++] = "removelock";
+	}
+	for (char *save = NULL, *w = strtok_r(list, " ", &save); w && n < GB_INSTALL_MAX_PKGS;
+	     w = strtok_r(NULL, " ", &save)) {
+		gb_strscpy(names[n], sizeof(names[n]), w);
+		argv[a++] = names[n];
+		if (!is_dnf(s) && locks && gb_zypp_locks_has(locks, names[n]))
+			unlock[u++] = names[n];
+		n++;
+	}
+	argv[a] = NULL, unlock[u] = NULL;
+	gb_log_warning("files of %s are missing in %s (rpm -V): reinstalling them at their version", s->damaged,
+	               s->ctx->root->path);
+	if (u > 3) {
+		gb_journal_repeat_id(s->j, "zypper-removelock-damaged", id, sizeof(id));
+		r = effect(s, id, unlock, SHORT_TIMEOUT_MS);
+	}
+	gb_journal_repeat_id(s->j, is_dnf(s) ? "dnf-reinstall" : "zypper-install-force", id, sizeof(id));
+	if (r >= 0)
+		r = effect(s, id, argv, DEFAULT_INSTALL_MS);
+	if (r < 0)
+		return r;
+	snprintf(s->ret->recovered, sizeof(s->ret->recovered), "files of %s were missing (rpm -V): reinstalled by %s",
+	         s->damaged, is_dnf(s) ? "dnf reinstall" : "zypper install --force");
+	s->ret->packages_changed = true;
+	s->family_read = false;
+	return 0;
+}
+
 /* dnf's own repair of an interrupted upgrade: remove --duplicates (the
  * older of each pair, without its scriptlets' side effects on the newer),
  * journaled; zypper has none, and the error says what to run. */
@@ -1052,6 +1137,8 @@ static int rpm_install(struct rinst *s)
 		r = effect(s, "dnf-makecache", makecache, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && !is_dnf(s))
 		r = effect(s, "zypper-refresh", refresh, REFRESH_TIMEOUT_MS);
+	if (r >= 0 && s->damaged[0]) /* from the repository, its key imported and its metadata fresh */
+		r = rpm_reinstall(s);
 	/* every version in place (only a lock or the key missing): nothing to install */
 	for (size_t i = 0; i < s->ret->n_pkgs; i++)
 		versions_ok &= gb_rpm_version_matches(s->ret->pkgs[i].before, s->ret->pkgs[i].wanted);
@@ -1128,6 +1215,8 @@ static int rpm_apply(struct rinst *s)
 	if (r >= 0)
 		r = rpm_audit(s);
 	if (r >= 0 && !s->duplicates[0])
+		r = rpm_verify(s);
+	if (r >= 0 && !s->duplicates[0] && !s->damaged[0])
 		r = satisfied(s, &done);
 	if (r < 0)
 		return r;

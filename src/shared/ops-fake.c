@@ -24,7 +24,7 @@
 
 struct fake_rule {
 	char kind[16];
-	char name[128];
+	char name[256];
 	int value;
 	char file[512];
 };

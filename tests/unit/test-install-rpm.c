@@ -897,6 +897,82 @@ static void test_interrupted_upgrade(void)
 	run_done(&x);
 }
 
+/* Every package at its version and locked, but files of one missing
+ * (rpm -V: a kill inside the transaction, a disk repaired after a power
+ * cut): the package is reinstalled at its version, journaled and said;
+ * the others are left alone. With nothing missing, nothing runs. */
+static void test_missing_files(void)
+{
+	char spec[8192];
+	struct run x;
+	const char *const want[] = { "dnf -y reinstall nvidia-open", NULL };
+	const char *const want_zypper[] = { "zypper --non-interactive removelock nvidia-open",
+		                            "zypper --non-interactive install --force nvidia-open", NULL };
+	const char *const open[] = { "nvidia-open", NULL };
+
+	make_root(&rhel9);
+	put("root/etc/dnf/plugins/versionlock.list",
+	    "nvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n"
+	    "kmod-nvidia-open-dkms-3:595.84-1.el9.*\nnvidia-driver-cuda-libs-3:595.84-1.el9.*\n");
+	put("root/etc/dnf/modules.d/nvidia-driver.module",
+	    "[nvidia-driver]\nname=nvidia-driver\nstream=595-open\nprofiles=\nstate=enabled\n");
+	put("root/lib/modules/" RHEL_KVER "/extra/nvidia.ko.xz", "");
+	rhel_spec(spec, sizeof(spec), true);
+	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", pubkey_line);
+	/* rpm's own words (lib/verify.c): "missing", the attribute, the path */
+	script(
+	    spec, sizeof(spec),
+	    "rpm -V --nodeps --noscripts --nofiledigest --nosize --nomtime --nomode --nordev "
+	    "--nouser --nogroup --nolinkto --nocaps nvidia-open",
+	    1, "verify-open",
+	    "missing     /usr/lib64/libnvidia-ml.so.595.84\nmissing   c /etc/nvidia/nvidia-application-profiles-rc\n");
+	run_install(&x, &rhel9, spec, TEST_KEY, open, "595.84");
+	CHECK_INT(x.r, 0);
+	check_sequence(x.record, want);
+	CHECK(!strstr(x.record, "dnf -y install"));
+	CHECK(strstr(x.res.recovered, "files of nvidia-open were missing (rpm -V): reinstalled by dnf reinstall") !=
+	      NULL);
+	CHECK(gb_journal_step_changed(x.j, "dnf-reinstall"));
+	if (x.r || !strstr(x.res.recovered, "nvidia-open"))
+		fprintf(stderr, "error: %s\nrecovered: %s\nrecord:\n%s", x.res.error, x.res.recovered, x.record);
+	run_done(&x);
+
+	/* the same, nothing missing: nothing runs */
+	make_root(&rhel9);
+	put("root/etc/dnf/plugins/versionlock.list",
+	    "nvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n"
+	    "kmod-nvidia-open-dkms-3:595.84-1.el9.*\nnvidia-driver-cuda-libs-3:595.84-1.el9.*\n");
+	put("root/etc/dnf/modules.d/nvidia-driver.module",
+	    "[nvidia-driver]\nname=nvidia-driver\nstream=595-open\nprofiles=\nstate=enabled\n");
+	put("root/lib/modules/" RHEL_KVER "/extra/nvidia.ko.xz", "");
+	rhel_spec(spec, sizeof(spec), true);
+	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", pubkey_line);
+	script(spec, sizeof(spec), "rpm -V", 1, "verify-changed",
+	       "S.5....T.  c /etc/nvidia/nvidia-application-profiles-rc\n");
+	run_install(&x, &rhel9, spec, TEST_KEY, open, "595.84");
+	CHECK_INT(x.r, 0);
+	CHECK(!strstr(x.record, "dnf -y") && !x.res.recovered[0]);
+	run_done(&x);
+
+	/* zypper: its lock refuses even the same version, so lifted first */
+	make_root(&sles15);
+	put("root/etc/zypp/locks", "type: package\nmatch_exact: 1\nsolvable_name: nvidia-open\n\n"
+	                           "type: package\nmatch_exact: 1\nsolvable_name: nvidia-compute-G06\n\n"
+	                           "type: package\nmatch_exact: 1\nsolvable_name: "
+	                           "nvidia-open-driver-G06-signed-cuda-kmp-default\n");
+	sles_spec(spec, sizeof(spec), true, 0, "Nothing to do.\n");
+	script(spec, sizeof(spec),
+	       "rpm -V --nodeps --noscripts --nofiledigest --nosize --nomtime --nomode --nordev --nouser --nogroup "
+	       "--nolinkto --nocaps nvidia-open",
+	       1, "verify-open", "missing     /usr/lib64/libnvidia-ml.so.595.84\n");
+	run_install(&x, &sles15, spec, TEST_KEY, open, "595.84");
+	check_sequence(x.record, want_zypper);
+	CHECK(strstr(x.res.recovered, "reinstalled by zypper install --force") != NULL);
+	if (!strstr(x.res.recovered, "zypper"))
+		fprintf(stderr, "error: %s\nrecovered: %s\nrecord:\n%s", x.res.error, x.res.recovered, x.record);
+	run_done(&x);
+}
+
 /* The key served binary: written armored (gpuboot's armor), the same key;
  * served armored without its last newline: written with it. */
 static void test_key_forms(void)
@@ -1326,6 +1402,7 @@ int main(void)
 	test_key_forms();
 	test_version_change();
 	test_interrupted_upgrade();
+	test_missing_files();
 	make_ctk_pubkey_line();
 	test_toolkit_dnf();
 	test_toolkit_dnf_rerun();
