@@ -18,10 +18,12 @@
 # gpuboot installed for), vmlinuz-next/initrd.img-next = the newest.
 #
 # The image's own first boot (gpuboot-firstboot.service, enabled by the
-# image install) is left out of these guests: the build removes its marker,
-# var/lib/gpuboot/image-pending, so each scenario's user-data (and
-# gpuboot-repair.service) is what runs, as the scenarios test; that unit is
-# tested by tests/integration/t-firstboot.sh's image row.
+# image install) is left out of most scenarios: the build moves its marker,
+# var/lib/gpuboot/image-pending, aside to var/lib/vmtest-image-pending, so
+# each scenario's user-data (and gpuboot-repair.service) is what runs; the
+# scenarios of that unit itself (bookworm-nvidia-image-unit, and under
+# Secure Boot) put it back with vmtest.image_pending on the kernel line
+# (guest/vmtest-image-pending.service) and boot with no user-data.
 #
 # The NVIDIA image also has GRUB's tools (grub2-common: update-grub, no
 # boot sector): the reboot scenario runs Debian's update-grub in the guest
@@ -65,7 +67,7 @@ if [ -n "$extra" ]; then
 	# Debian cloud images' sources (deb822, main only; gpuboot adds the rest),
 	# gpuboot's install, then no sources: the guest has no network.
 	upgrade_hook="install -m 0755 '$GB' \"\$1/usr/local/bin/gpuboot\" && printf 'deb http://deb.debian.org/debian bookworm main\\ndeb http://deb.debian.org/debian bookworm-backports main\\n' >\"\$1/etc/apt/sources.list.d/upgrade.list\" && chroot \"\$1\" apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive chroot \"\$1\" apt-get install -y -q --no-install-recommends -t bookworm-backports linux-image-amd64 linux-headers-amd64 >&2 && rm -f \"\$1/etc/apt/sources.list.d/upgrade.list\" && { cp \"\$1/var/lib/gpuboot/status.json\" \"\$1/root/hook-status.json\" 2>/dev/null || true; }"
-	nvidia_hooks="printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >\"\$1/etc/apt/sources.list.d/debian.sources\" && '$GB' --root \"\$1\" run --target-gpu T4 --profile minimal --method distro --state-dir \"\$1/var/lib/gpuboot\" >&2 && rm -f \"\$1/etc/apt/sources.list.d/debian.sources\" \"\$1/var/lib/gpuboot/image-pending\""
+	nvidia_hooks="printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >\"\$1/etc/apt/sources.list.d/debian.sources\" && '$GB' --root \"\$1\" run --target-gpu T4 --profile minimal --method distro --state-dir \"\$1/var/lib/gpuboot\" >&2 && rm -f \"\$1/etc/apt/sources.list.d/debian.sources\" && mv \"\$1/var/lib/gpuboot/image-pending\" \"\$1/var/lib/vmtest-image-pending\""
 fi
 mmdebstrap --quiet --variant=minbase \
 	--include=systemd-sysv,udev,kmod,initramfs-tools,zstd,linux-image-amd64,cloud-init,curl,ca-certificates,e2fsprogs,procps$more \
@@ -73,6 +75,8 @@ mmdebstrap --quiet --variant=minbase \
 	--customize-hook="install -m 0755 '$here/guest/vmtest-report' \"\$1/usr/local/sbin/vmtest-report\"" \
 	--customize-hook="install -m 0644 '$here/guest/vmtest-report.service' \"\$1/etc/systemd/system/vmtest-report.service\"" \
 	--customize-hook='chroot "$1" systemctl enable vmtest-report.service' \
+	--customize-hook="install -m 0644 '$here/guest/vmtest-image-pending.service' \"\$1/etc/systemd/system/vmtest-image-pending.service\"" \
+	--customize-hook='chroot "$1" systemctl enable vmtest-image-pending.service' \
 	--customize-hook='for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer; do ln -sf /dev/null "$1/etc/systemd/system/$t"; done' \
 	--customize-hook='rm -f "$1/etc/apt/sources.list" "$1"/etc/apt/sources.list.d/*' \
 	${nvidia_hooks:+--customize-hook="$nvidia_hooks"} \

@@ -125,7 +125,7 @@ scenario() {
 		done
 	else
 		qemu_boot "" -kernel "$img/vmlinuz${kernel:+-$kernel}" -initrd "$img/initrd.img${kernel:+-$kernel}" \
-			-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots"
+			-append "root=/dev/vda rw console=ttyS0 systemd.show_status=1 vmtest.boots=$boots${append:+ $append}"
 	fi
 	echo "$name: qemu exited $rc after $(($(date +%s) - start)) s" >"$dir/timing"
 	rm -f "$dir/overlay.qcow2"
@@ -211,6 +211,48 @@ st = {s["name"]: s["result"] for s in d["stages"]}
 assert st["prepare"] == st["fetch"] == st["install"] == "skipped", st
 PY
 	check "the guest logged run's exit code" grep -q "gpuboot run exited 11" "$dir/boot1.log"
+}
+
+# The image's own first boot, as a cloud boots an image whose launch
+# gpuboot does not control: no user-data, no network, no GPU. The unit the
+# image install enabled (gpuboot-firstboot.service) runs gpuboot's own
+# first boot: the plan finds no GPU (exit 11), and the module the image
+# holds is offered to the kernel anyway, whose answer is in the status:
+# "No NVIDIA GPU found" (ENODEV): the image's module loads here. The marker
+# stays for a boot that has a GPU. Under Secure Boot with Microsoft's keys
+# only, the module DKMS signed with its own key is refused by the kernel
+# (EKEYREJECTED, exit 14): the image would fail on every instance, and the
+# status says so at its first boot; the marker goes (the image is broken,
+# not waiting for a GPU).
+checks_image_unit() {
+	section UNIT "$dir/boot1.log" >"$dir/unit.log"
+	sb=${image_unit_sb:-no}
+	check "the guest had no user-data: cloud-init ran no script" sh -c "! grep -q 'scripts.user' '$dir/boot1.log'"
+	if [ "$sb" = no ]; then
+		check "gpuboot-firstboot.service ran: exit 11 (no GPU)" grep -qx 'ExecMainStatus=11' "$dir/unit.log"
+		check "the marker stays for a boot with a GPU" grep -qx '/var/lib/gpuboot/image-pending' "$dir/unit.log"
+	else
+		check "gpuboot-firstboot.service ran: exit 14 (the module refused under Secure Boot)" grep -qx 'ExecMainStatus=14' "$dir/unit.log"
+		check "the marker is gone: the image is broken, not waiting" sh -c "! grep -qx '/var/lib/gpuboot/image-pending' '$dir/unit.log'"
+	fi
+	check "the status is the unit's run: no GPU, the kernel's answer to the image's module named" python3 - "$dir/status.json" "$sb" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); sb = sys.argv[2] == "yes"
+assert d["command"] == "run" and d["exit_code"] == (14 if sb else 11), (d["command"], d["exit_code"], d["result"])
+st = {s["name"]: s for s in d["stages"]}
+assert st["plan"]["result"] == "refused" and "no NVIDIA GPU" in st["plan"]["error"], st["plan"]
+assert st["load"]["result"] == "failed", st["load"]
+assert "the image's 535.309.01 module offered to the kernel anyway" in st["load"]["error"], st["load"]
+assert d["facts"]["secure_boot"]["enabled"] is sb, d["facts"]["secure_boot"]
+if sb:
+    assert st["load"]["errno"] == "EKEYREJECTED", st["load"]
+    assert "Loading of module with unavailable key is rejected" in json.dumps(d["load"]), d["load"]
+else:
+    assert st["load"]["errno"] == "ENODEV", st["load"]
+    assert "No NVIDIA GPU found" in json.dumps(d["load"]), d["load"]
+assert not d["ready"]["verified"] and not d["ready"]["driver_ready"], d["ready"]
+PY
+	check "not the build's status: the image's first boot wrote it" sh -c "! grep -q 'installed-pending-first-boot' '$dir/status.json'"
 }
 
 OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
@@ -541,23 +583,29 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot"}
+want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot"}
 for s in $want; do
 	case $s in
-	bookworm-cloud-config) firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
-	bookworm-shell) firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
-	trixie-cloud-config) firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
-	bookworm-nvidia-firstboot) firmware= boot= kernel= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
-	bookworm-nouveau) firmware= boot= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
-	bookworm-nvidia-upgrade) firmware= boot= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
-	bookworm-nvidia-reboot) firmware= kernel= boot=grub checks=checks_reboot run_one "$s" bookworm-nvidia kernel-reboot.yaml 2 ;;
+	bookworm-cloud-config) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
+	bookworm-shell) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
+	trixie-cloud-config) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" trixie gpuboot.yaml 2 ;;
+	bookworm-nvidia-firstboot) append= firmware= boot= kernel= checks=checks_firstboot_load run_one "$s" bookworm-nvidia firstboot-load.yaml 1 ;;
+	bookworm-nouveau) append= firmware= boot= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
+	bookworm-nvidia-upgrade) append= firmware= boot= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
+	bookworm-nvidia-reboot) append= firmware= kernel= boot=grub checks=checks_reboot run_one "$s" bookworm-nvidia kernel-reboot.yaml 2 ;;
 	bookworm-nvidia-rebuild)
-		vm_timeout=${GPUBOOT_VM_SLOW_TIMEOUT:-7200} firmware= kernel= boot=grub checks=checks_rebuild \
+		vm_timeout=${GPUBOOT_VM_SLOW_TIMEOUT:-7200} append= firmware= kernel= boot=grub checks=checks_rebuild \
 			run_one "$s" bookworm-nvidia kernel-rebuild.yaml 2 ;;
 	bookworm-nvidia-secureboot)
-		firmware=secboot boot= kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
+		append= firmware=secboot boot= kernel= checks=checks_secureboot run_one "$s" bookworm-nvidia secureboot.yaml 1 ;;
 	bookworm-nvidia-secureboot-db)
-		firmware=secboot-db boot= kernel= checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
+		append= firmware=secboot-db boot= kernel= checks=checks_secureboot_db run_one "$s" bookworm-nvidia secureboot-db.yaml 1 ;;
+	bookworm-nvidia-image-unit)
+		firmware= boot= kernel= append=vmtest.image_pending image_unit_sb=no checks=checks_image_unit \
+			run_one "$s" bookworm-nvidia no-user-data.yaml 1 ;;
+	bookworm-nvidia-image-unit-secureboot)
+		firmware=secboot boot= kernel= append=vmtest.image_pending image_unit_sb=yes checks=checks_image_unit \
+			run_one "$s" bookworm-nvidia no-user-data.yaml 1 ;;
 	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
 	esac
 done

@@ -1285,6 +1285,57 @@ int gb_run_cleanup_image(struct gb_ctx *ctx)
 	return r < 0 ? r : (int)n + (policy ? 1 : 0);
 }
 
+/* The image's own first-boot unit on a machine with no GPU (a Packer test
+ * boot, an instance type without one): the plan's no-GPU refusal stands,
+ * and the module the image holds is still offered to the kernel, once, so
+ * the status carries the kernel's own answer: "No NVIDIA GPU found"
+ * (ENODEV, exit 11) says the image's module loads here; a rejected
+ * signature under Secure Boot (exit 14) says the image would fail on every
+ * instance, before one with a GPU is ever launched. */
+static bool unit_no_gpu(const struct run *r, int code)
+{
+	const char *unit = getenv("GPUBOOT_FIRST_BOOT_UNIT");
+	return code == GB_EXIT_NO_GPU && unit && streq(unit, "1") && !r->ctx->opt.repair && !image_mode(r) &&
+	       r->have_plan && r->plan.in.installed.version[0] && r->plan.in.installed.module &&
+	       !r->plan.in.installed.loaded;
+}
+
+static int unit_no_gpu_load(struct run *r)
+{
+	struct gb_stage *st = gb_stage_begin(r->ctx, &r->st, "load");
+	struct gb_load_input in;
+	_cleanup_free_ struct gb_load_result *res = calloc(1, sizeof(*res));
+	int k, code = GB_EXIT_NO_GPU;
+
+	if (!res)
+		return stage_oom(r, st);
+	if (!r->journal && (k = open_journal(r, st)))
+		return k;
+	gb_load_input_init(&in, true, false);
+	k = gb_load(r->ctx, &in, r->journal, res);
+	json_object_put(r->st.load);
+	r->st.load = gb_load_result_to_json(res);
+	if (k == 0) {
+		gb_stage_end(r->ctx, st, "ok", 0, "no GPU to drive, yet the kernel took the image's %s module",
+		             r->plan.in.installed.version);
+	} else if (!res->failed_module) {
+		gb_stage_end(r->ctx, st, "failed", k, "the load could not be journaled: %s", strerror(-k));
+		code = GB_EXIT_FAILED;
+	} else {
+		gb_stage_end(r->ctx, st, "failed", res->cause.err ? res->cause.err : k,
+		             "no GPU: the image's %s module offered to the kernel anyway: %s: %s",
+		             r->plan.in.installed.version, res->failed_module, res->cause.info->summary);
+		gb_stage_hint(st, "%s", res->hint);
+		gb_log_info("no GPU; the kernel's answer to the image's module: %s (%s)", res->cause.info->summary,
+		            res->cause.detail[0] ? res->cause.detail : strerror(-k));
+		/* no GPU is the expected answer here; any other refusal is the image's fault */
+		if (res->exit_code && res->exit_code != GB_EXIT_NO_GPU)
+			code = res->exit_code;
+	}
+	(void)gb_status_write_progress(r->ctx, &r->st);
+	return code;
+}
+
 int gb_run(struct gb_ctx *ctx)
 {
 	struct run r = { .ctx = ctx };
@@ -1313,6 +1364,8 @@ int gb_run(struct gb_ctx *ctx)
 	}
 	r.st.started_ns = ctx->ops->now_realtime_ns(ctx->ops);
 	code = walk(&r);
+	if (unit_no_gpu(&r, code))
+		code = unit_no_gpu_load(&r);
 	if (fetch_join(&r, true) && code == GB_EXIT_OK) /* never left running; never "ok" without it */
 		code = GB_EXIT_FETCH;
 	/* The resume unit is a run's; a repair (gpuboot-repair.service at the
