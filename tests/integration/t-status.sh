@@ -27,6 +27,40 @@ if command -v promtool >/dev/null; then
 else
 	echo "promtool missing: metrics checked by the grep above only" >&2
 fi
+# Atomic replacement: a reader that opens the document while runs rewrite it
+# sees a whole document, the old or the new, never a part of one; and each
+# write is a new file renamed into place (a new inode), not an edit.
+ino0=$(stat -c %i "$S/status.json")
+python3 - "$S/status.json" "$TMP/reader" <<'PY' &
+import json, os, sys, time
+path, flag = sys.argv[1], sys.argv[2]
+reads = bad = 0
+open(flag + ".ready", "w").close()
+while not os.path.exists(flag + ".stop"):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        bad += 1
+        continue
+    reads += 1
+    try:
+        json.loads(text)
+    except ValueError:
+        bad += 1
+open(flag, "w").write("%d %d\n" % (reads, bad))
+PY
+until [ -e "$TMP/reader.ready" ]; do sleep 0.05; done
+i=0
+while [ "$i" -lt 8 ]; do
+	i=$((i + 1))
+	LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier passive --state-dir "$S" --run-dir "$S/run"
+done
+touch "$TMP/reader.stop"
+wait
+read -r reads bad <"$TMP/reader"
+[ "$reads" -gt 0 ] && [ "$bad" -eq 0 ] || fail "status.json read while rewritten: $bad of $reads reads missing or partial"
+[ "$(stat -c %i "$S/status.json")" != "$ino0" ] || fail "status.json was edited in place, not replaced"
 # A corrupt document is reported, not trusted; the next run replaces it.
 printf '{ not json' >"$S/status.json"
 expect_exit 1 "$GB" status --state-dir "$S"

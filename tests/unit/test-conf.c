@@ -31,7 +31,7 @@ static int site(const char *text, struct gb_site_config *s, char *err, size_t n)
 }
 
 /* Values the catalog does not have, and repeated keys: FILE:LINE, exit 2, and the known values. */
-static void test_known_values(void)
+TEST(known_values)
 {
 	struct gb_site_config s;
 	struct gb_gpu_overrides o = { 0 };
@@ -212,6 +212,6 @@ int main(void)
 	          -EINVAL);
 	CHECK(strstr(err, "o.conf:2: sections are [gpu XXXX]") != NULL);
 	gb_gpu_overrides_done(&o);
-	test_known_values();
+	unit_run_tests();
 	UNIT_DONE();
 }

@@ -161,7 +161,7 @@ static const char daemon_json[] = "{\n"
                                   "  }\n"
                                   "}\n";
 
-static void test_docker_merge(void)
+TEST(docker_merge)
 {
 	char *out = NULL, *again = NULL, err[300], expect[4096];
 	size_t len = 0, len2 = 0;
@@ -250,7 +250,7 @@ static void test_docker_merge(void)
 	}
 }
 
-static void test_docker_stage(void)
+TEST(docker_stage)
 {
 	struct run x;
 	char *t;
@@ -456,7 +456,7 @@ static const char ctd_v3_dropin[] = HEAD_COMMENT "version = 3\n"
 
 #define IMPORT_LINE "imports = [\"/etc/containerd/conf.d/*.toml\"]\n"
 
-static void test_containerd_build(void)
+TEST(containerd_build)
 {
 	struct gb_ctk_containerd c;
 	char err[600], *main = NULL;
@@ -629,7 +629,7 @@ static void test_containerd_build(void)
 	CHECK_INT(gb_ctk_containerd_major("bash: containerd: not found\n"), 0);
 }
 
-static void test_containerd_stage(void)
+TEST(containerd_stage)
 {
 	struct run x;
 	char *t, spec[4400];
@@ -690,7 +690,7 @@ static void test_containerd_stage(void)
 
 /* ---- CRI-O, no engine, the whole stage ---- */
 
-static void test_crio(void)
+TEST(crio)
 {
 	char *t = gb_ctk_crio_dropin(RT, false), *u = gb_ctk_crio_dropin(RT, true);
 	CHECK(t &&
@@ -703,7 +703,7 @@ static void test_crio(void)
 	free(u);
 }
 
-static void test_no_engine(void)
+TEST(no_engine)
 {
 	struct run x;
 	make_root("");
@@ -718,7 +718,7 @@ static void test_no_engine(void)
 	run_done(&x);
 }
 
-static void test_image(void)
+TEST(image)
 {
 	struct run x;
 	char *t;
@@ -773,7 +773,7 @@ static void test_image(void)
 	run_done(&x);
 }
 
-static void test_cdi_live(void)
+TEST(cdi_live)
 {
 	struct run x;
 	char spec[200];
@@ -843,7 +843,7 @@ static void test_cdi_live(void)
 	run_done(&x);
 }
 
-static void test_live_restart_once(void)
+TEST(live_restart_once)
 {
 	struct run x;
 	/* every engine changed: each restarted (docker reloaded) once */
@@ -896,15 +896,7 @@ int main(void)
 	char cmd[200];
 	if (!mkdtemp(base))
 		return 1;
-	test_docker_merge();
-	test_docker_stage();
-	test_containerd_build();
-	test_containerd_stage();
-	test_crio();
-	test_no_engine();
-	test_image();
-	test_cdi_live();
-	test_live_restart_once();
+	unit_run_tests();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;

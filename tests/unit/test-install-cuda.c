@@ -153,7 +153,7 @@ static bool tree_clean(void)
 	return system(cmd) != 0;
 }
 
-static void test_install(void)
+TEST(install)
 {
 	struct run x;
 	char *t, want[4400];
@@ -211,7 +211,7 @@ static void test_install(void)
 }
 
 /* Refusals leave the tree that was there. */
-static void test_refused(void)
+TEST(refused)
 {
 	struct run x;
 	const char *sets[][2] = {
@@ -234,7 +234,7 @@ static void test_refused(void)
 
 /* A file size limit in the middle of the unpack: EFBIG, the path and the
  * space needed named, the old tree in place; then a rerun succeeds. */
-static void test_space(void)
+TEST(space)
 {
 	struct run x;
 	pid_t pid;
@@ -280,9 +280,7 @@ int main(void)
 	snprintf(p, sizeof(p), "%s/root", base);
 	CHECK_INT(gb_mkdir_p(p, 0755), 0);
 	CHECK(realpath(p, rootdir) != NULL);
-	test_install();
-	test_refused();
-	test_space();
+	unit_run_tests();
 	snprintf(p, sizeof(p), "rm -rf '%s'", base);
 	if (system(p) != 0)
 		fprintf(stderr, "cannot remove %s\n", base);

@@ -64,7 +64,7 @@ static bool exists(const char *rel)
 
 /* ---- the parsers ---- */
 
-static void test_os_release(void)
+TEST(os_release)
 {
 	char id[32], ver[32];
 	char *rhel = slurp("tests/fixtures/a100-rhel9/etc/os-release");
@@ -100,7 +100,7 @@ static void test_os_release(void)
 	free(sles);
 }
 
-static void test_versions(void)
+TEST(versions)
 {
 	CHECK(gb_rpm_name_valid("nvidia-open"));
 	CHECK(gb_rpm_name_valid("nvidia-open-driver-G06-signed-cuda-kmp-default"));
@@ -144,7 +144,7 @@ static void test_versions(void)
 	CHECK(gb_rpm_evr_cmp("595.84", "595.84-7") == 0);
 }
 
-static void test_qf_and_list(void)
+TEST(qf_and_list)
 {
 	struct gb_rpm_pkg p[8];
 	const struct gb_rpm_pkg *f;
@@ -191,7 +191,7 @@ static void test_qf_and_list(void)
 	CHECK_INT(gb_dnf_list_parse("nvidia-open.noarch 3:1-1 repo\x01x\n", "nvidia-open", p, ARRAY_SIZE(p)), 0);
 }
 
-static void test_state_files(void)
+TEST(state_files)
 {
 	char stream[64];
 	bool on;
@@ -252,7 +252,7 @@ static void test_state_files(void)
 
 /* The binary key (the cuda-keyring package's) armored reads back as the
  * same key; NVIDIA's own armored copy has the same fingerprint. */
-static void test_armor(void)
+TEST(armor)
 {
 	char *bin = NULL, *asc = NULL, *armor = NULL, err[256];
 	size_t bl, al, nl;
@@ -481,7 +481,7 @@ static void rhel_spec(char *spec, size_t sz, bool installed)
 
 static const char *const open_stream[] = { "@nvidia-driver:595-open", NULL };
 
-static void test_dnf_install(void)
+TEST(dnf_install)
 {
 	char spec[8192], *key;
 	struct run x;
@@ -526,7 +526,7 @@ static void test_dnf_install(void)
 /* Everything in place: the first run writes the key, the repo file and
  * the blacklist and runs no package manager; the second changes nothing
  * and does not even download the key (its URL is gone). */
-static void test_dnf_rerun(void)
+TEST(dnf_rerun)
 {
 	char spec[8192], p[4400];
 	struct run x;
@@ -572,7 +572,7 @@ static void test_dnf_rerun(void)
 }
 
 /* Another key at the URL: refused before anything is written or run. */
-static void test_wrong_key(void)
+TEST(wrong_key)
 {
 	char spec[8192];
 	struct run x;
@@ -616,7 +616,7 @@ static void test_wrong_key(void)
 
 /* Amazon Linux 2023, the proprietary stream: the version the plan pinned
  * is not in the repository; refused before any install, naming it. */
-static void test_missing_version(void)
+TEST(missing_version)
 {
 	char spec[8192];
 	struct run x;
@@ -667,7 +667,7 @@ static void sles_spec(char *spec, size_t sz, bool installed, int dry_run, const 
 	         SLES_KVER);
 }
 
-static void test_zypper(void)
+TEST(zypper)
 {
 	char spec[8192], p[4400];
 	struct run x;
@@ -737,7 +737,7 @@ static void test_zypper(void)
 /* Locks held by another process: rpm's (fcntl), dnf's (a pid file of a
  * live pid), waited for, named with pid and comm, never broken; a pid file
  * of a dead process or an empty one holds nothing. */
-static void test_lock_wait(void)
+TEST(lock_wait)
 {
 	struct gb_ctx ctx = { 0 };
 	char p[4400], err[512] = "", want[128], spec[8192], *comm;
@@ -812,7 +812,7 @@ static void test_lock_wait(void)
  * locks of the old versions are lifted before the install, the Container
  * Toolkit's lock is left alone; the fake installs nothing, so the check
  * after finds the old driver packages: a split, refused, nothing locked. */
-static void test_version_change(void)
+TEST(version_change)
 {
 	char spec[8192];
 	struct run x;
@@ -855,7 +855,7 @@ static void test_version_change(void)
  * versions. dnf's own repair first (remove --duplicates), journaled and
  * said in the result, then the install; zypper has none: refused, the way
  * out named. A kernel at two versions is no duplicate. */
-static void test_interrupted_upgrade(void)
+TEST(interrupted_upgrade)
 {
 	char spec[8192];
 	struct run x;
@@ -901,7 +901,7 @@ static void test_interrupted_upgrade(void)
  * (rpm -V: a kill inside the transaction, a disk repaired after a power
  * cut): the package is reinstalled at its version, journaled and said;
  * the others are left alone. With nothing missing, nothing runs. */
-static void test_missing_files(void)
+TEST(missing_files)
 {
 	char spec[8192];
 	struct run x;
@@ -975,7 +975,7 @@ static void test_missing_files(void)
 
 /* The key served binary: written armored (gpuboot's armor), the same key;
  * served armored without its last newline: written with it. */
-static void test_key_forms(void)
+TEST(key_forms)
 {
 	char spec[8192], *asc, *written, err[256], served[4400], p[4400];
 	size_t len, wl;
@@ -1129,7 +1129,7 @@ static void ctk_rhel_spec(char *spec, size_t sz, bool installed, const char *mis
 
 /* RHEL 9 (a driver from NVIDIA's repository already there): the repo file
  * with repo_gpgcheck, the key, the four at 1.17.8-1 and only they locked. */
-static void test_toolkit_dnf(void)
+TEST(toolkit_dnf)
 {
 	char spec[8192];
 	struct run x;
@@ -1175,7 +1175,7 @@ static void test_toolkit_dnf(void)
 /* Everything in place (the four installed and locked, the key imported):
  * the first run writes the key and the repo file and runs no package
  * manager, the second has no effect at all. */
-static void test_toolkit_dnf_rerun(void)
+TEST(toolkit_dnf_rerun)
 {
 	char spec[8192], p[4400];
 	struct run x;
@@ -1214,7 +1214,7 @@ static void test_toolkit_dnf_rerun(void)
  * four: refused before any install, naming it; no version at all,
  * NVIDIA's own repo file for the same repository, or a module stream in a
  * userspace install: refused before anything is written. */
-static void test_toolkit_refused(void)
+TEST(toolkit_refused)
 {
 	char spec[8192];
 	struct run x;
@@ -1288,7 +1288,7 @@ static void ctk_sles_spec(char *spec, size_t sz, bool installed)
 /* SLES 15 on aarch64: the zypper repo file with repo_gpgcheck, refresh,
  * the dry run and the install at NAME=1.17.8, addlock of the four and
  * nothing else; then in place, twice: the second run has no effect. */
-static void test_toolkit_zypper(void)
+TEST(toolkit_zypper)
 {
 	char spec[8192], p[4400];
 	struct run x;
@@ -1387,27 +1387,9 @@ int main(void)
 	char cmd[200];
 	if (!mkdtemp(base))
 		return 1;
-	test_os_release();
-	test_versions();
-	test_qf_and_list();
-	test_state_files();
-	test_armor();
 	make_pubkey_line();
-	test_dnf_install();
-	test_dnf_rerun();
-	test_wrong_key();
-	test_missing_version();
-	test_zypper();
-	test_lock_wait();
-	test_key_forms();
-	test_version_change();
-	test_interrupted_upgrade();
-	test_missing_files();
 	make_ctk_pubkey_line();
-	test_toolkit_dnf();
-	test_toolkit_dnf_rerun();
-	test_toolkit_refused();
-	test_toolkit_zypper();
+	unit_run_tests();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;

@@ -65,7 +65,7 @@ static const char deb822_in[] = "# Debian's cloud image\n"
                                 "Components: main\n"
                                 "Enabled: no\n";
 
-static void test_sources(void)
+TEST(sources)
 {
 	char *out = NULL, *again = NULL;
 	size_t len, len2;
@@ -127,7 +127,7 @@ static void test_sources(void)
 	CHECK(out == NULL);
 }
 
-static void test_parsers(void)
+TEST(parsers)
 {
 	struct gb_apt_version v[4];
 	char ver[GB_INSTALL_VERSION];
@@ -309,7 +309,7 @@ static void check_cleaned(const struct run *x, const char *failed)
 	CHECK(access(p, F_OK) < 0);
 }
 
-static void test_missing_refused(void)
+TEST(missing_refused)
 {
 	char spec[8192];
 	struct run x;
@@ -348,7 +348,7 @@ static void test_missing_refused(void)
 	run_done(&x);
 }
 
-static void test_install_fails(void)
+TEST(install_fails)
 {
 	char spec[8192], p[4400], *t;
 	struct run x;
@@ -422,7 +422,7 @@ static void test_install_fails(void)
 }
 
 /* Everything in place: no command, no mount, zero effects. */
-static void test_rerun_nothing(void)
+TEST(rerun_nothing)
 {
 	char spec[8192], p[4400];
 	struct run x;
@@ -466,7 +466,7 @@ static size_t count_of(const char *hay, const char *needle)
 
 /* The real cause named: a source apt-get update could not reach (it exits
  * 0), a full filesystem (apt's last lines cut "No space left" off). */
-static void test_causes(void)
+TEST(causes)
 {
 	char spec[8192];
 	struct run x;
@@ -544,7 +544,7 @@ static void test_causes(void)
 }
 
 /* A lock held by another process: waited for (bounded), holder named. */
-static void test_lock_wait(void)
+TEST(lock_wait)
 {
 	struct gb_ctx ctx = { 0 };
 	char p[4400], err[512] = "", want[64];
@@ -636,7 +636,7 @@ static void packages_script(char *spec, size_t sz)
 	                      base, base, base, base, base);
 }
 
-static void test_packages(void)
+TEST(packages)
 {
 	static const struct gb_install_pkg pk[] = { { "nvidia-driver-pinning-580", "", true },
 		                                    { "cuda-drivers", "580.173.02", true } };
@@ -770,14 +770,7 @@ int main(void)
 	char cmd[200];
 	if (!mkdtemp(base))
 		return 1;
-	test_sources();
-	test_parsers();
-	test_missing_refused();
-	test_install_fails();
-	test_rerun_nothing();
-	test_lock_wait();
-	test_causes();
-	test_packages();
+	unit_run_tests();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;

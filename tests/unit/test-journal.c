@@ -26,7 +26,7 @@ static char *slurp(const char *path)
 	return gb_read_file(path, 1u << 20, &t, &n) < 0 ? NULL : t;
 }
 
-static void test_root_write(void)
+TEST(root_write)
 {
 	struct gb_root *root = NULL;
 	char p[4200], outside[4200];
@@ -83,7 +83,7 @@ static void test_root_write(void)
 	gb_root_free(root);
 }
 
-static void test_journal(void)
+TEST(journal)
 {
 	struct gb_ctx ctx = { .ops = &gb_ops_real };
 	struct gb_journal *j = NULL;
@@ -247,8 +247,7 @@ int main(void)
 	char cmd[200];
 	if (!mkdtemp(base))
 		return 1;
-	test_root_write();
-	test_journal();
+	unit_run_tests();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;

@@ -97,7 +97,7 @@ static const struct row rows[] = {
 	{ NULL, "nvidia", -EBUSY, "unknown", -EBUSY, 14 },
 };
 
-static void test_classify_rows(void)
+TEST(classify_rows)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		struct gb_kmsg_lines *k = calloc(1, sizeof(*k));
@@ -123,7 +123,7 @@ static void test_classify_rows(void)
 	}
 }
 
-static void test_classify_details(void)
+TEST(classify_details)
 {
 	struct gb_kmsg_lines *k = calloc(1, sizeof(*k));
 	struct gb_load_class c;
@@ -167,7 +167,7 @@ static void test_classify_details(void)
 	free(k);
 }
 
-static void test_kmsg_parser(void)
+TEST(kmsg_parser)
 {
 	static const char *const bad[] = { "",
 		                           ";",
@@ -237,7 +237,7 @@ out:
 }
 
 /* Only what the kernel logged after the mark belongs to the insert. */
-static void test_kmsg_mark(void)
+TEST(kmsg_mark)
 {
 	struct gb_root *root = NULL;
 	struct gb_kmsg_mark m;
@@ -286,7 +286,7 @@ out:
 	free(k);
 }
 
-static void test_proc_devices(void)
+TEST(proc_devices)
 {
 	static const char devices[] = "Character devices:\n  1 mem\n  4 /dev/vc/0\n195 nvidia-frontend\n"
 	                              "245 nvidia-nvlink\n510 nvidia-uvm\n511 nvidia-caps\n99999 huge\nabc nvidia\n"
@@ -315,7 +315,7 @@ static void test_proc_devices(void)
 	CHECK_INT(gb_nvidia_gpu_minor("nothing\n", 8, &minor), -ENOENT);
 }
 
-static void test_devnodes(void)
+TEST(devnodes)
 {
 	struct gb_root *root = NULL;
 	struct gb_devnodes *d = calloc(1, sizeof(*d));
@@ -407,7 +407,7 @@ static size_t count(const char *hay, const char *needle)
 	return n;
 }
 
-static void test_load_ok_and_rerun(void)
+TEST(load_ok_and_rerun)
 {
 	struct world w;
 	struct gb_load_input in;
@@ -474,7 +474,7 @@ out:
 
 /* A resumed journal after a reboot: the steps are done, the modules are
  * not live any more, so they are loaded again, recorded before and after. */
-static void test_load_resumed_after_reboot(void)
+TEST(load_resumed_after_reboot)
 {
 	struct world w;
 	struct gb_load_input in;
@@ -589,7 +589,7 @@ out:
 	free(res);
 }
 
-static void test_load_failures(void)
+TEST(load_failures)
 {
 	struct world w;
 	struct gb_load_input in;
@@ -621,7 +621,7 @@ out:
 /* The nodes an H200 with 580.159.04 registers (tests/load/h200-580-nodes:
  * its proc/devices and proc/driver/nvidia, read on the machine), made
  * through the fake, linked under dev/char, and the udev rule. */
-static void test_nodes(void)
+TEST(nodes)
 {
 	struct world w;
 	struct gb_nodes_result res;
@@ -746,7 +746,7 @@ static void write_at(const char *root, const char *rel, const char *text)
 }
 
 /* persistenced where its unit is installed; the fabric manager only at the driver's exact version. */
-static void test_daemons(void)
+TEST(daemons)
 {
 	static const char *const both[] = { "nvidia-persistenced", "nvidia-fabricmanager" };
 	static const char fm_status[] = "Package: nvidia-fabricmanager-580\nStatus: install ok installed\n"
@@ -842,17 +842,7 @@ int main(void)
 	char cmd[200];
 	if (!mkdtemp(base))
 		return 1;
-	test_classify_rows();
-	test_classify_details();
-	test_kmsg_parser();
-	test_kmsg_mark();
-	test_proc_devices();
-	test_devnodes();
-	test_nodes();
-	test_daemons();
-	test_load_ok_and_rerun();
-	test_load_resumed_after_reboot();
-	test_load_failures();
+	unit_run_tests();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
 	if (system(cmd) != 0)
 		return 1;

@@ -42,7 +42,7 @@ static const struct gb_manifest_entry *by_name(const struct gb_manifest *m, cons
 	return NULL;
 }
 
-static void test_redistrib(void)
+TEST(redistrib)
 {
 	struct gb_manifest m;
 	char err[256];
@@ -112,7 +112,7 @@ static void make_key(const char *priv, const char *pub)
 	EVP_PKEY_free(k);
 }
 
-static void test_mirror(void)
+TEST(mirror)
 {
 	char dir[] = "/tmp/gpuboot-test-manifest.XXXXXX", priv[128], pub[128], pub2[128], priv2[128];
 	struct gb_manifest m = { 0 }, got;
@@ -166,7 +166,6 @@ static void test_mirror(void)
 
 int main(void)
 {
-	test_redistrib();
-	test_mirror();
+	unit_run_tests();
 	UNIT_DONE();
 }

@@ -34,7 +34,7 @@ static char *slurp(const char *path)
 	return t;
 }
 
-static void test_fake(void)
+TEST(fake)
 {
 	char dir[] = "/tmp/gpuboot-test-ops.XXXXXX";
 	char spec[2048], p[1200], rec[1100], kmsg[1100], out[1100];
@@ -124,7 +124,7 @@ static void test_fake(void)
 	CHECK_INT(gb_ops_fake_new("random:256", &ops), -EINVAL);
 }
 
-static void test_real(void)
+TEST(real)
 {
 	const struct gb_ops *ops = &gb_ops_real;
 	struct gb_cmd_result *res = calloc(1, sizeof(*res));
@@ -182,7 +182,6 @@ static void test_real(void)
 
 int main(void)
 {
-	test_fake();
-	test_real();
+	unit_run_tests();
 	UNIT_DONE();
 }

@@ -7,7 +7,7 @@
 #include "detect/detect.h"
 #include "unit.h"
 
-static void test_osrelease(void)
+TEST(osrelease)
 {
 	static const char text[] = "PRETTY_NAME=\"Ubuntu 24.04.3 LTS\"\n"
 	                           "NAME=\"Ubuntu\"\n"
@@ -51,7 +51,7 @@ static void test_osrelease(void)
 	gb_kv_free(kv, n);
 }
 
-static void test_speed(void)
+TEST(speed)
 {
 	CHECK_INT(gb_pci_speed_to_gen("2.5 GT/s PCIe"), 1);
 	CHECK_INT(gb_pci_speed_to_gen("5.0 GT/s PCIe"), 2);
@@ -76,7 +76,7 @@ static void check_flavour(const char *release, const char *want)
 	free(f);
 }
 
-static void test_flavour(void)
+TEST(flavour)
 {
 	check_flavour("6.8.0-1015-aws", "aws");
 	check_flavour("5.15.0-105-generic", "generic");
@@ -91,7 +91,7 @@ static void test_flavour(void)
 	check_flavour("x; rm -rf /", NULL);
 }
 
-static void test_nvrm(void)
+TEST(nvrm)
 {
 	char *v = NULL;
 	const char *fl = NULL;
@@ -118,7 +118,7 @@ static void test_nvrm(void)
 
 /* /proc/keys as Debian 12's kernel printed it under OVMF Secure Boot
  * (vm-tests bookworm-nvidia-secureboot), and what it must refuse. */
-static void test_proc_keys(void)
+TEST(proc_keys)
 {
 	static const char real[] =
 	    "007c7170 I------     1 perm 1f0f0000     0     0 keyring   .secondary_trusted_keys: 2\n"
@@ -166,10 +166,6 @@ static void test_proc_keys(void)
 
 int main(void)
 {
-	test_proc_keys();
-	test_osrelease();
-	test_speed();
-	test_flavour();
-	test_nvrm();
+	unit_run_tests();
 	UNIT_DONE();
 }

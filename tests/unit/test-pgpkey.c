@@ -86,7 +86,7 @@ static int read_buf(struct buf b, struct gb_pgp_key *k)
 }
 
 /* The pins are proven against NVIDIA's own files. */
-static void test_nvidia_keys(void)
+TEST(nvidia_keys)
 {
 	static const struct {
 		const char *file, *pin, *fpr, *uid;
@@ -124,7 +124,7 @@ static void test_nvidia_keys(void)
 /* NVIDIA names its CUDA key files after the short key ID: each pin's last
  * eight digits must be that name (cuda-rpm's key file is not vendored, so
  * this is what the tests can hold its pin to). */
-static void test_pins(void)
+TEST(pins)
 {
 	CHECK(gb_repo_keys_len >= 3);
 	for (size_t i = 0; i < gb_repo_keys_len; i++) {
@@ -147,7 +147,7 @@ static void test_pins(void)
 
 /* The armored 3bf863cc.pub and the binary keyring NVIDIA's cuda-keyring
  * package installs are the same bytes. */
-static void test_armor_binary_agree(void)
+TEST(armor_binary_agree)
 {
 	struct buf a = slurp(NV "3bf863cc.pub"), b = slurp(NV "cuda-archive-keyring.gpg");
 	struct gb_pgp_key ka, kb, kc;
@@ -168,7 +168,7 @@ static void test_armor_binary_agree(void)
 	free(b.p);
 }
 
-static void test_test_key(void)
+TEST(test_key)
 {
 	struct buf pub = slurp(TK "public.asc"), sec = slurp(TK "secret.asc"), fpr = slurp(TK "fingerprint");
 	const struct gb_repo_key *pin = gb_repo_key_find("test-repo");
@@ -199,7 +199,7 @@ static void test_test_key(void)
 #define CUDA_UID 562
 
 /* Every packet-header form reads the same key. */
-static void test_length_forms(void)
+TEST(length_forms)
 {
 	struct buf b = slurp(NV "cuda-archive-keyring.gpg");
 	const unsigned char *body = b.p + 3, *rest = b.p + CUDA_PRIMARY, *sig = b.p + CUDA_UID + 3;
@@ -231,7 +231,7 @@ static void test_length_forms(void)
 
 /* Every strict prefix of a real key is refused: a truncated download never
  * reads as a key. (The armored text may lose its final newline.) */
-static void test_truncation(void)
+TEST(truncation)
 {
 	const char *files[] = { NV "cuda-archive-keyring.gpg", NV "3bf863cc.pub", TK "public.asc" };
 	for (size_t f = 0; f < 3; f++) {
@@ -255,7 +255,7 @@ static void test_truncation(void)
 }
 
 /* Two keys in one file, in binary and in armor. */
-static void test_two_keys(void)
+TEST(two_keys)
 {
 	struct buf a = slurp(NV "3bf863cc.pub"), b = slurp(NV "gpgkey");
 	struct gb_pgp_key ka, kb;
@@ -275,7 +275,7 @@ static void test_two_keys(void)
 }
 
 /* Key packets of other versions, made here, are refused by name. */
-static void test_versions(void)
+TEST(versions)
 {
 	struct buf b = slurp(NV "cuda-archive-keyring.gpg");
 	/* v3: version, created, validity days, RSA, n = 0xff, e = 3 */
@@ -300,7 +300,7 @@ static void test_versions(void)
 
 /* Damaged armor: CRC, base64, trailing data; and armor variations that are
  * fine: CRLF, no CRC line, no blank line after the headers. */
-static void test_armor(void)
+TEST(armor)
 {
 	struct buf a = slurp(NV "3bf863cc.pub");
 	char *t = calloc(1, 2 * a.n + 64), *p;
@@ -367,7 +367,7 @@ static void test_armor(void)
 }
 
 /* Hand-made packet sequences. */
-static void test_packets(void)
+TEST(packets)
 {
 	struct buf b = slurp(NV "cuda-archive-keyring.gpg");
 	static const unsigned char short_key[] = { 0xc6, 5, 4, 0, 0, 0, 0 },
@@ -409,7 +409,7 @@ static void test_packets(void)
 
 /* The user ID is cut to fit and cleaned of control bytes and bad UTF-8.
  * The test key is primary (2 + 51), user ID (2 + 64), signature (2 + 144). */
-static void test_uid(void)
+TEST(uid)
 {
 	struct buf b = slurp(TK "public.asc");
 	static const unsigned char dirty[] = { 0xcd, 10, 'A', 0x01, 'B', 0xff, 0xc3, 0xa9, 0x7f, 0xc2, 0x85, 'Z' };
@@ -441,7 +441,7 @@ static void test_uid(void)
 	free(b.p);
 }
 
-static void test_fpr_equal(void)
+TEST(fpr_equal)
 {
 	const char *f = "EB693B3035CD5710E231E123A4B469963BF863CC";
 	CHECK(gb_pgp_fpr_equal(f, "EB69 3B30 35CD 5710 E231  E123 A4B4 6996 3BF8 63CC"));
@@ -460,17 +460,6 @@ static void test_fpr_equal(void)
 
 int main(void)
 {
-	test_nvidia_keys();
-	test_pins();
-	test_armor_binary_agree();
-	test_test_key();
-	test_length_forms();
-	test_truncation();
-	test_two_keys();
-	test_versions();
-	test_armor();
-	test_packets();
-	test_uid();
-	test_fpr_equal();
+	unit_run_tests();
 	UNIT_DONE();
 }

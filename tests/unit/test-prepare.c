@@ -46,7 +46,7 @@ static char *slurp(const char *path, size_t *len)
 
 /* ---- GRUB ---- */
 
-static void test_grubenv(void)
+TEST(grubenv)
 {
 	size_t len;
 	char *env = slurp("tests/prepare/debian12/boot/grub/grubenv", &len), v[512], small[8];
@@ -82,7 +82,7 @@ static void check_cfg_kernel(const char *cfg, size_t len, const char *def, int w
 		CHECK_STREQ(k, want);
 }
 
-static void test_grubcfg_debian(void)
+TEST(grubcfg_debian)
 {
 	size_t len, slen;
 	char *cfg = slurp("tests/prepare/debian12/boot/grub/grub.cfg", &len);
@@ -124,7 +124,7 @@ out:
 	free(saved);
 }
 
-static void test_grubcfg_hostile(void)
+TEST(grubcfg_hostile)
 {
 	static const char *const bad[] = {
 		"menuentry 'x' {\n linux /boot/vmlinuz-1.0\n", /* never closed */
@@ -179,7 +179,7 @@ out:
 	free(noise);
 }
 
-static void test_bls(void)
+TEST(bls)
 {
 	struct gb_bls_entry e[3];
 	size_t len;
@@ -244,7 +244,7 @@ static void write_text(const char *path, const char *text)
 	CHECK_INT(gb_write_file_atomic(path, text, strlen(text), 0644), 0);
 }
 
-static void test_next_kernel(void)
+TEST(next_kernel)
 {
 	char p[4200], q[4200];
 
@@ -417,7 +417,7 @@ static int scan_buf(const struct cpio *c, const struct gb_initramfs_limits *lim,
 	return scan_file(p, lim, s);
 }
 
-static void test_initramfs_layouts(void)
+TEST(initramfs_layouts)
 {
 	struct gb_initramfs_limits lim;
 	struct gb_initramfs_scan *s = calloc(1, sizeof(*s));
@@ -460,7 +460,7 @@ static void test_initramfs_layouts(void)
 	free(s);
 }
 
-static void test_initramfs_hostile(void)
+TEST(initramfs_hostile)
 {
 	struct gb_initramfs_limits lim;
 	struct gb_initramfs_scan *s = calloc(1, sizeof(*s));
@@ -679,7 +679,7 @@ static char *world_file(struct world *w, const char *rel)
  * what the root shows is the build host's kernel, not the image's: the
  * blacklist and the initramfs are the image's, nothing is unbound or
  * unloaded. */
-static void test_nouveau_image_root(void)
+TEST(nouveau_image_root)
 {
 	struct world w;
 	struct gb_prepare_input in = { .nouveau = GB_PREPARE_NOUVEAU_UNLOAD, .image = true };
@@ -706,7 +706,7 @@ out:
 	world_close(&w);
 }
 
-static void test_nouveau_free(void)
+TEST(nouveau_free)
 {
 	struct world w;
 	struct gb_prepare_input in = { .nouveau = GB_PREPARE_NOUVEAU_UNLOAD };
@@ -765,7 +765,7 @@ out:
 	world_close(&w);
 }
 
-static void test_nouveau_held(void)
+TEST(nouveau_held)
 {
 	struct world w;
 	struct gb_prepare_input in = { .nouveau = GB_PREPARE_NOUVEAU_UNLOAD };
@@ -831,7 +831,7 @@ out:
 	world_close(&w);
 }
 
-static void test_initramfs_rebuild(void)
+TEST(initramfs_rebuild)
 {
 	struct world w;
 	struct gb_prepare_input in = { .nouveau = GB_PREPARE_NOUVEAU_BLACKLIST, .tool = GB_INITRAMFS_TOOL_DRACUT };
@@ -920,7 +920,7 @@ static json_object *doc_of(const char *text)
 	return o;
 }
 
-static void test_reboot_rule(void)
+TEST(reboot_rule)
 {
 	char why[512];
 	json_object *d;
@@ -952,7 +952,7 @@ static void test_reboot_rule(void)
 	CHECK_INT(gb_prepare_reboot_allowed(NULL, "a", why, sizeof(why)), 0);
 }
 
-static void test_resume_unit(void)
+TEST(resume_unit)
 {
 	struct world w;
 	char why[512], *t = NULL, *rec = NULL, link[256] = "", p[4400];
@@ -1088,7 +1088,7 @@ static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit,
 }
 
 /* Debian 12's kernel from bookworm-backports, over bookworm's 6.1. */
-static void test_hwe_debian(void)
+TEST(hwe_debian)
 {
 	struct gb_prepare_kernel_request req = { .package = "linux-image-amd64",
 		                                 .headers = "linux-headers-amd64",
@@ -1142,7 +1142,7 @@ static void test_hwe_debian(void)
 	}
 }
 
-static void test_hwe(void)
+TEST(hwe)
 {
 	struct gb_prepare_kernel_result kr;
 	char *rec = NULL;
@@ -1187,21 +1187,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_grubenv();
-	test_hwe_debian();
-	test_grubcfg_debian();
-	test_grubcfg_hostile();
-	test_bls();
-	test_next_kernel();
-	test_initramfs_layouts();
-	test_initramfs_hostile();
-	test_nouveau_free();
-	test_nouveau_image_root();
-	test_nouveau_held();
-	test_initramfs_rebuild();
-	test_reboot_rule();
-	test_resume_unit();
-	test_hwe();
+	unit_run_tests();
 	if (!unit_failures) {
 		char cmd[256];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", base);

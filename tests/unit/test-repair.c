@@ -155,7 +155,7 @@ static void world_close(struct world *w)
 	"mkdir -p usr/src/linux-headers-" K57 " && touch usr/src/linux-headers-" K57 "/Makefile && " \
 	"ln -s /usr/src/linux-headers-" K57 " lib/modules/" K57 "/build"
 
-static void test_check(void)
+TEST(check)
 {
 	struct world w;
 	struct gb_repair_state s;
@@ -211,7 +211,7 @@ static void test_check(void)
 	world_close(&w);
 }
 
-static void test_check_cannot(void)
+TEST(check_cannot)
 {
 	struct world w;
 	struct gb_repair_state s;
@@ -258,7 +258,7 @@ static void test_check_cannot(void)
 	world_close(&w);
 }
 
-static void test_repair_fake_dkms(void)
+TEST(repair_fake_dkms)
 {
 	struct world w;
 	struct gb_repair_result *r = calloc(1, sizeof(*r));
@@ -317,7 +317,7 @@ static void test_repair_fake_dkms(void)
 	free(r);
 }
 
-static void test_repair_builds(void)
+TEST(repair_builds)
 {
 	struct world w;
 	struct gb_repair_result *r = calloc(1, sizeof(*r));
@@ -369,7 +369,7 @@ static void check_mode(const char *root, const char *rel, mode_t want)
 	CHECK_INT(st.st_mode & 07777, want);
 }
 
-static void test_hooks_install(void)
+TEST(hooks_install)
 {
 	struct world w;
 	char p[4400], *t = NULL, *rec = NULL;
@@ -406,7 +406,7 @@ static void test_hooks_install(void)
 	world_close(&w);
 }
 
-static void test_texts(void)
+TEST(texts)
 {
 	const char *rp = gb_repair_hook_runparts_text(), *ki = gb_repair_hook_kernel_install_text();
 	const char *u = gb_repair_unit_text();
@@ -440,7 +440,7 @@ static void test_texts(void)
 
 /* The hooks, run by sh as run-parts and kernel-install would, against a
  * stand-in gpuboot: a failure still exits 0 and leaves the marker. */
-static void test_hooks_run(void)
+TEST(hooks_run)
 {
 	char d[4200], hook[4400], plugin[4400], marker[4400], *t;
 
@@ -487,13 +487,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_check();
-	test_check_cannot();
-	test_repair_fake_dkms();
-	test_repair_builds();
-	test_hooks_install();
-	test_texts();
-	test_hooks_run();
+	unit_run_tests();
 	if (!unit_failures)
 		sh("rm -rf %s", base);
 	UNIT_DONE();

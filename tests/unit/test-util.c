@@ -6,7 +6,7 @@
 #include "shared/util.h"
 #include "unit.h"
 
-static void test_atou(void)
+TEST(atou)
 {
 	uint64_t v = 7;
 	uint32_t u = 7;
@@ -30,7 +30,7 @@ static void test_atou(void)
 	CHECK_INT(gb_safe_atou64(NULL, 10, &v), -EINVAL);
 }
 
-static void test_atod(void)
+TEST(atod)
 {
 	double d = 7;
 
@@ -59,7 +59,7 @@ static void test_atod(void)
 	CHECK(d == 7); /* untouched on failure */
 }
 
-static void test_version(void)
+TEST(version)
 {
 	CHECK(gb_version_cmp("580.65.06", "580.159.04") < 0);
 	CHECK(gb_version_cmp("580.159.04", "580.159.04") == 0);
@@ -75,7 +75,7 @@ static void test_version(void)
 	CHECK(!gb_version_valid(NULL));
 }
 
-static void test_attr(void)
+TEST(attr)
 {
 	char *v = NULL;
 
@@ -94,7 +94,7 @@ static void test_attr(void)
 	free(v);
 }
 
-static void test_str(void)
+TEST(str)
 {
 	char buf[8];
 	char s[] = "  x y \n";
@@ -107,7 +107,7 @@ static void test_str(void)
 	CHECK(gb_startswith("NVR", "NVRM") == NULL);
 }
 
-static void test_redact(void)
+TEST(redact)
 {
 	char out[256];
 	char *d;
@@ -139,11 +139,6 @@ static void test_redact(void)
 
 int main(void)
 {
-	test_redact();
-	test_atou();
-	test_atod();
-	test_version();
-	test_attr();
-	test_str();
+	unit_run_tests();
 	UNIT_DONE();
 }
