@@ -188,9 +188,19 @@ static bool has(const char *s, const char *needle)
 	return s && strcasestr(s, needle);
 }
 
+/* word is one of the blank-separated words of s */
+static bool has_word(const char *s, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = s; p && (p = strstr(p, word)); p += n)
+		if ((p == s || p[-1] == ' ' || p[-1] == '\t') && (!p[n] || strchr(" \t\n", p[n])))
+			return true;
+	return false;
+}
+
 int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f)
 {
-	_cleanup_free_ char *bios_vendor = NULL, *asset = NULL, *hv = NULL, *bios_version = NULL;
+	_cleanup_free_ char *bios_vendor = NULL, *asset = NULL, *hv = NULL, *bios_version = NULL, *cs = NULL;
 	int r;
 
 	f->secure_boot = detect_secure_boot(ctx, f);
@@ -237,5 +247,18 @@ int gb_detect_platform(struct gb_ctx *ctx, struct gb_facts *f)
 		f->cloud.hypervisor = "kvm";
 	else if (has(f->cloud.product_name, "Firecracker"))
 		f->cloud.hypervisor = "firecracker";
+	/* No DMI (microVMs: Firecracker, Cloud Hypervisor) or DMI that names no
+	 * hypervisor: the paravirtual clock the guest kernel found says whose
+	 * guest it is. */
+	if (!f->cloud.hypervisor &&
+	    gb_root_read_attr(ctx->root, "sys/devices/system/clocksource/clocksource0/available_clocksource", &cs) >=
+	        0) {
+		if (has_word(cs, "kvm-clock"))
+			f->cloud.hypervisor = "kvm";
+		else if (has_word(cs, "hyperv_clocksource_tsc_page") || has_word(cs, "hyperv_clocksource_msr"))
+			f->cloud.hypervisor = "hyperv";
+		else if (has_word(cs, "xen"))
+			f->cloud.hypervisor = "xen";
+	}
 	return 0;
 }

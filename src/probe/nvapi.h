@@ -14,6 +14,14 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_NOT_FOUND 6
 
+/* nvmlGpuVirtualizationMode_t: 0 bare metal, 1 pass-through (the whole GPU
+ * given to this virtual machine), 2 vGPU in a VM, 3 the host of vGPUs,
+ * 4 the host of vSGA. */
+#define GB_NVML_VIRT_MODES                                               \
+	{                                                                \
+		"none", "pass-through", "vgpu", "host-vgpu", "host-vsga" \
+	}
+
 /* NVLink (nvml.h): links per GPU (18 since R525; 12 or 6 on older
  * drivers, which answer INVALID_ARGUMENT past their maximum), the link state
  * (nvmlEnableState_t: 0 disabled, 1 enabled), the NVLink version as
@@ -127,6 +135,7 @@ enum {
 	  "nvmlDeviceGetCurrentClocksThrottleReasons", 0)                                                              \
 	X(nvmlReturn_t (*)(nvmlDevice_t, int *), persistence, "nvmlDeviceGetPersistenceMode", 0)                       \
 	X(nvmlReturn_t (*)(nvmlDevice_t, int *), compute_mode, "nvmlDeviceGetComputeMode", 0)                          \
+	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), virt_mode, "nvmlDeviceGetVirtualizationMode", 0)                 \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, unsigned *), mig_mode, "nvmlDeviceGetMigMode", 0)                 \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_gen, "nvmlDeviceGetCurrPcieLinkGeneration", 0)              \
 	X(nvmlReturn_t (*)(nvmlDevice_t, unsigned *), pcie_width, "nvmlDeviceGetCurrPcieLinkWidth", 0)                 \

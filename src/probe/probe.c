@@ -540,6 +540,10 @@ static void passive_gpu(unsigned i, int active)
 		                     : cur == 2 ? "prohibited"
 		                     : cur == 3 ? "exclusive_process"
 		                                : "exclusive_thread");
+	if (nv.virt_mode && nv.virt_mode(g->dev, &u1) == NVML_SUCCESS) {
+		static const char *const modes[] = GB_NVML_VIRT_MODES;
+		jstr("virtualization_mode", u1 < sizeof(modes) / sizeof(modes[0]) ? modes[u1] : "unknown");
+	}
 	if (nv.mig_mode && nv.mig_mode(g->dev, &u1, &u2) == NVML_SUCCESS)
 		jbool("mig_enabled", u1 == 1);
 	else

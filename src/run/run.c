@@ -1304,13 +1304,14 @@ static int unit_no_gpu_load(struct run *r)
 {
 	struct gb_stage *st = gb_stage_begin(r->ctx, &r->st, "load");
 	struct gb_load_input in;
-	_cleanup_free_ struct gb_load_result *res = calloc(1, sizeof(*res));
+	struct gb_load_result *res;
 	int k, code = GB_EXIT_NO_GPU;
 
-	if (!res)
-		return stage_oom(r, st);
 	if (!r->journal && (k = open_journal(r, st)))
 		return k;
+	res = calloc(1, sizeof(*res));
+	if (!res)
+		return stage_oom(r, st);
 	gb_load_input_init(&in, true, false);
 	k = gb_load(r->ctx, &in, r->journal, res);
 	json_object_put(r->st.load);
@@ -1332,6 +1333,7 @@ static int unit_no_gpu_load(struct run *r)
 		if (res->exit_code && res->exit_code != GB_EXIT_NO_GPU)
 			code = res->exit_code;
 	}
+	free(res);
 	(void)gb_status_write_progress(r->ctx, &r->st);
 	return code;
 }

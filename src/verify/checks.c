@@ -239,6 +239,26 @@ static void gpu_subject(char *buf, size_t n, unsigned i, const char *bus)
 	snprintf(buf, n, "gpu%u %s", i, bus ? bus : "");
 }
 
+/* What a GPU's passive facts say that nothing gates on: how it is
+ * virtualised (NVML), its persistence mode. */
+static void passive_info(struct gb_verify_result *r, const struct gb_facts *f, const char *s, json_object *g)
+{
+	const char *vm = gb_json_get_str(g, "virtualization_mode");
+	struct gb_check *c;
+
+	if (vm && (c = gb_verify_add(r, "gpu.virtualization", s))) {
+		if (streq(vm, "pass-through"))
+			set_text(c, "pass-through (NVML): the whole GPU is given to this virtual machine%s%s%s",
+			         f->cloud.hypervisor ? ", hypervisor " : "",
+			         f->cloud.hypervisor ? f->cloud.hypervisor : "",
+			         f->cloud.hypervisor ? " (detect)" : "");
+		else
+			set_text(c, "%s (NVML)", streq(vm, "none") ? "bare metal" : vm);
+	}
+	if (gb_json_get(g, "persistence_mode") && (c = gb_verify_add(r, "gpu.persistence_mode", s)))
+		set_text(c, "%s", gb_json_get_bool(g, "persistence_mode", false) ? "on" : "off");
+}
+
 static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result *r, json_object *g, unsigned i,
                         const struct gb_facts *f)
 {
@@ -345,11 +365,7 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 		        ? "MIG enabled: NVML's health checks cover the whole GPU; CUDA reaches MIG instances only, so "
 		          "the active checks do not measure this GPU whole"
 		        : "MIG disabled: the active checks measure the whole GPU");
-	if (gb_json_get(g, "persistence_mode")) {
-		c = gb_verify_add(r, "gpu.persistence_mode", s);
-		if (c)
-			set_text(c, "%s", gb_json_get_bool(g, "persistence_mode", false) ? "on" : "off");
-	}
+	passive_info(r, f, s, g);
 	if (pcie) {
 		double mg = 0, mw = 0;
 		c = gb_verify_add(r, "pcie.link_idle", s);

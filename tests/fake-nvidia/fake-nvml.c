@@ -169,6 +169,13 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(void *d, int *m)
 	*m = 1;
 	return OK;
 }
+/* the H200 capture's "Virtualization Mode : Pass-Through" (a KVM guest) */
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(void *d, unsigned *m)
+{
+	(void)d;
+	*m = 1;
+	return OK;
+}
 nvmlReturn_t nvmlDeviceGetComputeMode(void *d, int *m)
 {
 	(void)d;
