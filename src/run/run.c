@@ -1073,11 +1073,15 @@ static int walk(struct run *r)
 		char id[64];
 		bool had_journal = r->journal != NULL;
 		st = gb_stage_begin(r->ctx, &r->st, stages[i].name);
-		/* a run killed in this stage leaves a status that names it */
-		if (i > 0 && gb_status_write_progress(r->ctx, &r->st) < 0)
-			return GB_EXIT_FAILED;
 		snprintf(id, sizeof(id), "stage:%s", stages[i].name);
+		/* The journal first (its save also writes the stage before's end,
+		 * which gb_journal_end leaves to it), then a status that names the
+		 * stage, so a run killed in it is found interrupted there and the
+		 * status never claims a stage the journal has not recorded. The
+		 * stage's end is in the next stage's status, or the run's last. */
 		if (had_journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
+			return GB_EXIT_FAILED;
+		if (i > 0 && gb_status_write_progress(r->ctx, &r->st) < 0)
 			return GB_EXIT_FAILED;
 		code = stages[i].fn(r, st);
 		if (r->journal && !had_journal && gb_journal_begin(r->journal, stages[i].name, id, "stage", NULL) < 0)
@@ -1085,8 +1089,6 @@ static int walk(struct run *r)
 		/* a stage that ends in a needed reboot did its part: not a failed step */
 		if (r->journal &&
 		    gb_journal_end(r->journal, id, code && code != GB_EXIT_REBOOT ? -ECANCELED : 0, NULL) < 0)
-			return GB_EXIT_FAILED;
-		if (gb_status_write_progress(r->ctx, &r->st) < 0)
 			return GB_EXIT_FAILED;
 	}
 	return code;

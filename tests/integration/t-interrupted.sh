@@ -11,9 +11,9 @@ cp -a "$FIX/l4-debian12" "$M"
 run() {
 	"$GB" --root "$M" run --target-gpu T4 --profile minimal --method distro --offline --state-dir "$TMP/s"
 }
-# Killed in a middle stage (the 5th write of the journal).
+# Killed in a middle stage (at the 3rd write of the status: fetch).
 set +e
-GPUBOOT_KILL_AT=journal:5 GPUBOOT_FAKE_OPS="root=$M" run >"$TMP/out" 2>"$TMP/err"
+GPUBOOT_KILL_AT=status:3 GPUBOOT_FAKE_OPS="root=$M" run >"$TMP/out" 2>"$TMP/err"
 rc=$?
 set -e
 [ "$rc" -eq 137 ] || fail "the kill point did not kill: exit $rc: $(cat "$TMP/err")"
@@ -46,7 +46,7 @@ python3 -c "
 import json,sys; d=json.load(open('$TMP/s/status.json')); sys.exit(d['interrupted']['stage']!='$stage')" ||
 	fail "the run after gpuboot status lost the interrupted run"
 # The next run: says so, goes on (to its own end), and carries the interrupted run.
-GPUBOOT_KILL_AT=journal:5 GPUBOOT_FAKE_OPS="root=$M" expect_exit 137 run
+GPUBOOT_KILL_AT=status:3 GPUBOOT_FAKE_OPS="root=$M" expect_exit 137 run
 stage=$(python3 -c "
 import json; d=json.load(open('$TMP/s/status.json'))
 print([s['name'] for s in d['stages'] if s['result']=='running'][-1])")
