@@ -16,6 +16,7 @@
 
 #include "fake-apt.h"
 #include "fake-kernel.h"
+#include "fake-rpm.h"
 #include "fileio.h"
 #include "macro.h"
 #include "util.h"
@@ -41,6 +42,7 @@ struct fake {
 	char release[65];
 	char machine[65];
 	char apt[512]; /* apt=DIR: the fake apt and dpkg's archive (fake-apt.c) */
+	char rpm[512]; /* rpm=DIR: the fake rpm, dnf and zypper's archive and database (fake-rpm.c) */
 };
 
 static struct fake *F(const struct gb_ops *ops)
@@ -312,6 +314,11 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 		if (a != 0)
 			return a < 0 ? a : 0;
 	}
+	if (!r && f->rpm[0]) {
+		int a = gb_fake_rpm_run(f->root, f->rpm, spec->argv, ret);
+		if (a != 0)
+			return a < 0 ? a : 0;
+	}
 	if (!(r && r->value) && fake_installs(f, spec) < 0)
 		return -EIO; /* the fake's own failure: never a silent half-install */
 	if (r && r->file[0]) {
@@ -485,6 +492,8 @@ static int parse_item(struct fake *f, char *item)
 		return gb_strscpy(f->root, sizeof(f->root), v) < 0 ? -EINVAL : 0;
 	if ((v = gb_startswith(item, "apt=")))
 		return gb_strscpy(f->apt, sizeof(f->apt), v) < 0 ? -EINVAL : 0;
+	if ((v = gb_startswith(item, "rpm=")))
+		return gb_strscpy(f->rpm, sizeof(f->rpm), v) < 0 ? -EINVAL : 0;
 	if ((v = gb_startswith(item, "clock:"))) {
 		f->has_clock = true;
 		return gb_safe_atou64(v, 10, &f->clock);

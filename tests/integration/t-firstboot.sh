@@ -11,10 +11,19 @@
 # userspace in the real layout; for the distro method, the fake apt and dpkg
 # install Debian's package names from an archive in its layout (the module
 # where DKMS puts it, the libraries where Debian does) and answer dpkg-query
-# from var/lib/dpkg/status; the fake kernel's insert of nvidia reads the module file and
-# leaves what the real module leaves (proc/driver/nvidia/version, the GPUs'
-# information, sys/module/nvidia/version, the driver links); the fake NVML
-# is the installed libnvidia-ml.so.<version> and reports that version.
+# from var/lib/dpkg/status; for NVIDIA's repositories on rpm roots (RHEL's
+# dnf for the packages method, SLES's zypper for the Container Toolkit), the
+# fake rpm, dnf and zypper (src/shared/fake-rpm.c, spec item rpm=DIR) install
+# from an archive of the repositories' packages in their names and versions
+# (NVIDIA's module stream and what its metapackage pulls in, the module where
+# DKMS puts it on RHEL, the libraries under usr/lib64), keep rpm's database
+# beside the archive (DIR/rpmdb: rpm's own is binary, so no made-up file in
+# the root), import the key rpm --import is given, and write in the root
+# what dnf and zypper write there (the module's state, versionlock.list,
+# zypp's locks); the fake kernel's insert of nvidia reads the module file
+# and leaves what the real module leaves (proc/driver/nvidia/version, the
+# GPUs' information, sys/module/nvidia/version, the driver links); the fake
+# NVML is the installed libnvidia-ml.so.<version> and reports that version.
 . tests/integration/lib.sh
 FAKE=$PWD/build/fake-nvidia
 [ -f "$FAKE/libcuda.so.1" ] || fail "fake libraries missing (make fake-nvidia)"
@@ -27,6 +36,9 @@ GB=$GB tests/make-bundle "$B" >/dev/null
 make_certs
 mkdir -p "$TMP/nvmirror/compute/cuda/repos/ubuntu2204/x86_64"
 cp tests/data/test-repo-key/public.asc "$TMP/nvmirror/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub"
+# and its dnf repository's for RHEL 9 (the catalog's cuda-rpm: D42D0685.pub)
+mkdir -p "$TMP/nvmirror/compute/cuda/repos/rhel9/x86_64"
+cp tests/data/test-repo-key/public.asc "$TMP/nvmirror/compute/cuda/repos/rhel9/x86_64/D42D0685.pub"
 start_server "$TMP/nvmirror"
 VER=$(bundle_driver "$B")
 # Debian 12's own driver (the distro method), at its archive version
@@ -105,20 +117,65 @@ nvidia_apt_archive() {
 	printf 'Package: linux-headers-%s\nVersion: 6.5.0-1020.20~22.04.1\n\nPackage: linux-headers-gcp\nVersion: 6.5.0.1020.20~22.04.1\n\n' "$R" >>"$A/Packages"
 }
 
-# fake_spec: the fake operations of the method's installer
+# nvidia_rpm_archive NAME: RHEL 9.3 as its cloud image has it (the running
+# kernel's package, kernel-core, owning boot/vmlinuz-R, in rpm's database)
+# and NVIDIA's dnf repository for rhel9 in its layout for the packages
+# method: the module stream nvidia-driver:BRANCH-open, whose metapackage
+# nvidia-open pulls in the driver's packages as NVIDIA's repository has
+# them (kmod-nvidia-open-dkms with the module where DKMS puts it on RHEL,
+# lib/modules/R/extra; nvidia-driver-cuda-libs with the libraries in
+# usr/lib64; nvidia-driver-cuda with nvidia-smi), and RHEL's own
+# kernel-devel of the running kernel, kernel-headers and the versionlock
+# plugin. RPM_VER: the driver version the repository has (default $DRV).
+nvidia_rpm_archive() {
+	mkdir -p "$M/boot" && : >"$M/boot/vmlinuz-$R"
+	A=$TMP/$1.archive KV=${R%.x86_64} rv=${RPM_VER:-$DRV} br=${DRV%%.*} nv=gpuboot-cuda-rhel9-x86_64
+	rm -rf "$A" "$TMP/$1.dt"
+	mkdir -p "$A/kernel-core/boot" && : >"$A/kernel-core/boot/vmlinuz-$R"
+	printf 'kernel-core\t0:%s\tx86_64\t@System\n' "$KV" >"$A/rpmdb"
+	tests/make-driver-tree "$TMP/$1.dt" "$rv" open "$R" usr/lib64
+	mkdir -p "$A/kmod-nvidia-open-dkms/lib/modules/$R/extra" "$A/nvidia-driver-cuda-libs/usr/lib64" \
+		"$A/nvidia-driver-cuda/usr/bin" "$A/kernel-devel/usr/src/kernels/$R" "$A/$PLUGIN/etc/dnf/plugins"
+	mv "$TMP/$1.dt/lib/modules/$R/kernel/drivers/video/"*.ko "$A/kmod-nvidia-open-dkms/lib/modules/$R/extra/"
+	mv "$TMP/$1.dt/usr/lib64/"* "$A/nvidia-driver-cuda-libs/usr/lib64/"
+	mv "$TMP/$1.dt/usr/bin/nvidia-smi" "$A/nvidia-driver-cuda/usr/bin/"
+	echo 'VERSION = 5' >"$A/kernel-devel/usr/src/kernels/$R/Makefile"
+	printf '[main]\nenabled = 1\nlocklist = /etc/dnf/plugins/versionlock.list\n' >"$A/$PLUGIN/etc/dnf/plugins/versionlock.conf"
+	{
+		printf 'Name: nvidia-open\nVersion: 3:%s-1.el9\nArch: noarch\nRepo: %s\nModule: nvidia-driver:%s-open\n' "$rv" $nv "$br"
+		printf 'Requires: nvidia-driver kmod-nvidia-open-dkms nvidia-driver-cuda nvidia-driver-cuda-libs\n\n'
+		printf 'Name: kmod-nvidia-open-dkms\nVersion: 3:%s-1.el9\nArch: noarch\nRepo: %s\nModule: nvidia-driver:%s-open\n\n' "$rv" $nv "$br"
+		for p in nvidia-driver nvidia-driver-cuda nvidia-driver-cuda-libs; do
+			printf 'Name: %s\nVersion: 3:%s-1.el9\nArch: x86_64\nRepo: %s\nModule: nvidia-driver:%s-open nvidia-driver:%s-dkms\n\n' \
+				"$p" "$rv" $nv "$br" "$br"
+		done
+		for p in kernel-core kernel-devel kernel-headers; do
+			printf 'Name: %s\nVersion: %s\nArch: x86_64\nRepo: rhel-9-for-x86_64-%s-rpms\n\n' "$p" "$KV" \
+				"$([ $p = kernel-core ] && echo baseos || echo appstream)"
+		done
+		printf 'Name: %s\nVersion: 4.3.0-13.el9\nArch: noarch\nRepo: rhel-9-for-x86_64-appstream-rpms\n\n' $PLUGIN
+	} >"$A/Packages"
+}
+PLUGIN=python3-dnf-plugin-versionlock
+
+# fake_spec: the fake operations of the method's installer (PKG: apt, or
+# rpm for NVIDIA's repositories on rpm roots; TOOLKIT: the Container
+# Toolkit's repository too, and what nvidia-ctk cdi generate writes)
 fake_spec() {
 	case $MTH in
-	runfile) echo "installs:nvidia-installer:0:$TREE" ;;
-	distro | packages) echo "apt=$A" ;;
+	runfile) echo "installs:nvidia-installer:0:$TREE${TOOLKIT:+,rpm=$TA,installs:nvidia-ctk:0:$TA.cdi}" ;;
+	distro) echo "apt=$A" ;;
+	packages) echo "${PKG:-apt}=$A" ;;
 	esac
 }
 
 # mirror_args: where the method's artifacts come from (the signed bundle;
-# for NVIDIA's repository, the loopback HTTPS mirror in its layout)
+# for NVIDIA's repository, the loopback HTTPS mirror in its layout; with
+# TOOLKIT, NVIDIA's other host, the toolkit's repository, from it too)
 mirror_args() {
 	case $MTH in
 	packages) echo "--mirror https://127.0.0.1:$PORT/ --ca-file $TMP/ca.pem" ;;
-	*) echo "--mirror file://$B/mirror --trust-key $B/key.pub" ;;
+	*) echo "--mirror file://$B/mirror --trust-key $B/key.pub${TOOLKIT:+ --upstream https://127.0.0.1:$PORT/ --ca-file $TMP/ca.pem}" ;;
 	esac
 }
 
@@ -128,18 +185,20 @@ gb_run() {
 	shift 2
 	rules=${1:-}
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)${rules:+,$rules}" \
-		FAKE_NV_GPUS=$n LD_LIBRARY_PATH=$M/$lib expect_exit "$want" "$GB" --root "$M" run --profile minimal --method "$MTH" \
+		FAKE_NV_GPUS=$n LD_LIBRARY_PATH=$M/$lib expect_exit "$want" "$GB" --root "$M" run --profile "${PROFILE:-minimal}" --method "$MTH" \
 		--config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --run-dir "$M.state/run" --tier passive
 }
 
-# first_boot NAME FIXTURE LIBDIR: bare to exit 0, then a run that changes nothing
-first_boot() {
+# bare_to_ready NAME FIXTURE LIBDIR: bare to exit 0, verified, the ready
+# flags written, the journal done
+bare_to_ready() {
 	bare "$1" "$2" "$3"
 	[ "$MTH" = distro ] && debian_archive "$1"
-	[ "$MTH" = packages ] && nvidia_apt_archive "$1"
+	[ "$MTH" = packages ] && "nvidia_${PKG:-apt}_archive" "$1"
+	[ -n "${TOOLKIT:-}" ] && toolkit_rpm_archive "$1"
 	# the dry run says what the real run then does, and stops nowhere
 	# shellcheck disable=SC2046
-	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" expect_exit 0 "$GB" --root "$M" run --dry-run --profile minimal \
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" expect_exit 0 "$GB" --root "$M" run --dry-run --profile "${PROFILE:-minimal}" \
 		--method "$MTH" --config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --tier passive
 	! grep -q "not implemented" "$TMP/out" || fail "$1: the dry run: $(tail -8 "$TMP/out")"
 	flavor=$(sed -n "s/^  install: install driver $DRV (\([a-z]*\) module) with the $MTH method.*/\1/p" "$TMP/out")
@@ -172,6 +231,11 @@ for name in ("driver.loaded", "driver.planned_version", "driver.userspace", "dri
     assert checks[name]["result"] == "pass", checks[name]
 PY
 	[ -f "$M.state/run/verified-ready" ] && [ -f "$M.state/run/driver-ready" ] || fail "$1: ready flags missing"
+}
+
+# first_boot NAME FIXTURE LIBDIR: bare to exit 0, then a run that changes nothing
+first_boot() {
+	bare_to_ready "$@"
 	rm -f "$M.ops"
 	gb_run 0 "$3"
 	[ ! -s "$M.ops" ] || fail "$1: the second run changed something: $(cat "$M.ops")"
@@ -228,17 +292,18 @@ PY
 }
 
 # image_boot NAME FIXTURE LIBDIR: a Packer-style image install (--root IMG
-# --target-gpu T4: installed, not loaded), then the image's first boot as a
-# cloud boots it, with no user-data: the unit the image install enabled runs
-# its own command on the image booted on a T4 instance.
+# --target-gpu T4, or IMG_GPU: installed, not loaded), then the image's first
+# boot as a cloud boots it, with no user-data: the unit the image install
+# enabled runs its own command on the image booted on such an instance (the
+# fixture's GPUs, FAKE_NV_GPUS of them).
 image_boot() {
 	bare "$1" "$2" "$3"
 	[ "$MTH" = distro ] && debian_archive "$1"
-	[ "$MTH" = packages ] && nvidia_apt_archive "$1"
+	[ "$MTH" = packages ] && "nvidia_${PKG:-apt}_archive" "$1"
 	mkdir -p "$M/boot" && : >"$M/boot/vmlinuz-$R" # an image's installer builds for the kernels it holds
 	# shellcheck disable=SC2046
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)" \
-		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method "$MTH" \
+		expect_exit 0 "$GB" --root "$M" run --target-gpu "${IMG_GPU:-T4}" --profile minimal --method "$MTH" \
 		--config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --run-dir "$M.state/run"
 	python3 - "$M.state/status.json" <<'PY' || fail "$1: the image build's status: $(head -c 2000 "$M.state/status.json")"
 import json, sys
@@ -260,7 +325,7 @@ PY
 	# The build again (a Packer rerun): nothing changes, the unit included.
 	# shellcheck disable=SC2046
 	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,$(fake_spec)" \
-		expect_exit 0 "$GB" --root "$M" run --target-gpu T4 --profile minimal --method "$MTH" \
+		expect_exit 0 "$GB" --root "$M" run --target-gpu "${IMG_GPU:-T4}" --profile minimal --method "$MTH" \
 		--config "$TMP/always.conf" $(mirror_args) --state-dir "$M.state" --run-dir "$M.state/run"
 	python3 -c "
 import json; j = json.load(open('$M.state/journal.json'))
@@ -282,7 +347,7 @@ assert j['effects_this_run'] == 0, (j['effects_this_run'], [s for s in j['steps'
 	# The first boot: the unit's command on the booted image.
 	rm -f "$M.ops"
 	# shellcheck disable=SC2086
-	GPUBOOT_FIRST_BOOT_UNIT=1 GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" FAKE_NV_GPUS=1 LD_LIBRARY_PATH=$M/$3 \
+	GPUBOOT_FIRST_BOOT_UNIT=1 GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" FAKE_NV_GPUS=${FAKE_NV_GPUS:-1} LD_LIBRARY_PATH=$M/$3 \
 		expect_exit 0 "$GB" --root "$M" $cmd --state-dir "$M.state" --run-dir "$M.state/run" --tier passive
 	[ ! -e "$M/var/lib/gpuboot/image-pending" ] || fail "$1: the marker outlived the image's first boot"
 	python3 - "$M.state/status.json" "$DRV" <<'PY' || fail "$1: the first boot's status: $(head -c 2000 "$M.state/status.json")"
@@ -294,7 +359,7 @@ assert d["plan"]["driver"]["action"] == "keep" and st["install"] == "skipped" an
 assert st["load"] == "ok" and st["verify"] == "ok", st
 assert d["facts_after_load"]["nvidia"]["loaded_version"] == sys.argv[2]
 PY
-	! grep -q '^run .*\(apt-get\|nvidia-installer\|apt-mark\)' "$M.ops" ||
+	! grep -q '^run .*\(apt-get\|nvidia-installer\|apt-mark\|dnf\|zypper\|rpm\)' "$M.ops" ||
 		fail "$1: the first boot installed: $(grep '^run ' "$M.ops")"
 	grep -q '^module_load nvidia ' "$M.ops" || fail "$1: the first boot loaded nothing"
 	[ -f "$M.state/run/verified-ready" ] || fail "$1: no verified flag after the first boot"
@@ -312,6 +377,162 @@ MTH=packages image_boot ubuntu-packages-image t4-nouveau-ubuntu2204 usr/lib/x86_
 # Debian 12's own driver (the distro method, DKMS), live and as the Packer example builds it
 MTH=distro DRV=$DEB_DRV first_boot debian-distro l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 MTH=distro DRV=$DEB_DRV image_boot debian-distro-image l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
+
+# rpm_state NAME: what dnf left on the RHEL row: the module stream enabled
+# as dnf writes it, every package of the driver locked at its version in
+# the plugin's format, the kernel's development package and the key in
+# rpm's database, the module where DKMS puts it
+rpm_state() {
+	m=$TMP/$1 db=$TMP/$1.archive/rpmdb
+	[ "$(cat "$m/etc/dnf/modules.d/nvidia-driver.module")" = "$(printf '[nvidia-driver]\nname=nvidia-driver\nstream=%s-open\nprofiles=\nstate=enabled' "${DRV%%.*}")" ] ||
+		fail "$1: the module stream: $(cat "$m/etc/dnf/modules.d/nvidia-driver.module")"
+	for p in nvidia-open kmod-nvidia-open-dkms nvidia-driver nvidia-driver-cuda nvidia-driver-cuda-libs; do
+		grep -qxF "$p-3:$DRV-1.el9.*" "$m/etc/dnf/plugins/versionlock.list" ||
+			fail "$1: $p is not locked: $(cat "$m/etc/dnf/plugins/versionlock.list")"
+	done
+	grep -q "^kernel-devel	0:${R%.x86_64}	x86_64	rhel-9-for-x86_64-appstream-rpms$" "$db" && grep -q '^gpg-pubkey	' "$db" ||
+		fail "$1: rpm's database: $(cat "$db")"
+	[ -f "$m/lib/modules/$R/extra/nvidia.ko" ] || fail "$1: no module under lib/modules/$R/extra"
+}
+# NVIDIA's dnf repository (the packages method) on RHEL 9: the module
+# stream, live and as an image; the runfile's image twin
+MTH=packages PKG=rpm FAKE_NV_GPUS=4 first_boot rhel-packages a100-rhel9 usr/lib64
+rpm_state rhel-packages
+MTH=packages PKG=rpm FAKE_NV_GPUS=4 IMG_GPU=A100 image_boot rhel-packages-image a100-rhel9 usr/lib64
+rpm_state rhel-packages-image
+MTH=runfile DRV=$VER FAKE_NV_GPUS=4 IMG_GPU=A100 image_boot rhel-runfile-image a100-rhel9 usr/lib64
+
+# sles_fixture: a SLES 15 SP5 test root, not a capture (no SLES machine
+# was captured): the a100-rhel9 capture's GPUs and machine with SLES 15
+# SP5's own os-release (tests/data/os-release/sles-15.5, as the system
+# ships it), zypper for rpm, and SLES's kernel (5.14.21-150500.55.39-default,
+# its command line, its headers where kernel-default-devel puts them)
+sles_fixture() {
+	F=$TMP/fixtures/sles15sp5 SR=5.14.21-150500.55.39-default
+	rm -rf "$F" && mkdir -p "$TMP/fixtures"
+	cp -a "$FIX/a100-rhel9" "$F"
+	cp tests/data/os-release/sles-15.5 "$F/etc/os-release"
+	rm -rf "$F/usr/bin/dnf" "$F/usr/bin/yum" "$F/lib/modules/"* "$F/usr/src/kernels"
+	: >"$F/usr/bin/zypper" && chmod 755 "$F/usr/bin/zypper"
+	echo "$SR" >"$F/proc/sys/kernel/osrelease"
+	echo "BOOT_IMAGE=/boot/vmlinuz-$SR root=UUID=4f1b2a77-3f43-4c2e-9a8c-5f0e5d1c2b3a splash=silent mitigations=auto quiet" >"$F/proc/cmdline"
+	mkdir -p "$F/lib/modules/$SR" "$F/usr/src/linux-${SR%-default}-obj/x86_64/default"
+	ln -s "/usr/src/linux-${SR%-default}-obj/x86_64/default" "$F/lib/modules/$SR/build"
+	echo 'VERSION = 5' >"$F/usr/src/linux-${SR%-default}-obj/x86_64/default/Makefile"
+}
+
+# toolkit_rpm_archive NAME: NVIDIA's libnvidia-container repository for rpm
+# (stable/rpm/x86_64, one for every rpm distribution; its metadata signed
+# by NVIDIA's key, gpgkey, served where NVIDIA serves it) with the
+# Container Toolkit's four packages at the plan's version, each requiring
+# the next as NVIDIA's do (nvidia-container-toolkit-base with nvidia-ctk
+# and NVIDIA's nvidia-cdi-refresh units, 1.18 and later); the image's
+# kernel in rpm's database; and what nvidia-ctk cdi generate writes (the
+# spec naming the loaded driver's libraries)
+toolkit_rpm_archive() {
+	TA=$TMP/$1.toolkit tr=gpuboot-nvidia-container-toolkit
+	TK=$("$GB" --root "$M" plan --profile "$PROFILE" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["toolkit"]["version"])')
+	rm -rf "$TA" "$TA.cdi"
+	mkdir -p "$TA/nvidia-container-toolkit-base/usr/bin" "$TA/nvidia-container-toolkit-base/usr/lib/systemd/system" \
+		"$TA/nvidia-container-toolkit/usr/bin" "$TA/libnvidia-container-tools/usr/bin" "$TA/libnvidia-container1/usr/lib64" \
+		"$TA.cdi/var/run/cdi"
+	printf 'kernel-default\t0:%s.1\tx86_64\t@System\n' "${R%-default}" >"$TA/rpmdb"
+	for f in nvidia-container-toolkit-base/usr/bin/nvidia-ctk nvidia-container-toolkit-base/usr/bin/nvidia-cdi-hook \
+		nvidia-container-toolkit/usr/bin/nvidia-container-runtime nvidia-container-toolkit/usr/bin/nvidia-container-runtime-hook \
+		libnvidia-container-tools/usr/bin/nvidia-container-cli; do
+		printf '#!/bin/sh\n' >"$TA/$f" && chmod 755 "$TA/$f"
+	done
+	printf '[Unit]\nDescription=Trigger CDI refresh on NVIDIA driver install / uninstall events\n[Path]\nPathChanged=/lib/modules/%%v/modules.dep\n[Install]\nWantedBy=multi-user.target\n' \
+		>"$TA/nvidia-container-toolkit-base/usr/lib/systemd/system/nvidia-cdi-refresh.path"
+	printf '[Unit]\nDescription=Refresh NVIDIA CDI specification file\n[Service]\nType=oneshot\nExecStart=/usr/bin/nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml\n[Install]\nWantedBy=multi-user.target\n' \
+		>"$TA/nvidia-container-toolkit-base/usr/lib/systemd/system/nvidia-cdi-refresh.service"
+	: >"$TA/libnvidia-container1/usr/lib64/libnvidia-container.so.$TK"
+	ln -s "libnvidia-container.so.$TK" "$TA/libnvidia-container1/usr/lib64/libnvidia-container.so.1"
+	printf '{"cdiVersion":"0.5.0","kind":"nvidia.com/gpu","containerEdits":{"mounts":[{"hostPath":"/usr/lib64/libcuda.so.%s"}]}}\n' "$DRV" \
+		>"$TA.cdi/var/run/cdi/nvidia.yaml"
+	{
+		printf 'Name: nvidia-container-toolkit\nRequires: nvidia-container-toolkit-base libnvidia-container-tools\n'
+		printf 'Version: %s-1\nArch: x86_64\nRepo: %s\n\n' "$TK" $tr
+		printf 'Name: nvidia-container-toolkit-base\nVersion: %s-1\nArch: x86_64\nRepo: %s\n\n' "$TK" $tr
+		printf 'Name: libnvidia-container-tools\nRequires: libnvidia-container1\nVersion: %s-1\nArch: x86_64\nRepo: %s\n\n' "$TK" $tr
+		printf 'Name: libnvidia-container1\nVersion: %s-1\nArch: x86_64\nRepo: %s\n\n' "$TK" $tr
+	} >"$TA/Packages"
+	mkdir -p "$TMP/nvmirror/libnvidia-container"
+	cp tests/data/nvidia-keys/gpgkey "$TMP/nvmirror/libnvidia-container/gpgkey"
+}
+# the driver and the Container Toolkit: the minimal profile, the toolkit
+# installed though no container engine is there yet ([toolkit] install = always)
+printf '[profile]\ndescription = the driver and the Container Toolkit\n\n[driver]\nbranch = lts\nmodule_flavor = auto\n\n[cuda]\npolicy = none\n\n[toolkit]\ninstall = always\n\n[verify]\ntier = passive\n' \
+	>"$TMP/toolkit.profile"
+
+# toolkit_boot NAME FIXTURE LIBDIR: bare to exit 0 with the Container
+# Toolkit from NVIDIA's rpm repository (installed at the plan's version by
+# zypper, locked by zypper addlock, its key in rpm's database), then a run
+# with no effect. Waiting on gpuboot: detect reads no rpm database
+# (src/detect/detect-packages.c), so on an rpm root the toolkit gpuboot
+# installed is "nvidia-ctk without its package" (detect-nvidia.c) and every
+# later plan replaces it (plan-installed.c); until detect reads it, the
+# second run's expectation is no effect in the journal and no command that
+# changes anything, not yet first_boot's "nothing run at all, toolkit kept".
+toolkit_boot() {
+	bare_to_ready "$@"
+	python3 - "$M.state/status.json" "$TK" <<'PY' || fail "$1: the toolkit: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); want = "0:%s-1" % sys.argv[2]
+assert d["ready"]["toolkit_ready"], d["ready"]
+pkgs = {p["name"]: p for p in d["install"]["toolkit"]["packages"]}
+assert sorted(pkgs) == sorted(["nvidia-container-toolkit", "nvidia-container-toolkit-base",
+                               "libnvidia-container-tools", "libnvidia-container1"]), pkgs
+assert all(p["after"] == want and p["held"] and not p["before"] for p in pkgs.values()), pkgs
+PY
+	for p in nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1; do
+		grep -qx "solvable_name: $p" "$M/etc/zypp/locks" || fail "$1: $p is not locked: $(cat "$M/etc/zypp/locks")"
+		grep -q "^$p	0:$TK-1	x86_64	gpuboot-nvidia-container-toolkit$" "$TA/rpmdb" || fail "$1: rpm's database: $(cat "$TA/rpmdb")"
+	done
+	grep -q '^gpg-pubkey	0:f796ecb0-' "$TA/rpmdb" || fail "$1: NVIDIA's toolkit key is not in rpm's database"
+	grep -q "^run .* zypper --non-interactive install --auto-agree-with-licenses nvidia-container-toolkit=$TK " "$M.ops" ||
+		fail "$1: $(grep '^run' "$M.ops")"
+	rm -f "$M.ops"
+	gb_run 0 "$3"
+	python3 -c "
+import json; j = json.load(open('$M.state/journal.json'))
+assert j['state'] == 'done' and j['effects_this_run'] == 0, (j['effects_this_run'], [s for s in j['steps'] if s['kind'] != 'stage'])" ||
+		fail "$1: the second run changed something"
+	! grep -q '^run .*\(nvidia-installer\|zypper\|rpm --import\|nvidia-ctk\)' "$M.ops" ||
+		fail "$1: the second run ran: $(grep '^run' "$M.ops")"
+	grep -q "^driver do    keep" "$TMP/out" || fail "$1: the second run does not keep the driver: $(head -5 "$TMP/out")"
+	[ -f "$M.state/run/verified-ready" ] || fail "$1: the second run withdrew the flags"
+	echo "row $1: bare to exit 0, the Container Toolkit from zypper, then a run with no effect"
+}
+# SLES 15 SP5 (the runfile method: NVIDIA's repository is not planned for
+# sles) with the Container Toolkit from NVIDIA's zypper repository
+sles_fixture
+MTH=runfile DRV=$VER FIX=$TMP/fixtures FAKE_NV_GPUS=4 TOOLKIT=1 PROFILE=$TMP/toolkit.profile toolkit_boot sles-toolkit sles15sp5 usr/lib64
+
+# NVIDIA's repository lacks the version the plan pins (it has 580.95.05 of
+# the branch): the install is refused before anything is installed (exit 1,
+# docs/exit-codes.md), the package and version named, no ready flag
+twin_rpm_missing() {
+	MTH=packages PKG=rpm FAKE_NV_GPUS=4 DRV=$VER
+	bare "twin-$1" a100-rhel9 usr/lib64
+	RPM_VER=580.95.05 nvidia_rpm_archive "twin-$1"
+	gb_run 1 usr/lib64
+	python3 - "$M.state/status.json" "$DRV" <<'PY' || fail "twin $1: status: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = {s["name"]: s for s in d["stages"]}
+assert d["exit_code"] == 1 and st["install"]["result"] == "failed", (d["exit_code"], st["install"])
+assert "nvidia-open %s (no such package or version); nothing was installed" % sys.argv[2] in st["install"]["error"], st["install"]
+assert st["install"]["hint"].startswith("nothing was installed"), st["install"]
+assert "load" not in st and not d["ready"]["driver_ready"], (list(st), d["ready"])
+PY
+	! grep -q '^run .* \(dnf -y install\|dnf versionlock\)' "$M.ops" || fail "twin $1: $(grep '^run' "$M.ops")"
+	[ "$(cut -f1 "$A/rpmdb" | sort | tr '\n' ' ')" = "gpg-pubkey kernel-core " ] && [ ! -e "$M/lib/modules/$R/extra" ] &&
+		[ ! -e "$M/usr/lib64/libnvidia-ml.so.1" ] || fail "twin $1: something was installed: $(cat "$A/rpmdb")"
+	no_flags "twin $1"
+	echo "twin $1: exit 1, nvidia-open $DRV named, nothing installed"
+}
+(twin_rpm_missing rpm-version-missing)
 
 # A first boot whose dpkg was killed half-way (the OOM killer, power, a
 # Packer timeout): apt-get install ends by a signal's exit, leaving what a
