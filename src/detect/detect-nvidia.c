@@ -345,13 +345,28 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 		return r;
 
 	if (gb_root_lexists(ctx->root, "usr/bin/nvidia-ctk")) {
-		const char *v = "unknown"; /* the binary without its package */
+		const char *v = NULL;
 		for (size_t i = 0; i < f->nvidia.installed.n_packages; i++)
 			if (streq(f->nvidia.installed.packages[i].name, "nvidia-container-toolkit")) {
 				v = f->nvidia.installed.packages[i].version;
 				break;
 			}
-		f->nvidia.container_toolkit = strdup(v);
+		if (v) {
+			f->nvidia.container_toolkit = strdup(v);
+		} else {
+			/* No dpkg database names it (rpm roots: detect reads no rpm
+			 * database): the toolkit's library carries the release in
+			 * its name, libnvidia-container.so.<version> of
+			 * libnvidia-container1, which NVIDIA releases at the
+			 * toolkit's version. Neither: the binary without its package. */
+			char *path = NULL;
+			r = find_versioned_lib(ctx, "libnvidia-container.so.", &f->nvidia.container_toolkit, &path);
+			free(path);
+			if (r == -ENOMEM)
+				return r;
+			if (r < 0)
+				f->nvidia.container_toolkit = strdup("unknown");
+		}
 		if (!f->nvidia.container_toolkit)
 			return -ENOMEM;
 	}

@@ -21,27 +21,37 @@ while [ "$i" -lt "$RUNS" ]; do
 	echo "healthy run $i exit $?" >>"$sum"
 done
 
-# Late: PyTorch imported first (no CUDA context yet), then told to start
-# its context and a matmul loop just after verify starts: the process is
-# not on the GPU when verify counts them first, and is during the tier.
-rm -f "$S/go"
+# Late: the competing process makes its CUDA context and its tensors before
+# verify starts (so it holds memory only: named, not failed, when verify
+# first counts the processes), and starts computing only once verify has
+# begun: a matmul loop during the active tier, which the count after the
+# measurements (NVML's per-process samples) must catch. Its context is made
+# first because the active tier (~0.8 s) is now shorter than the time
+# PyTorch takes to make one (the 2026-12-03 run that started it at verify's
+# start computed only after verify had ended, and was rightly not flagged).
+rm -f "$S/go" "$S/ready"
 python3 -c "
 import os, time, torch
-while not os.path.exists('$S/go'):
-    time.sleep(0.005)
-t0 = time.time()
 a = torch.randn(8192, 8192, device='cuda'); b = torch.randn(8192, 8192, device='cuda')
-print('context and tensors after %.0f ms' % ((time.time() - t0) * 1e3), flush=True)
-t = time.time()
-while time.time() - t < 15:
+torch.cuda.synchronize()
+open('$S/ready', 'w').close()
+while not os.path.exists('$S/go'):
+    time.sleep(0.001)
+t0 = time.time()
+n = 0
+while time.time() - t0 < 5:
     c = a @ b
+    n += 1
+    if n == 1:
+        torch.cuda.synchronize()
+        print('first matmul done %.0f ms after go' % ((time.time() - t0) * 1e3), flush=True)
 torch.cuda.synchronize()
 " >"$OUT/late-load.log" 2>&1 &
 LOAD=$!
-sleep 5 # the import
+while [ ! -e "$S/ready" ] && kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
 "$GB" verify --tier active --json --state-dir "$S" --run-dir "$S/run" >"$OUT/late.json" 2>"$OUT/late.err" &
 V=$!
-sleep 0.05
+sleep 0.1
 touch "$S/go"
 wait "$V"
 echo "late-load run exit $? (15 expected)" >>"$sum"
@@ -51,7 +61,7 @@ python3 - "$OUT/late.json" >>"$sum" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for c in d["checks"]:
-    if c["name"] in ("gpu.idle_before_test", "gpu.idle_after_test", "compute.fp32", "memory.read_bandwidth"):
+    if c["name"] in ("gpu.idle_before_test", "gpu.idle_after_test", "gpu.other_processes", "compute.fp32", "memory.read_bandwidth"):
         print("late-load %s %s value %s (%s)" % (c["name"], c["result"], c["value"], c.get("hint") or ""))
 PY
 cat "$OUT/late-load.log" >>"$sum"
