@@ -37,6 +37,8 @@ if [ -n "$long" ]; then
 	echo "$long" >&2
 	rc=1
 fi
+echo "lint: layers (scripts/check-layers.py, docs/layers.md)"
+python3 scripts/check-layers.py || rc=1
 echo "lint: cppcheck"
 cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability --inline-suppr \
 	--suppress=missingIncludeSystem -D_GNU_SOURCE -Isrc src || rc=1

@@ -17,7 +17,7 @@
 #include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/macro.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/tls.h"
 #include "shared/util.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "digest.h"
+#include "shared/digest.h"
 #include "fetch.h"
 #include "shared/fileio.h"
 #include "shared/killpoint.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "digest.h"
+#include "shared/digest.h"
 #include "fetch-plan.h"
 #include "fetch.h"
 #include "manifest.h"

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "digest.h"
+#include "shared/digest.h"
 #include "sig.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "digest.h"
+#include "shared/digest.h"
 #include "shared/util.h"
 
 static int hex_decode(const char *hex, unsigned char *out, size_t n)

@@ -14,7 +14,7 @@
 #include "fetch/fetch.h"
 #include "fetch/pgpkey.h"
 #include "install-internal.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"

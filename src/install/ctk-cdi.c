@@ -15,11 +15,11 @@
 
 #include "context.h"
 #include "ctk-internal.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/ops.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
 

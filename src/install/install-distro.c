@@ -20,11 +20,11 @@
 #include "context.h"
 #include "detect/detect.h"
 #include "install-internal.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
 

@@ -25,7 +25,7 @@
 #include "context.h"
 #include "fetch/pgpkey.h"
 #include "install-internal.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"

@@ -17,13 +17,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "effect/pkg.h"
+
 struct gb_ctx;
 struct gb_journal;
 
 #define GB_INSTALL_MAX_PKGS 24
 #define GB_INSTALL_MAX_KERNELS 8
-#define GB_INSTALL_NAME 96
-#define GB_INSTALL_VERSION 64
 #define GB_INSTALL_KVER 80
 
 enum gb_install_method {
@@ -114,15 +114,6 @@ struct gb_install_result {
 	char recovered[256];
 	char error[768]; /* one line: what failed, on what, why (set on failure) */
 };
-
-/* What a killed image install left in an image root (a run after it, and
- * `gpuboot cleanup`): the bind mounts it named in
- * var/lib/gpuboot/chroot-mounts that are still mounted are unmounted (a
- * mount gpuboot did not make is never touched), and usr/sbin/policy-rc.d,
- * where it is gpuboot's, put back as it was. *ret_unmounted counts the
- * mounts undone, *ret_policy whether policy-rc.d was. 0, or a negative
- * errno with err set. */
-int gb_chroot_cleanup(struct gb_ctx *ctx, unsigned *ret_unmounted, bool *ret_policy, char *err, size_t errsz);
 
 /* Install per in into ctx->root. Returns 0, or a negative errno with
  * ret->error naming the cause: -ENOPKG (a package or version the archive

@@ -14,7 +14,7 @@
 
 #include "context.h"
 #include "detect/detect.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "context.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/root.h"

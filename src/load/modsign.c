@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "context.h"
 #include "shared/log.h"
 #include "shared/macro.h"

@@ -16,11 +16,11 @@
 
 #include "context.h"
 #include "devnodes.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
 #include "shared/json-util.h"

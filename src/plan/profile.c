@@ -81,6 +81,7 @@ static const char *const known_checks[] = {
 	"gpu.mig",
 	"gpu.persistence_mode",
 	"gpu.utilization_under_load",
+	"gpu.virtualization",
 	"memory.copy_bandwidth",
 	"memory.pattern",
 	"memory.pattern_coverage",

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "effect/pkg.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
@@ -323,41 +324,6 @@ bool gb_grubcfg_uses_bls(const char *cfg, size_t len)
 {
 	bool found = false;
 	return each_line(cfg, len, bls_line, &found) >= 0 && found;
-}
-
-int gb_rpmvercmp(const char *a, const char *b)
-{
-	while (*a || *b) {
-		while (*a && !isalnum((unsigned char)*a))
-			a++;
-		while (*b && !isalnum((unsigned char)*b))
-			b++;
-		if (!*a || !*b)
-			break;
-		bool num = isdigit((unsigned char)*a);
-		const char *sa = a, *sb = b;
-		if (num != (bool)isdigit((unsigned char)*b))
-			return num ? 1 : -1; /* a number is newer than letters */
-		if (num) {
-			while (*sa == '0')
-				sa++;
-			while (*sb == '0')
-				sb++;
-		}
-		for (a = sa; *a && (num ? isdigit((unsigned char)*a) : isalpha((unsigned char)*a)); a++)
-			;
-		for (b = sb; *b && (num ? isdigit((unsigned char)*b) : isalpha((unsigned char)*b)); b++)
-			;
-		size_t la = (size_t)(a - sa), lb = (size_t)(b - sb);
-		if (num && la != lb)
-			return la < lb ? -1 : 1;
-		int c = strncmp(sa, sb, la < lb ? la : lb);
-		if (c)
-			return c < 0 ? -1 : 1;
-		if (la != lb)
-			return la < lb ? -1 : 1;
-	}
-	return (*a ? 1 : 0) - (*b ? 1 : 0);
 }
 
 int gb_bls_parse(const char *id, const char *buf, size_t len, struct gb_bls_entry *ret)

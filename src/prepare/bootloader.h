@@ -68,7 +68,3 @@ int gb_prepare_next_kernel(struct gb_root *root, char *ret, size_t n);
 
 /* Is s a plausible kernel release ([A-Za-z0-9._+~-], not "." or "..")? */
 bool gb_kver_valid(const char *s);
-
-/* Compare two version strings as rpm does (digit runs numerically, letter
- * runs as text, other bytes separate). <0, 0, >0. */
-int gb_rpmvercmp(const char *a, const char *b);

@@ -17,9 +17,10 @@
 
 #include "bootloader.h"
 #include "context.h"
-#include "install/install-internal.h"
+#include "effect/effect.h"
+#include "effect/pkg.h"
 #include "prepare.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/json-util.h"
 #include "shared/macro.h"
 #include "shared/ops.h"

@@ -13,9 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "effect/pkg.h"
 #include "context.h"
 #include "prepare/initramfs.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/root.h"

@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/json-util.h"
 #include "shared/killpoint.h"
 #include "shared/macro.h"
 #include "shared/redact.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
 

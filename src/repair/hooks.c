@@ -14,9 +14,9 @@
 
 #include "context.h"
 #include "repair-internal.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/macro.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
 #include "shared/json-util.h"

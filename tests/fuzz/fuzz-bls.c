@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "effect/pkg.h"
 #include "prepare/bootloader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

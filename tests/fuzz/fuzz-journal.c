@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "context.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/macro.h"

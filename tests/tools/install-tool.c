@@ -22,7 +22,7 @@
 
 #include "context.h"
 #include "install/install.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/log.h"
 #include "shared/util.h"
 

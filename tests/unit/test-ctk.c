@@ -17,7 +17,7 @@
 
 #include "context.h"
 #include "install/ctk.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"
 #include "shared/macro.h"

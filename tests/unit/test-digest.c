@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fetch/digest.h"
+#include "shared/digest.h"
 #include "unit.h"
 
 static bool fail_now;

@@ -25,7 +25,7 @@
 #include "fetch/pgpkey.h"
 #include "install/install-internal.h"
 #include "install/install.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 #include "shared/util.h"

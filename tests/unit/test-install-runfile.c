@@ -16,7 +16,7 @@
 
 #include "context.h"
 #include "install/install.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 #include "unit.h"

@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "unit.h"
 
 static char base[] = "/tmp/gpuboot-test-journal.XXXXXX";

@@ -21,7 +21,7 @@
 #include "load/kmsg.h"
 #include "load/load.h"
 #include "load/nodes.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 #include "shared/root.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fetch/digest.h"
+#include "shared/digest.h"
 #include "fetch/manifest.h"
 #include "unit.h"
 

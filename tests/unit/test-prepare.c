@@ -20,11 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "effect/pkg.h"
 #include "context.h"
 #include "prepare/bootloader.h"
 #include "prepare/initramfs.h"
 #include "prepare/prepare.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 #include "shared/root.h"

@@ -25,7 +25,7 @@
 #include "context.h"
 #include "repair/repair-internal.h"
 #include "repair/repair.h"
-#include "run/journal.h"
+#include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 #include "shared/root.h"

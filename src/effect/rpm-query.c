@@ -5,14 +5,15 @@
  * versionlock.list and module state files, zypp's locks file. Pure
  * functions over bytes that came from the machine: every field is bounded
  * and checked before it is used in an argv. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "install-internal.h"
-#include "prepare/bootloader.h"
+#include "pkg.h"
+#include "context.h"
 #include "shared/macro.h"
 #include "shared/util.h"
 
@@ -373,4 +374,39 @@ int gb_dnf_module_parse(const char *text, const char *module, char ret_stream[64
 		if (!is_alnum(*s) && !strchr("._+-", *s))
 			return ret_stream[0] = '\0', -EINVAL;
 	return 0;
+}
+
+int gb_rpmvercmp(const char *a, const char *b)
+{
+	while (*a || *b) {
+		while (*a && !isalnum((unsigned char)*a))
+			a++;
+		while (*b && !isalnum((unsigned char)*b))
+			b++;
+		if (!*a || !*b)
+			break;
+		bool num = isdigit((unsigned char)*a);
+		const char *sa = a, *sb = b;
+		if (num != (bool)isdigit((unsigned char)*b))
+			return num ? 1 : -1; /* a number is newer than letters */
+		if (num) {
+			while (*sa == '0')
+				sa++;
+			while (*sb == '0')
+				sb++;
+		}
+		for (a = sa; *a && (num ? isdigit((unsigned char)*a) : isalpha((unsigned char)*a)); a++)
+			;
+		for (b = sb; *b && (num ? isdigit((unsigned char)*b) : isalpha((unsigned char)*b)); b++)
+			;
+		size_t la = (size_t)(a - sa), lb = (size_t)(b - sb);
+		if (num && la != lb)
+			return la < lb ? -1 : 1;
+		int c = strncmp(sa, sb, la < lb ? la : lb);
+		if (c)
+			return c < 0 ? -1 : 1;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+	}
+	return (*a ? 1 : 0) - (*b ? 1 : 0);
 }

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "install-internal.h"
+#include "effect/effect.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"

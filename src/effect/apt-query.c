@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "install-internal.h"
+#include "pkg.h"
 #include "shared/macro.h"
 #include "shared/util.h"
 

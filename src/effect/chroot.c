@@ -14,10 +14,10 @@
 #include <sys/sysmacros.h>
 
 #include "context.h"
-#include "install-internal.h"
-#include "run/journal.h"
+#include "effect/effect.h"
+#include "effect/journal.h"
 #include "shared/macro.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/root.h"
 #include "shared/util.h"
 

@@ -13,12 +13,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fetch/digest.h"
-#include "fileio.h"
-#include "killpoint.h"
-#include "macro.h"
-#include "root.h"
-#include "util.h"
+#include "shared/digest.h"
+#include "shared/fileio.h"
+#include "shared/killpoint.h"
+#include "shared/macro.h"
+#include "shared/root.h"
+#include "shared/util.h"
 
 static int open_dir_in_root(struct gb_root *root, const char *rel, int flags)
 {

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,13 +54,22 @@ void gb_sha256_done(struct gb_sha256 *h)
 int gb_sha256_file(int fd, char hex[65], unsigned long long *ret_size)
 {
 	struct gb_sha256 h;
-	static unsigned char buf[1 << 20];
+	/* the caller's own buffer, not a static one: the background fetch
+	 * thread and the install's journaled writes hash at the same time */
+	const size_t bufsz = 1u << 20;
+	unsigned char *buf = malloc(bufsz);
 	unsigned long long total = 0;
-	int r = gb_sha256_init(&h);
-	if (r < 0)
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = gb_sha256_init(&h);
+	if (r < 0) {
+		free(buf);
 		return r;
+	}
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = read(fd, buf, bufsz);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -76,6 +86,7 @@ int gb_sha256_file(int fd, char hex[65], unsigned long long *ret_size)
 			break;
 	}
 	gb_sha256_done(&h);
+	free(buf);
 	if (r >= 0 && ret_size)
 		*ret_size = total;
 	return r;

@@ -11,13 +11,13 @@
 
 #include "context.h"
 #include "shared/ops.h"
-#include "fetch/digest.h"
+#include "shared/digest.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"
 #include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
-#include "shared/root-write.h"
+#include "effect/root-write.h"
 #include "shared/util.h"
 #include "version.h"
 
