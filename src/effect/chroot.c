@@ -257,7 +257,7 @@ static int policy_restore(struct gb_ctx *ctx, struct gb_journal *j, struct gb_ch
 	else
 		r = gb_root_unlink(ctx->root, POLICY_RC_D);
 	if (r == 0)
-		j->n_effects++;
+		gb_journal_count_effect(j);
 	if (r == 0 && (r = gb_root_unlink(ctx->root, POLICY_SAVED)) == -ENOENT)
 		r = 0;
 	k = gb_journal_end(j, id, r, NULL);

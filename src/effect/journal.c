@@ -517,3 +517,18 @@ json_object *gb_journal_summary(json_object *doc)
 	gb_json_add(o, "last_step_state", last ? gb_json_new_string(gb_json_get_str(last, "state")) : NULL);
 	return o;
 }
+
+void gb_journal_count_effect(struct gb_journal *j)
+{
+	j->n_effects++;
+}
+
+unsigned gb_journal_effects(const struct gb_journal *j)
+{
+	return j->n_effects;
+}
+
+void gb_journal_set_scope(struct gb_journal *j, const char *scope)
+{
+	gb_strscpy(j->scope, sizeof(j->scope), scope ? scope : "");
+}

@@ -57,6 +57,14 @@ int gb_journal_begin(struct gb_journal *j, const char *stage, const char *id, co
 /* Record the step's end: err 0 for done, else failed with the errno;
  * detail (owned, may be NULL) is merged into the record. */
 int gb_journal_end(struct gb_journal *j, const char *id, int err, json_object *detail);
+/* An effect done by the caller's own means (a mknod, a unit enabled):
+ * counted in effects_this_run. */
+void gb_journal_count_effect(struct gb_journal *j);
+/* Effects done in this run so far (0 on a rerun that had nothing to do). */
+unsigned gb_journal_effects(const struct gb_journal *j);
+/* Prefix every step id with "<scope>/" until set again (NULL or "": none):
+ * a part that repeats another's steps keeps its own records. */
+void gb_journal_set_scope(struct gb_journal *j, const char *scope);
 /* Whether step id changed the machine: recorded done (in this run or a
  * killed run this one resumes), not as unchanged. */
 bool gb_journal_step_changed(struct gb_journal *j, const char *id);

@@ -125,7 +125,7 @@ static int link_wants(struct gb_ctk *s, const char *link, const char *target)
 		return r < 0 ? gb_ctk_fail(s, r, "Failed to journal the link '%s': %s", link, strerror(-r)) : 0;
 	r = gb_root_symlink(s->ctx->root, link, target);
 	if (r == 0)
-		s->j->n_effects++;
+		gb_journal_count_effect(s->j);
 	if (gb_journal_end(s->j, id, r, NULL) < 0 && r == 0)
 		r = -EIO;
 	if (r < 0)

@@ -380,7 +380,7 @@ int gb_ctk_systemctl(struct gb_ctk *s, const char *verb, const char *unit)
 		return r < 0 ? gb_ctk_fail(s, r, "Failed to journal systemctl %s %s: %s", verb, unit, strerror(-r)) : 0;
 	r = s->ctx->ops->systemctl(s->ctx->ops, verb, unit);
 	if (r == 0)
-		s->j->n_effects++;
+		gb_journal_count_effect(s->j);
 	if (gb_journal_end(s->j, id, r, NULL) < 0 && r == 0)
 		r = -EIO;
 	return r < 0 ? gb_ctk_fail(s, r, "systemctl %s %s failed: %s; 'journalctl -u %s' says why", verb, unit,

@@ -327,7 +327,7 @@ static int unpack_tree(struct cuda *s)
 		(void)gb_tree_remove_at(s->local_fd, staging); /* the old tree stays as it was */
 	else {
 		s->ret->tree_changed = true;
-		s->j->n_effects++;
+		gb_journal_count_effect(s->j);
 	}
 	{
 		json_object *d = gb_json_new_object();
@@ -374,7 +374,7 @@ static int point_link(struct cuda *s)
 		r = negative_errno();
 	if (r >= 0) {
 		s->ret->link_changed = true;
-		s->j->n_effects++;
+		gb_journal_count_effect(s->j);
 	} else
 		(void)FAIL(s, r, "Failed to point %s/cuda at %s: %s", s->local, s->name, strerror(-r));
 	return gb_journal_end(s->j, "link:usr/local/cuda", r, NULL) < 0 && r >= 0 ? -EIO : r;
@@ -383,7 +383,7 @@ static int point_link(struct cuda *s)
 static int write_config(struct cuda *s)
 {
 	char ld[256], sh[768];
-	unsigned before = s->j->n_effects;
+	unsigned before = gb_journal_effects(s->j);
 	int r;
 
 	snprintf(ld, sizeof(ld),
@@ -404,7 +404,7 @@ static int write_config(struct cuda *s)
 	r = gb_journal_write_file(s->j, STAGE, PROFILE_PATH, sh, strlen(sh), 0644);
 	if (r < 0)
 		return FAIL(s, r, "Failed to write %s in %s: %s", PROFILE_PATH, s->ctx->root->path, strerror(-r));
-	s->ret->config_changed = s->j->n_effects != before;
+	s->ret->config_changed = gb_journal_effects(s->j) != before;
 	return 0;
 }
 

@@ -129,7 +129,7 @@ static int enable_now(struct gb_ctx *ctx, struct gb_journal *j, const char *unit
 			continue; /* enabled in the run this one resumes; start again, a reboot may have passed */
 		r = ctx->ops->systemctl(ctx->ops, verbs[i], unit);
 		if (r == 0)
-			j->n_effects++;
+			gb_journal_count_effect(j);
 		k = gb_journal_end(j, id, r, NULL);
 		if (r < 0)
 			return r;

@@ -181,7 +181,7 @@ static int load_one(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_lo
 		gb_kmsg_mark_close(&mark);
 		res->state = GB_LOAD_LOADED;
 		ret->n_loaded++;
-		j->n_effects++;
+		gb_journal_count_effect(j);
 		return gb_journal_end(j, id, 0, NULL) < 0 ? -EIO : 0;
 	}
 	if (r > 0)
@@ -198,7 +198,7 @@ static int load_one(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_lo
 static int write_conf(struct gb_journal *j, const struct gb_load_input *in, struct gb_load_result *ret)
 {
 	char text[GB_LOAD_MAX_MODULES * (GB_LOAD_PARAMS_MAX + 80) + 256];
-	unsigned before = j->n_effects;
+	unsigned before = gb_journal_effects(j);
 	size_t len;
 	int r;
 
@@ -208,7 +208,7 @@ static int write_conf(struct gb_journal *j, const struct gb_load_input *in, stru
 	r = gb_journal_write_file(j, "load", GB_LOAD_CONF_PATH, text, len, 0644);
 	if (r < 0)
 		return r;
-	ret->conf_changed = j->n_effects != before;
+	ret->conf_changed = gb_journal_effects(j) != before;
 	return 0;
 }
 

@@ -61,7 +61,7 @@ static int make_node(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_d
 	if (r == 0) {
 		ret->made++;
 		if (j)
-			j->n_effects++;
+			gb_journal_count_effect(j);
 	}
 	if (r < 0)
 		snprintf(ret->error, sizeof(ret->error), "Failed to make %s (%u:%u): %s", d->path, d->major, d->minor,
@@ -99,7 +99,7 @@ static int make_link(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_d
 	if (r == 0) {
 		ret->linked++;
 		if (j)
-			j->n_effects++;
+			gb_journal_count_effect(j);
 	} else {
 		snprintf(ret->error, sizeof(ret->error), "Failed to link %s to %s: %s", path, target, strerror(-r));
 	}
@@ -132,9 +132,9 @@ int gb_load_nodes(struct gb_ctx *ctx, struct gb_journal *j, struct gb_nodes_resu
 		r = make_link(ctx, j, &d->node[i], ret);
 	free(d);
 	if (r >= 0 && j) {
-		unsigned mid = j->n_effects;
+		unsigned mid = gb_journal_effects(j);
 		r = gb_journal_write_file(j, STAGE, GB_NODES_UDEV_RULE, udev_rule, sizeof(udev_rule) - 1, 0644);
-		ret->rule_changed = r >= 0 && j->n_effects != mid;
+		ret->rule_changed = r >= 0 && gb_journal_effects(j) != mid;
 		if (r < 0)
 			snprintf(ret->error, sizeof(ret->error), "Failed to write %s: %s", GB_NODES_UDEV_RULE,
 			         strerror(-r));

@@ -221,13 +221,13 @@ static int handle_loaded(struct gb_ctx *ctx, struct gb_journal *j, const struct 
 
 static int write_conf(struct gb_journal *j, const char *path, const char *text, struct gb_prepare_result *ret)
 {
-	unsigned before = j->n_effects;
+	unsigned before = gb_journal_effects(j);
 	int r = gb_journal_write_file(j, "prepare", path, text, strlen(text), 0644);
 	if (r < 0) {
 		snprintf(ret->cause, sizeof(ret->cause), "cannot write %s: %s", path, strerror(-r));
 		return r;
 	}
-	ret->blacklist_changed |= j->n_effects > before;
+	ret->blacklist_changed |= gb_journal_effects(j) > before;
 	return 0;
 }
 

@@ -197,7 +197,7 @@ static int step(struct gb_journal *j, const char *id, const char *kind, json_obj
 	r = fn(j->ctx, arg);
 	gb_kill_point("effect");
 	if (r == 0)
-		j->n_effects++;
+		gb_journal_count_effect(j);
 	if (r > 0) {
 		u = gb_json_new_object();
 		gb_json_add(u, "unchanged", gb_json_new_boolean(true));

@@ -131,7 +131,7 @@ static int enable(struct gb_ctx *ctx, struct gb_journal *j)
 		return r < 0 ? r : 0;
 	r = ctx->root->is_host ? ctx->ops->systemctl(ctx->ops, "enable", GB_REPAIR_UNIT) : link_wants(ctx);
 	if (r == 0)
-		j->n_effects++;
+		gb_journal_count_effect(j);
 	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;
 }
 

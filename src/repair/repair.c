@@ -110,7 +110,7 @@ static int unlink_marker(struct gb_ctx *ctx, struct gb_journal *j, struct gb_rep
 		return r < 0 ? r : 0;
 	r = gb_root_unlink(ctx->root, p);
 	if (r == 0) {
-		j->n_effects++;
+		gb_journal_count_effect(j);
 		ret->marker_removed = true;
 	}
 	return gb_journal_end(j, id, r, NULL) < 0 ? -EIO : r;

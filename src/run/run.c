@@ -292,9 +292,9 @@ static int load_cdi(struct run *r, struct gb_stage *st)
 		return 0;
 	if (!r->ctk && !(r->ctk = calloc(1, sizeof(*r->ctk))))
 		return GB_EXIT_FAILED;
-	gb_strscpy(r->journal->scope, sizeof(r->journal->scope), "toolkit");
+	gb_journal_set_scope(r->journal, "toolkit");
 	k = gb_ctk_cdi(r->ctx, r->journal, &in, r->ctk);
-	r->journal->scope[0] = '\0';
+	gb_journal_set_scope(r->journal, NULL);
 	gb_json_add(r->st.load, "cdi", gb_ctk_result_to_json(r->ctk));
 	if (k >= 0)
 		return 0;
@@ -860,9 +860,9 @@ static int install_toolkit(struct run *r, char *err, size_t errsz, json_object *
 		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
 		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.toolkit.version);
 	}
-	gb_strscpy(r->journal->scope, sizeof(r->journal->scope), "toolkit");
+	gb_journal_set_scope(r->journal, "toolkit");
 	k = gb_install(r->ctx, &in, r->journal, res);
-	r->journal->scope[0] = '\0';
+	gb_journal_set_scope(r->journal, NULL);
 	*ret_json = gb_install_result_to_json(res);
 	if (k < 0)
 		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
@@ -882,11 +882,11 @@ static int configure_toolkit(struct run *r, json_object **ret_json)
 	r->ctk = calloc(1, sizeof(*r->ctk));
 	if (!r->ctk)
 		return -ENOMEM;
-	gb_strscpy(r->journal->scope, sizeof(r->journal->scope), "toolkit");
+	gb_journal_set_scope(r->journal, "toolkit");
 	k = gb_ctk_configure(r->ctx, r->journal, &in, r->ctk);
 	if (k >= 0 && in.image)
 		k = gb_ctk_cdi(r->ctx, r->journal, &in, r->ctk);
-	r->journal->scope[0] = '\0';
+	gb_journal_set_scope(r->journal, NULL);
 	*ret_json = gb_ctk_result_to_json(r->ctk);
 	return k;
 }
