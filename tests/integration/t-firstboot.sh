@@ -527,6 +527,8 @@ assert j['state'] == 'done' and j['effects_this_run'] == 0, (j['effects_this_run
 # sles) with the Container Toolkit from NVIDIA's zypper repository
 sles_fixture
 MTH=runfile DRV=$VER FIX=$TMP/fixtures FAKE_NV_GPUS=4 TOOLKIT=1 PROFILE=$TMP/toolkit.profile toolkit_boot sles-toolkit sles15sp5 usr/lib64
+# and as an image: the runfile method into a SLES root, its first boot by its own unit
+MTH=runfile DRV=$VER FIX=$TMP/fixtures FAKE_NV_GPUS=4 IMG_GPU=A100 image_boot sles-runfile-image sles15sp5 usr/lib64
 
 # NVIDIA's repository lacks the version the plan pins (it has 580.95.05 of
 # the branch): the install is refused before anything is installed (exit 1,
