@@ -186,12 +186,25 @@ BRANCHES = [
     (565, "new-feature", "2025-01-31", "4.15"),
     (570, "production", "2026-02-28", "4.15"),
     (575, "new-feature", "2025-08-31", "4.15"),
-    (580, "ltsb", "2028-08-31", "4.15"),
+    # R580: "End of Life June 2028" on NVIDIA's r615 and r620 pages (the
+    # older v580 page said August 2028; the newer source wins)
+    (580, "ltsb", "2028-06-30", "4.15"),
     (590, "new-feature", "2026-03-31", "4.15"),
     (595, "production", "2027-03-31", "4.15"),
-    (610, "new-feature", "", "4.15"),
-    (620, "ltsb", "2029-12-31", "4.15"),
+    # R610 New Feature Branch: "End of Life August 2026" (NVIDIA's r615 page)
+    (610, "new-feature", "2026-08-31", "4.15"),
+    # R615: NVIDIA's data-center documentation has an r615 edition (Sep 09,
+    # 2026) whose table lists no date for it (a New Feature Branch: "short-lived
+    # and do not have an end-of-life date")
+    (615, "new-feature", "", "4.15"),
+    # R620 Long Term Support Branch: "End of Life September 2029" (NVIDIA's
+    # r620 page); its installation guide (Nov 09, 2026) 4.1 "Proprietary
+    # Kernel Modules Removed": from R620 on, the open module only
+    (620, "ltsb", "2029-09-30", "4.15"),
 ]
+# The first branch without the proprietary kernel module (r620 Driver
+# Installation Guide, 4.1 "Proprietary Kernel Modules Removed").
+PROPRIETARY_LAST_BEFORE = 620
 
 # CUDA release -> minimum Linux driver (strict, no minor-version compatibility)
 CUDA_MIN_DRIVER = [
@@ -332,6 +345,7 @@ def gen_data(data):
         out.append(f"\t{{ {b}, {tc}, {c_str(eol or None)}, {c_str(kmin)} }},")
     out.append("};")
     out.append("const size_t gb_branches_len = sizeof(gb_branches) / sizeof(gb_branches[0]);")
+    out.append(f"const unsigned gb_proprietary_removed_from = {PROPRIETARY_LAST_BEFORE};")
     out.append("")
 
     # Runfiles: NVIDIA's own downloads only (no Vulkan betas, no betas).

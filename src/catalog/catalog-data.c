@@ -45,13 +45,15 @@ const struct gb_branch gb_branches[] = {
 	{ 565, GB_BRANCH_NEW_FEATURE, "2025-01-31", "4.15" },
 	{ 570, GB_BRANCH_PRODUCTION, "2026-02-28", "4.15" },
 	{ 575, GB_BRANCH_NEW_FEATURE, "2025-08-31", "4.15" },
-	{ 580, GB_BRANCH_LTSB, "2028-08-31", "4.15" },
+	{ 580, GB_BRANCH_LTSB, "2028-06-30", "4.15" },
 	{ 590, GB_BRANCH_NEW_FEATURE, "2026-03-31", "4.15" },
 	{ 595, GB_BRANCH_PRODUCTION, "2027-03-31", "4.15" },
-	{ 610, GB_BRANCH_NEW_FEATURE, NULL, "4.15" },
-	{ 620, GB_BRANCH_LTSB, "2029-12-31", "4.15" },
+	{ 610, GB_BRANCH_NEW_FEATURE, "2026-08-31", "4.15" },
+	{ 615, GB_BRANCH_NEW_FEATURE, NULL, "4.15" },
+	{ 620, GB_BRANCH_LTSB, "2029-09-30", "4.15" },
 };
 const size_t gb_branches_len = sizeof(gb_branches) / sizeof(gb_branches[0]);
+const unsigned gb_proprietary_removed_from = 620;
 
 const struct gb_runfile gb_runfiles[] = {
 	{ "304.134", "x86_64", "LEGACY", "42213765cd28078314657d3c1ba382584f09e5e57598240596021f4f76c0c443", 42217254ull, "https://download.nvidia.com/XFree86/Linux-x86_64/304.134/NVIDIA-Linux-x86_64-304.134-no-compat32.run" },

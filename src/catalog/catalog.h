@@ -56,7 +56,7 @@ enum gb_branch_type {
 struct gb_branch {
 	unsigned branch; /* 580 */
 	enum gb_branch_type type;
-	const char *eol; /* "2028-08-31", NULL when not announced */
+	const char *eol; /* "2028-06-30", NULL when not announced */
 	const char *min_kernel; /* "4.15" */
 };
 
@@ -103,6 +103,9 @@ struct gb_distro_min {
 
 extern const struct gb_branch gb_branches[];
 extern const size_t gb_branches_len;
+/* The first branch without the proprietary kernel module (R620: NVIDIA's r620
+ * Driver Installation Guide, 4.1 "Proprietary Kernel Modules Removed"). */
+extern const unsigned gb_proprietary_removed_from;
 extern const struct gb_runfile gb_runfiles[];
 extern const size_t gb_runfiles_len;
 extern const struct gb_cuda_release gb_cuda_releases[];

@@ -261,6 +261,23 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 	} else if (prof->flavor == GB_FLAVOR_OPEN) {
 		p->driver.flavor = "open";
 		SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");
+	} else if (p->driver.branch >= gb_proprietary_removed_from) {
+		/* no proprietary module to choose (a hold-back, a profile's ask) */
+		if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
+			refuse(
+			    p, GB_EXIT_UNSUPPORTED,
+			    "the profile asks for the proprietary module, which R%u does not have (NVIDIA removed it "
+			    "from R%u on: r%u Driver Installation Guide, 4.1); use module_flavor = auto or a branch "
+			    "before R%u",
+			    p->driver.branch, gb_proprietary_removed_from, gb_proprietary_removed_from,
+			    gb_proprietary_removed_from);
+			return;
+		}
+		p->driver.flavor = "open";
+		SAY(p->driver.flavor_reason,
+		    "R%u has only the open kernel module (NVIDIA removed the proprietary one from R%u on)%s%s%s",
+		    p->driver.branch, gb_proprietary_removed_from, hb ? "; the hold-back of " : "", hb ? hb->name : "",
+		    hb ? " cannot apply" : "");
 	} else if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
 		p->driver.flavor = "proprietary";
 		SAY(p->driver.flavor_reason, "the profile asks for the proprietary module");
