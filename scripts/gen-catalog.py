@@ -40,7 +40,11 @@ CC_BY_CHIP = {
     "GV100": "7.0",
     "GA100": "8.0", "GA10B": "8.7",
     "GH100": "9.0",
-    "GB100": "10.0", "GB102": "10.0", "GB110": "10.3", "GB112": "10.3", "GB10": "12.1",
+    "GB100": "10.0", "GB102": "10.0", "GB110": "10.3", "GB112": "10.3",
+    # GB10 (DGX Spark), "GB20B [GB10]" in pci.ids: 12.1 ("12.1 NVIDIA GB10
+    # (DGX Spark)", NVIDIA's CUDA GPU Compute Capability page); without the B
+    # it would fall into GB2's 12.0
+    "GB20B": "12.1",
 }
 CC_BY_FAMILY = {"TU": "7.5", "GA": "8.6", "AD": "8.9", "GB2": "12.0"}
 

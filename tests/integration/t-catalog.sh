@@ -12,4 +12,10 @@ grep -q '{ 0x2335, "GH100", "H200 SXM 141GB", GB_ARCH_HOPPER, "9.0", GB_OPEN_LIS
 grep -q '{ 0x102d, "GK210", "Tesla K80", GB_ARCH_KEPLER, "3.7", GB_OPEN_NO, 470 }' src/catalog/catalog-pci.c || fail "K80 row"
 grep -q '"580.159.04", "x86_64", "TESLA", "[0-9a-f]\{64\}"' src/catalog/catalog-data.c || fail "580.159.04 runfile"
 grep -q 'vulkan-beta' src/catalog/catalog-data.c && fail "Vulkan betas leaked into the runfile catalog"
+# facts checked against NVIDIA's own pages (data/SOURCES.md, 2026-12-03)
+grep -q '{ 0x2e12, "GB20B", "GB10", GB_ARCH_BLACKWELL, "12.1",' src/catalog/catalog-pci.c || fail "GB10 is compute capability 12.1"
+grep -q '{ 580, GB_BRANCH_LTSB, "2028-06-30", "4.15" }' src/catalog/catalog-data.c || fail "R580 ends June 2028"
+grep -q '{ 620, GB_BRANCH_LTSB, "2029-09-30", "4.15" }' src/catalog/catalog-data.c || fail "R620 ends September 2029"
+grep -q '{ 610, GB_BRANCH_NEW_FEATURE, "2026-08-31", "4.15" }' src/catalog/catalog-data.c || fail "R610 ends August 2026"
+grep -q '^const unsigned gb_proprietary_removed_from = 620;' src/catalog/catalog-data.c || fail "R620 has no proprietary module"
 echo ok
