@@ -303,7 +303,7 @@ dkms-build|proc_cmd "nvidia-kernel-dkms.postinst"
 apt-mark-hold|proc_cmd "apt-mark hold cuda\|apt-mark hold nvidia-driver"
 toolkit-install|proc_cmd "apt-get install.*nvidia-container-toolkit="
 toolkit-hold|proc_cmd "apt-mark hold.*nvidia-container"
-toolkit-config|proc_cmd "nvidia-ctk"
+toolkit-config|grep -q "etc/docker/daemon.json" "$R/var/lib/gpuboot/journal.json" 2>/dev/null
 firstboot-unit|grep -q gpuboot-firstboot.service "$R/var/lib/gpuboot/journal.json" 2>/dev/null'
 kp_kills=0 kp_missed=0 kp_fail=0 kp_n=0
 t_kp=$(date +%s)
@@ -312,23 +312,28 @@ while IFS='|' read -r name trigger; do
 	[ -n "${KP_ONLY:-}" ] && ! echo " $KP_ONLY " | grep -q " $name " && continue
 	kp_n=$((kp_n + 1))
 	R=$work/kp
-	rm -rf "$R" && cp -a "$work/pristine" "$R"
-	"$GB" --root "$R" run --target-gpu T4 --profile "$work/test.profile" --method packages \
-		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" >"$work/kp.out" 2>"$work/kp.err" &
-	PID=$!
-	fired=
-	while kill -0 "$PID" 2>/dev/null; do
-		if eval "$trigger"; then
-			kill_tree
-			fired=1
-			break
-		fi
-		sleep 0.01
+	# a step shorter than the poll (apt-mark, dpkg-deb on a small package)
+	# can be missed: up to three tries, each on a fresh copy
+	fired= try=0
+	while [ -z "$fired" ] && [ "$try" -lt 3 ]; do
+		try=$((try + 1))
+		rm -rf "$R" && cp -a "$work/pristine" "$R"
+		"$GB" --root "$R" run --target-gpu T4 --profile "$work/test.profile" --method packages \
+			--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" >"$work/kp.out" 2>"$work/kp.err" &
+		PID=$!
+		while kill -0 "$PID" 2>/dev/null; do
+			if eval "$trigger"; then
+				kill_tree
+				fired=1
+				break
+			fi
+			sleep 0.01
+		done
+		wait "$PID" 2>/dev/null
 	done
-	wait "$PID" 2>/dev/null
 	if [ -z "$fired" ]; then
 		kp_missed=$((kp_missed + 1))
-		echo "    $name: missed (the run ended first)"
+		echo "    $name: missed (the run ended first, 3 tries)"
 	else
 		kp_kills=$((kp_kills + 1))
 	fi
@@ -365,6 +370,6 @@ sys.exit(not (d['result']=='installed-pending-first-boot' and d['exit_code']==0 
 done <"$work/kp.list"
 echo "image-packages: kill points: $kp_n points, $kp_kills kills, $kp_missed missed, $kp_fail failures, $(($(date +%s) - t_kp)) s"
 check "killed at $kp_kills points of $kp_n, every rerun converged" test "$kp_fail" = 0
-check "  at least 10 points fired (a kill, not a run that ended first)" test "$kp_kills" -ge 10
+[ -n "${KP_ONLY:-}" ] || check "  at least 10 points fired (a kill, not a run that ended first)" test "$kp_kills" -ge 10
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
