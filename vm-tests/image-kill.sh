@@ -144,17 +144,8 @@ for name in $(cat "$work/ran"); do
 	FIRST_SEEN=
 	run_gb >"$work/$name.run.out" 2>"$work/$name.run.err" &
 	PID=$!
-	fired=
-	while kill -0 "$PID" 2>/dev/null; do
-		if eval "$trigger"; then
-			fired=1
-			kill_tree
-			break
-		fi
-		sleep 0.1
-	done
-	wait "$PID" 2>/dev/null
-	rc1=$?
+	kill_on "$trigger" 0.1
+	rc1=$kill_rc
 	t1=$(date +%s)
 	if [ "$name" = full-disk ]; then
 		err=$(grep -m1 'error:' "$work/$name.run.err")

@@ -202,17 +202,8 @@ rm -rf "$state"
 . vm-tests/lib-kill.sh
 run good/ >"$work/killed.out" 2>"$work/killed.err" &
 PID=$!
-killed=
-while kill -0 "$PID" 2>/dev/null; do
-	if proc_cmd "^dpkg .*--unpack\|^/usr/bin/dpkg .*--unpack\|^dpkg .*--configure\|^/usr/bin/dpkg .*--configure"; then
-		kill_tree
-		killed=1
-		break
-	fi
-	sleep 0.02
-done
-wait "$PID" 2>/dev/null
-check "the first install was killed inside dpkg" test -n "$killed"
+kill_on 'proc_cmd "^dpkg .*--unpack\|^/usr/bin/dpkg .*--unpack\|^dpkg .*--configure\|^/usr/bin/dpkg .*--configure"' 0.02
+check "the first install was killed inside dpkg" test -n "$fired"
 echo "    killed: $(grep -c " $root/" /proc/mounts) mount(s) left; dpkg --audit: $(chroot "$root" dpkg --audit 2>&1 | head -n 1)"
 run good/ >"$work/run1.out" 2>"$work/run1.err"
 rc=$?
@@ -321,15 +312,7 @@ while IFS='|' read -r name trigger; do
 		"$GB" --root "$R" run --target-gpu T4 --profile "$work/test.profile" --method packages \
 			--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" >"$work/kp.out" 2>"$work/kp.err" &
 		PID=$!
-		while kill -0 "$PID" 2>/dev/null; do
-			if eval "$trigger"; then
-				kill_tree
-				fired=1
-				break
-			fi
-			sleep 0.01
-		done
-		wait "$PID" 2>/dev/null
+		kill_on "$trigger"
 	done
 	if [ -z "$fired" ]; then
 		kp_missed=$((kp_missed + 1))

@@ -29,3 +29,20 @@ kill_tree() {
 	kill -KILL $pids 2>/dev/null
 	wait "$PID" 2>/dev/null
 }
+# kill_on TRIGGER [POLL]: while the run lives, evaluate TRIGGER (a shell
+# test naming what runs) every POLL seconds (default 0.01); when it holds,
+# kill the tree. Sets fired (1, or "" when the run ended first) and
+# kill_rc (what wait said of the run).
+kill_on() {
+	fired=
+	while kill -0 "$PID" 2>/dev/null; do
+		if eval "$1"; then
+			fired=1
+			kill_tree
+			break
+		fi
+		sleep "${2:-0.01}"
+	done
+	wait "$PID" 2>/dev/null
+	kill_rc=$?
+}

@@ -997,6 +997,24 @@ static int rpm_audit(struct rinst *s)
 	return 0;
 }
 
+/* rpm -V with every attribute check off: only files that are gone. */
+#define RPM_V_FLAGS                                                                                                \
+	"rpm", "-V", "--nodeps", "--noscripts", "--nofiledigest", "--nosize", "--nomtime", "--nomode", "--nordev", \
+	    "--nouser", "--nogroup", "--nolinkto", "--nocaps"
+#define RPM_V_NFLAGS 13
+
+/* rpm -V of names (NULL-terminated after the flags) printed a "missing" line? */
+static int verify_missing(struct rinst *s, const char *const *argv, bool *ret)
+{
+	int r = query(s, argv, false);
+	*ret = false;
+	if (r < 0)
+		return r;
+	for (const char *l = s->res->output; l && *l && !*ret; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		*ret = gb_startswith(l, "missing ") != NULL;
+	return 0;
+}
+
 /* rpm -V of each plan package at its version: a file rpm installed and
  * that is gone (a kill inside the transaction, a disk repaired after a
  * power cut, a hand's rm) makes the package damaged; only the "missing"
@@ -1004,29 +1022,31 @@ static int rpm_audit(struct rinst *s)
  * s->damaged. */
 static int rpm_verify(struct rinst *s)
 {
-	size_t o = 0;
+	const char *argv[RPM_V_NFLAGS + GB_INSTALL_MAX_PKGS + 1] = { RPM_V_FLAGS };
+	size_t a = RPM_V_NFLAGS, o = 0;
+	bool missing;
+	int r;
 
 	s->damaged[0] = '\0';
-	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
+	for (size_t i = 0; i < s->ret->n_pkgs && a < ARRAY_SIZE(argv) - 1; i++) {
 		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
-		const char *argv[] = { "rpm",       "-V",         "--nodeps", "--noscripts", "--nofiledigest",
-			               "--nosize",  "--nomtime",  "--nomode", "--nordev",    "--nouser",
-			               "--nogroup", "--nolinkto", "--nocaps", p->name,       NULL };
-		int r;
-		if (!p->before[0] || !gb_rpm_version_matches(p->before, p->wanted))
-			continue; /* not there: the install puts it on whole */
-		r = query(s, argv, false);
-		if (r < 0)
-			return r;
-		for (const char *l = s->res->output; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-			if (gb_startswith(l, "missing ")) {
-				if (o + strlen(p->name) + 2 < sizeof(s->damaged))
-					o += (size_t)snprintf(s->damaged + o, sizeof(s->damaged) - o, "%s%s",
-					                      o ? " " : "", p->name);
-				break;
-			}
+		if (p->before[0] && gb_rpm_version_matches(p->before, p->wanted))
+			argv[a++] = p->name; /* not there: the install puts it on whole */
 	}
-	return 0;
+	argv[a] = NULL;
+	if (a == RPM_V_NFLAGS)
+		return 0;
+	/* one query for all (a rerun's whole cost); only when something is
+	 * missing, one per package to say which (rpm -V names no package) */
+	r = verify_missing(s, argv, &missing);
+	for (size_t i = RPM_V_NFLAGS; r >= 0 && missing && argv[i]; i++) {
+		const char *one[RPM_V_NFLAGS + 2] = { RPM_V_FLAGS, argv[i], NULL };
+		bool m;
+		r = verify_missing(s, one, &m);
+		if (r >= 0 && m && o + strlen(argv[i]) + 2 < sizeof(s->damaged))
+			o += (size_t)snprintf(s->damaged + o, sizeof(s->damaged) - o, "%s%s", o ? " " : "", argv[i]);
+	}
+	return r < 0 ? r : 0;
 }
 
 /* The damaged packages reinstalled at the version they are at (dnf -y

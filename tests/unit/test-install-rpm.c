@@ -523,6 +523,22 @@ TEST(dnf_install)
 	run_done(&x);
 }
 
+/* A RHEL 9 root with everything in place: the driver's packages at
+ * 595.84 and versionlocked (as dnf's plugin writes them), the stream
+ * enabled, the module built, the key in rpm's database. */
+static void rhel_in_place(char *spec, size_t sz)
+{
+	make_root(&rhel9);
+	put("root/etc/dnf/plugins/versionlock.list",
+	    "\n# Added lock on Mon Dec  1 10:00:00 2026\nnvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n"
+	    "kmod-nvidia-open-dkms-3:595.84-1.el9.*\nnvidia-driver-cuda-libs-3:595.84-1.el9.*\n");
+	put("root/etc/dnf/modules.d/nvidia-driver.module",
+	    "[nvidia-driver]\nname=nvidia-driver\nstream=595-open\nprofiles=\nstate=enabled\n");
+	put("root/lib/modules/" RHEL_KVER "/extra/nvidia.ko.xz", "");
+	rhel_spec(spec, sz, true);
+	script(spec, sz, "rpm -q gpg-pubkey", 0, "pubkey", pubkey_line);
+}
+
 /* Everything in place: the first run writes the key, the repo file and
  * the blacklist and runs no package manager; the second changes nothing
  * and does not even download the key (its URL is gone). */
@@ -532,15 +548,7 @@ TEST(dnf_rerun)
 	struct run x;
 	json_object *o;
 
-	make_root(&rhel9);
-	put("root/etc/dnf/plugins/versionlock.list",
-	    "\n# Added lock on Mon Dec  1 10:00:00 2026\nnvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n"
-	    "kmod-nvidia-open-dkms-3:595.84-1.el9.*\nnvidia-driver-cuda-libs-3:595.84-1.el9.*\n");
-	put("root/etc/dnf/modules.d/nvidia-driver.module",
-	    "[nvidia-driver]\nname=nvidia-driver\nstream=595-open\nprofiles=\nstate=enabled\n");
-	put("root/lib/modules/" RHEL_KVER "/extra/nvidia.ko.xz", "");
-	rhel_spec(spec, sizeof(spec), true);
-	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", pubkey_line);
+	rhel_in_place(spec, sizeof(spec));
 	run_install(&x, &rhel9, spec, TEST_KEY, open_stream, "595.84");
 	CHECK_INT(x.r, 0);
 	if (x.r)
@@ -910,15 +918,7 @@ TEST(missing_files)
 		                            "zypper --non-interactive install --force nvidia-open", NULL };
 	const char *const open[] = { "nvidia-open", NULL };
 
-	make_root(&rhel9);
-	put("root/etc/dnf/plugins/versionlock.list",
-	    "nvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n"
-	    "kmod-nvidia-open-dkms-3:595.84-1.el9.*\nnvidia-driver-cuda-libs-3:595.84-1.el9.*\n");
-	put("root/etc/dnf/modules.d/nvidia-driver.module",
-	    "[nvidia-driver]\nname=nvidia-driver\nstream=595-open\nprofiles=\nstate=enabled\n");
-	put("root/lib/modules/" RHEL_KVER "/extra/nvidia.ko.xz", "");
-	rhel_spec(spec, sizeof(spec), true);
-	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", pubkey_line);
+	rhel_in_place(spec, sizeof(spec));
 	/* rpm's own words (lib/verify.c): "missing", the attribute, the path */
 	script(
 	    spec, sizeof(spec),
@@ -938,15 +938,7 @@ TEST(missing_files)
 	run_done(&x);
 
 	/* the same, nothing missing: nothing runs */
-	make_root(&rhel9);
-	put("root/etc/dnf/plugins/versionlock.list",
-	    "nvidia-open-3:595.84-1.el9.*\nnvidia-driver-3:595.84-1.el9.*\n"
-	    "kmod-nvidia-open-dkms-3:595.84-1.el9.*\nnvidia-driver-cuda-libs-3:595.84-1.el9.*\n");
-	put("root/etc/dnf/modules.d/nvidia-driver.module",
-	    "[nvidia-driver]\nname=nvidia-driver\nstream=595-open\nprofiles=\nstate=enabled\n");
-	put("root/lib/modules/" RHEL_KVER "/extra/nvidia.ko.xz", "");
-	rhel_spec(spec, sizeof(spec), true);
-	script(spec, sizeof(spec), "rpm -q gpg-pubkey", 0, "pubkey", pubkey_line);
+	rhel_in_place(spec, sizeof(spec));
 	script(spec, sizeof(spec), "rpm -V", 1, "verify-changed",
 	       "S.5....T.  c /etc/nvidia/nvidia-application-profiles-rc\n");
 	run_install(&x, &rhel9, spec, TEST_KEY, open, "595.84");
