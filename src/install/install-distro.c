@@ -674,6 +674,15 @@ static int dpkg_recover(struct inst *s)
 	               s->ctx->root->path);
 	gb_journal_repeat_id(s->j, "dpkg-configure-a", id, sizeof(id));
 	r = effect(s, id, configure, apt_ms);
+	if (r == -EIO) {
+		/* dpkg configures what it can and fails on a package a kill left
+		 * half-installed ("reinstall it before attempting configuration"):
+		 * the reinstall below mends that, and the audit after it judges */
+		gb_log_warning("dpkg --configure -a did not finish in %s (%s): going on with the reinstall",
+		               s->ctx->root->path, s->ret->error);
+		s->ret->error[0] = '\0';
+		r = 0;
+	}
 	if (r >= 0)
 		r = dpkg_audit(s);
 	if (r >= 0 && s->interrupted[0] && (n = audit_names(s->res->output, names, ARRAY_SIZE(names))) > 0) {

@@ -23,7 +23,8 @@
  *   dpkg --audit              those packages, in dpkg's words; exit 0
  *   dpkg [--force-...] --configure -a   each of them "ok installed" (but a
  *                             half-installed one, which only a reinstall
- *                             mends), the records gone
+ *                             mends: dpkg's "very bad inconsistent state",
+ *                             exit 1, as the real one), the records gone
  *   apt-get install ...       refused while records remain (exit 100, apt's
  *                             "dpkg was interrupted ..."), as apt does
  *   apt-get -f install        exit 0
@@ -241,14 +242,27 @@ static int dpkg_configure_all(const char *root, struct gb_cmd_result *ret)
 	struct db d;
 	int r;
 
+	unsigned refused = 0;
+
 	r = db_read_root(root, &d);
 	for (size_t i = 0; r >= 0 && i < d.n; i++)
-		if (half_done(&d.p[i]) && !strstr(d.p[i].status, " half-installed")) { /* that one needs a reinstall */
+		if (half_done(&d.p[i]) && strstr(d.p[i].status, " half-installed")) {
+			/* only a reinstall mends it: dpkg says so and fails (exit 1) */
+			out(ret,
+			    "dpkg: error processing package %s (--configure):\n package is in a very bad inconsistent "
+			    "state; you should\n reinstall it before attempting configuration\n%s%s",
+			    d.p[i].name, "", "");
+			refused++;
+		} else if (half_done(&d.p[i])) {
 			gb_strscpy(d.p[i].status, sizeof(d.p[i].status),
 			           gb_startswith(d.p[i].status, "hold ") ? "hold ok installed"
 			                                                 : "install ok installed");
 			out(ret, "Setting up %s (%s) ...%s\n", d.p[i].name, d.p[i].version, "");
 		}
+	if (refused) {
+		out(ret, "Errors were encountered while processing:\n%s%s%s", "", "", "");
+		ret->status = 1 << 8;
+	}
 	if (r >= 0)
 		r = db_write(root, &d);
 	if (r >= 0)
