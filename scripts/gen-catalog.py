@@ -274,7 +274,15 @@ DISTRO_MIN = [("ubuntu", "20.04"), ("debian", "11"), ("rhel", "8"), ("rocky", "8
 #   grace      a Grace superchip: the CPU is aarch64 (sbsa), open module only
 #   held_back  kept on the proprietary module by default (cloud vendors'
 #              images after GSP problems on the open one; docs/plan.md)
-#   hgx8_nvsw  NVSwitches on the 8-GPU HGX board of that SXM part
+#   hgx8_nvsw  NVSwitches on the 8-GPU HGX board of that SXM part (NVIDIA's
+#              NVSwitch platform list: HGX B300, B200, H200, H100, H800 and
+#              A100 8-GPU baseboards; the counts from the Fabric Manager
+#              user guide's baseboard topologies: A100 6, H100/H200 4, B200 2;
+#              H800's board is H100's; B300 2 as B200, data/SOURCES.md)
+#   hidden     the board's NVSwitches are not PCI functions of the host:
+#              from B200 on they sit behind the board's ConnectX bridge
+#              (the fabric manager and NVLSM reach them over InfiniBand),
+#              so a live 8-GPU host shows none and the plan assumes them
 #   mem_mib    the memory NVML reports as total (nvidia-smi -q, FB Memory
 #              Usage, Total) on these parts in the clouds; 0 = not recorded,
 #              then memory gates are decided at verification. H200: data/
@@ -283,8 +291,9 @@ DISTRO_MIN = [("ubuntu", "20.04"), ("debian", "11"), ("rhel", "8"), ("rocky", "8
 # A Grace part, and the T4G (sold only with AWS Graviton2, g5g), imply an
 # aarch64 host (AARCH64_ONLY).
 AARCH64_ONLY = {0x1eb4}
+HIDDEN_NVSWITCHES = {0x2901, 0x3182}
 GPU_TRAITS = [
-    # device, aliases, grace, held_back, hgx8_nvsw, mem_mib
+    # device, aliases, grace, held_back, hgx8_nvsw, mem_mib (hidden: HIDDEN_NVSWITCHES)
     (0x102d, "K80", False, False, 0, 11441),
     (0x15f8, "P100", False, False, 0, 16280),
     (0x1db1, "V100", False, True, 0, 16160),
@@ -299,6 +308,7 @@ GPU_TRAITS = [
     (0x2236, "A10", False, False, 0, 0),
     (0x2237, "A10G", False, True, 0, 23028),
     (0x2321, "H100-NVL", False, False, 0, 0),
+    (0x2324, "H800", False, False, 4, 0),
     (0x2330, "H100", False, False, 4, 81559),
     (0x2331, "H100-PCIE", False, False, 0, 0),
     (0x2335, "H200", False, False, 4, 143771),
@@ -308,10 +318,10 @@ GPU_TRAITS = [
     (0x2684, "RTX 4090|RTX-4090", False, False, 0, 0),
     (0x26b9, "L40S", False, True, 0, 46068),
     (0x27b8, "L4", False, True, 0, 23034),
-    (0x2901, "B200", False, False, 4, 0),
+    (0x2901, "B200", False, False, 2, 0),
     (0x2941, "GB200", True, False, 0, 0),
     (0x2bb5, "RTX PRO 6000|RTX-PRO-6000", False, False, 0, 0),
-    (0x3182, "B300", False, False, 0, 0),
+    (0x3182, "B300", False, False, 2, 0),
     (0x31c2, "GB300", True, False, 0, 0),
 ]
 
@@ -322,7 +332,8 @@ def gen_traits():
     out = ["const struct gb_gpu_traits gb_gpu_traits[] = {"]
     for dev, aliases, grace, held, nvsw, mem in GPU_TRAITS:
         arm = grace or dev in AARCH64_ONLY
-        out.append(f"\t{{ 0x{dev:04x}, {c_str(aliases)}, {b(grace)}, {b(arm)}, {b(held)}, {nvsw}, {mem} }},")
+        hidden = dev in HIDDEN_NVSWITCHES
+        out.append(f"\t{{ 0x{dev:04x}, {c_str(aliases)}, {b(grace)}, {b(arm)}, {b(held)}, {nvsw}, {b(hidden)}, {mem} }},")
     out.append("};")
     out.append("const size_t gb_gpu_traits_len = sizeof(gb_gpu_traits) / sizeof(gb_gpu_traits[0]);")
     out.append("")

@@ -133,6 +133,7 @@ struct gb_gpu_traits {
 	bool aarch64_only; /* only ever attached to an aarch64 host (Grace, Graviton's T4G) */
 	bool held_back; /* kept on the proprietary module by default (docs/plan.md) */
 	unsigned hgx8_nvswitches; /* NVSwitches on the 8-GPU HGX board, 0 = none */
+	bool nvswitches_hidden; /* the board's switches are no PCI functions of the host (B200 on) */
 	unsigned memory_mib; /* what NVML reports as total memory, 0 = not recorded */
 };
 extern const struct gb_gpu_traits gb_gpu_traits[];

@@ -136,6 +136,16 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 		}
 		in->devices[j].count++;
 	}
+	/* From B200 on, an 8-GPU HGX board's NVSwitches sit behind its ConnectX
+	 * bridge and are no PCI functions of the host: eight such GPUs are the
+	 * board, and its switches are assumed (said so in the plan). */
+	for (size_t j = 0; j < in->n_devices && !in->n_nvswitches; j++) {
+		const struct gb_gpu_traits *t = gb_catalog_traits(in->devices[j].device);
+		if (t && t->nvswitches_hidden && in->devices[j].count >= 8) {
+			in->n_nvswitches = t->hgx8_nvswitches;
+			in->nvswitches_assumed = true;
+		}
+	}
 	if (f->kernel.release && f->kernel.target && !streq(f->kernel.release, f->kernel.target)) {
 		/* The kernel running is not the root's (an image being built): what
 		 * it has loaded is the builder's, not the image's. */

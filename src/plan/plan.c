@@ -1041,7 +1041,10 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		/* --target-gpu assumes a board's switches: said as an assumption */
 		const char *why = !p->in.n_nvswitches ? "the profile asks for it"
 		                  : p->in.target_gpu  ? "NVSwitches assumed (an 8-GPU HGX board, --target-gpu)"
-		                                      : "NVSwitches present";
+		                  : p->in.nvswitches_assumed
+		                      ? "NVSwitches assumed (eight GPUs of an HGX board whose switches sit behind its "
+		                        "ConnectX bridge, no PCI functions of this host)"
+		                      : "NVSwitches present";
 		snprintf(r, sizeof(r),
 		         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802", why);
 		add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-fabricmanager", NULL, r);

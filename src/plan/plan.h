@@ -37,6 +37,7 @@ struct gb_plan_input {
 	int secure_boot;
 	bool nouveau_loaded, nouveau_blacklisted, nouveau_bound;
 	unsigned n_nvswitches, mellanox, efa;
+	bool nvswitches_assumed; /* no PCI function shows them: the board's, from the catalog */
 	bool target_os, target_gpu;
 	bool arch_explicit; /* --target-os named the arch */
 	char method[16]; /* an install method asked for (--method, [install] method), "" = the plan's choice */

@@ -32,6 +32,32 @@ with_planned_fabricmanager "$HGX"
 expect_exit 0 "$GB" --root "$HGX" plan --json
 [ "$(j 'd["gpus"][0]["count"]')" = "8" ] || fail "x8 count lost"
 [ "$(j '[x["name"] for x in d["daemons"]]')" = "['nvidia-persistenced', 'nvidia-fabricmanager']" ] || fail "HGX x8 needs the fabric manager"
+# NVIDIA's NVSwitch platform list names the HGX B300 and H800 8-GPU boards
+# too (data/SOURCES.md): their plans need the fabric manager like H100's.
+for g in B300x8 H800x8 B200x8; do
+	expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu $g --json
+	j 'd["refusal"]["reason"]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): the fabric manager" ||
+		fail "$g: no fabric manager planned: $(j 'd["refusal"]')"
+done
+# From B200 on the board's switches are no PCI functions of the host (they sit
+# behind its ConnectX bridge): a live host with eight B200s shows none, and the
+# plan assumes them and says so. The root: the HGX H100 capture with its
+# NVSwitch functions removed and its GPUs' device files saying B200's 2901.
+HGXB=$TMP/hgx-b200
+cp -a "$FIX/h100x8-ubuntu2204" "$HGXB"
+for d in "$HGXB"/sys/bus/pci/devices/*; do
+	[ "$(cat "$d/vendor")" = 0x10de ] || continue
+	case $(cat "$d/class") in
+	0x0680*) rm -rf "$d" ;;
+	0x0302*) echo 0x2901 >"$d/device" ;;
+	esac
+done
+expect_exit 10 "$GB" --root "$HGXB" plan --profile minimal --json
+[ "$(j 'len(d["gpus"]) == 1 and d["gpus"][0]["count"] == 8')" = "True" ] || fail "8 B200: $(j 'd["gpus"]')"
+j 'd["refusal"]["reason"]' | grep -q "NVSwitches assumed (eight GPUs of an HGX board whose switches sit behind its ConnectX bridge, no PCI functions of this host)" ||
+	fail "8 B200, no switch functions: $(j 'd["refusal"]')"
+"$GB" --root "$HGXB" detect --json >"$TMP/out" 2>"$TMP/err" || fail "detect of the B200 root"
+[ "$(j 'len(d["nvswitches"])')" = "0" ] || fail "the root still has switch functions"
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:11 --target-gpu "Tesla K80" --profile minimal --json
 [ "$(j 'd["driver"]["branch"]')" = "470" ] || fail "K80 must stay on R470: $(j 'd["driver"]["reason"]')"
 [ "$(j 'd["driver"]["module_flavor"]')" = "proprietary" ] || fail "Kepler is proprietary only"
