@@ -48,7 +48,7 @@ qemu_boot() {
 	# shellcheck disable=SC2086
 	timeout -k 10 "${vm_timeout:-$TIMEOUT}" qemu-system-x86_64 ${fw:--machine q35} -nodefaults -vga none -accel "$ACCEL" -cpu max -smp 2 -m 2048 \
 		-display none -no-user-config -nic none \
-		-serial "file:$dir/console$sfx.log" -serial "file:$dir/report$sfx.log" "$@" \
+		-serial "file:$dir/console$sfx.log" -serial "file:$dir/report$sfx.log" "$@" ${qemu_extra:-} \
 		-drive "file=$dir/overlay.qcow2,if=virtio,format=qcow2" \
 		-drive "file=$dir/seed.iso,if=virtio,format=raw,readonly=on" \
 		-drive "file=$dir/media.iso,if=virtio,format=raw,readonly=on" >>"$dir/qemu.log" 2>&1
@@ -105,8 +105,14 @@ scenario() {
 	src=$REL/$example
 	[ -f "vm-tests/userdata/$example" ] && src=vm-tests/userdata/$example
 	cp "$src" "$dir/user-data"
+	# A site's edits to the pasted example (its profile, its gpuboot.conf), each
+	# applied exactly once or the scenario fails.
+	if [ -n "${site_edits:-}" ]; then
+		python3 vm-tests/site-edit.py "$dir/user-data" "vm-tests/$site_edits" 2>>"$dir/failures" || return
+	fi
 	printf 'instance-id: vmtest-%s-%s\nlocal-hostname: vmtest\n' "$name" "$$" >"$dir/meta-data"
-	cloud-localds "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
+	# The cloud's own part (NoCloud vendor-data), where a scenario has one.
+	cloud-localds ${vendor:+-V "vm-tests/vendordata/$vendor"} "$dir/seed.iso" "$dir/user-data" "$dir/meta-data"
 	qemu-img create -q -f qcow2 -b "$img/disk.raw" -F raw "$dir/overlay.qcow2"
 	start=$(date +%s)
 	if [ "${boot:-}" = grub ]; then
@@ -133,7 +139,8 @@ scenario() {
 	# The serial line turns \n into \r\n.
 	tr -d '\r' <"$dir/report.log" >"$dir/report.txt"
 	r=$dir/report.txt
-	check "the guest reported $boots boot(s)" [ "$(grep -c '^VMTEST-END' "$r" 2>/dev/null)" -eq "$boots" ]
+	# A guest rebooted by the example itself reports only the boots it finishes.
+	check "the guest reported ${reports:-$boots} boot(s)" [ "$(grep -c '^VMTEST-END' "$r" 2>/dev/null)" -eq "${reports:-$boots}" ]
 	# Boot 1: cloud-init ran the example; gpuboot detect, plan and run did their part.
 	awk '/^VMTEST-BEGIN boot=1/{on=1} on{print} /^VMTEST-END boot=1/{exit}' "$r" >"$dir/boot1.log"
 	section STATUSJSON "$dir/boot1.log" | sed '$d' >"$dir/status.json"
@@ -145,7 +152,6 @@ scenario() {
 		check "cloud-init reports the failed first boot (status: $cloud_init_status, the user's script)" sh -c \
 			"grep -q 'status: $cloud_init_status' '$dir/boot1.log' && grep -q 'scripts.user' '$dir/boot1.log'"
 	fi
-	cloud_init_status= # (dash keeps a function's prefix assignments: the next scenario's own)
 	check "the status document is valid (docs/status.md)" sh -c "python3 tests/status_schema.py '$dir/status.json' docs/status.md >/dev/null"
 	"${checks:-checks_example}"
 }
@@ -568,8 +574,58 @@ PY
 	check "boot 2: the unit's own result: gpuboot exited 11 (no GPU)" grep -qx ExecMainStatus=11 "$dir/UNIT-2"
 }
 
+# The pasted example, exit 3: cloud-init/gpuboot.yaml as released, with a
+# site's two edits (GPUBOOT_PROFILE=minimal; [kernel] minimum = 6.12 in its
+# gpuboot.conf) and the cloud's vendor-data (vm-tests/vendordata/
+# example-reboot.yaml: the stand-in T4 on QEMU's PCI test device, GRUB's
+# configuration). Boot 1 (6.1): the example verifies and runs gpuboot, which
+# plans bookworm-backports' kernel, finds it installed, arms the resume unit
+# and exits 3; the example itself runs `systemctl reboot` (the report of boot
+# 1 never runs: the machine is going down). Boot 2 through GRUB into 6.12:
+# gpuboot-resume.service finishes the run, the load ends in the kernel's
+# ENODEV (the test device is no GPU), exit 11.
+checks_example_reboot() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	section DETECT "$dir/boot1.log" >"$dir/detect.txt"
+	section PLAN "$dir/boot1.log" >"$dir/plan.txt"
+	block VMTEST-RESUME "$dir/firstboot.log" >"$dir/resume-unit"
+	k2=$(block VMTEST-UNAME "$dir/firstboot.log")
+	check "boot 1: the example verified the release binary's pasted sha256 and ran it" \
+		grep -q "^gpuboot: gpuboot-x86_64 sha256 $(awk '$2 == "gpuboot-x86_64" {print $1}' "$REL/SHA256SUMS") verified" "$dir/firstboot.log"
+	check "boot 1: detect saw the stand-in T4 (1eb8) on the test device" grep -q "^gpus: *0000:00:01.0 1eb8 Tesla T4" "$dir/detect.txt"
+	check "boot 1: the plan took the site's edits: profile minimal, bookworm-backports' kernel for [kernel] minimum 6.12" sh -c "
+		grep -q 'minimal' '$dir/plan.txt' && grep -q 'install-hwe' '$dir/plan.txt' && grep -q 'bookworm-backports' '$dir/plan.txt'"
+	check "boot 1: gpuboot run exited 3, the example logged it and gpuboot status said reboot-needed" sh -c "
+		grep -qx 'gpuboot run exited 3 (docs/exit-codes.md); gpuboot status says:' '$dir/firstboot.log' &&
+		grep -q '^last run: *reboot-needed (exit 3)' '$dir/firstboot.log'"
+	check "boot 1: the example rebooted the machine (exit 3)" \
+		grep -qx "gpuboot: rebooting; gpuboot-resume.service finishes the run at the next boot" "$dir/firstboot.log"
+	check "the example ran once: runcmd is per instance, the resume unit finished the job" \
+		[ "$(grep -c '^gpuboot first boot: ' "$dir/firstboot.log")" -eq 1 ]
+	check "boot 2 came up through GRUB (the guest's grub.cfg) in bookworm-backports' 6.12" sh -c "
+		case '$k2' in 6.12.*) ;; *) exit 1 ;; esac
+		grep -q 'Loading Linux $k2 ...' '$dir/console-2.log'"
+	check "boot 2: gpuboot-resume.service finished the run: exit 11, the load's ENODEV, the stand-in T4, 6.12, 2 boots" \
+		python3 - "$dir/status.json" "$k2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 11, (d["command"], d["exit_code"], d.get("result"))
+st = {s["name"]: s for s in d["stages"]}
+assert st["load"]["errno"] == "ENODEV" and "no NVIDIA GPU the driver can drive" in st["load"]["error"], st["load"]
+assert d["facts"]["kernel"]["release"] == sys.argv[2], d["facts"]["kernel"]
+assert [(g["device_id"], g["subsystem_id"]) for g in d["facts"]["gpus"]] == [("1eb8", "10de:12a2")], d["facts"]["gpus"]
+assert d["plan"]["kernel"]["action"] == "none", d["plan"]["kernel"]
+assert d["journal"]["boots"] == 2, d["journal"]
+assert not d["ready"]["verified"] and not d["ready"]["driver_ready"], d["ready"]
+PY
+	check "boot 2: the resume unit's own result is gpuboot's exit 11, and it disarmed itself" sh -c "
+		grep -qx ExecMainStatus=11 '$dir/resume-unit' && ! grep -qx enabled '$dir/resume-unit'"
+}
+
 run_one() {
 	scenario "$@"
+	# dash keeps a function's prefix assignments: the next scenario sets its own.
+	cloud_init_status= vendor= site_edits= qemu_extra= reports=
 	if [ -s "$LOGS/$1/failures" ]; then
 		fail=$((fail + 1))
 		failed="$failed $1"
@@ -583,7 +639,7 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot"}
+want=${*:-"bookworm-cloud-config bookworm-cloud-config-reboot bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot"}
 for s in $want; do
 	case $s in
 	bookworm-cloud-config) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
@@ -593,6 +649,10 @@ for s in $want; do
 	bookworm-nouveau) append= firmware= boot= kernel= checks=checks_nouveau run_one "$s" bookworm-plymouth nouveau.yaml 1 ;;
 	bookworm-nvidia-upgrade) append= firmware= boot= kernel=next checks=checks_upgrade run_one "$s" bookworm-nvidia kernel-upgrade.yaml 1 ;;
 	bookworm-nvidia-reboot) append= firmware= kernel= boot=grub checks=checks_reboot run_one "$s" bookworm-nvidia kernel-reboot.yaml 2 ;;
+	bookworm-cloud-config-reboot)
+		firmware= kernel= boot=grub append= vendor=example-reboot.yaml site_edits=site-edits/example-reboot.json \
+			qemu_extra="-device pci-testdev" reports=1 checks=checks_example_reboot \
+			run_one "$s" bookworm-nvidia gpuboot.yaml 2 ;;
 	bookworm-nvidia-rebuild)
 		vm_timeout=${GPUBOOT_VM_SLOW_TIMEOUT:-7200} append= firmware= kernel= boot=grub checks=checks_rebuild \
 			run_one "$s" bookworm-nvidia kernel-rebuild.yaml 2 ;;
