@@ -263,9 +263,8 @@ def repo_key(repo, did):
     return "cuda-deb" if did in ("ubuntu", "debian") else "cuda-rpm"
 
 
-# Releases older than these are refused (end of life, no NVIDIA support).
-DISTRO_MIN = [("ubuntu", "20.04"), ("debian", "11"), ("rhel", "8"), ("rocky", "8"), ("almalinux", "8"),
-              ("amzn", "2023"), ("sles", "15"), ("opensuse-leap", "15")]
+# The oldest release of each distribution, its family, package manager and
+# repository prefix: src/catalog/distro.c (gb_oses), one row per os-release ID.
 
 
 # Curated per-GPU knowledge the plan decides from; the one place device IDs
@@ -425,11 +424,6 @@ def gen_data(data):
         out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(suite)}, {c_str(dd)}, {dopen}, {c_str(repo_key(repo, did))} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
-    out.append("const struct gb_distro_min gb_distro_mins[] = {")
-    for did, ver in DISTRO_MIN:
-        out.append(f"\t{{ {c_str(did)}, {c_str(ver)} }},")
-    out.append("};")
-    out.append("const size_t gb_distro_mins_len = sizeof(gb_distro_mins) / sizeof(gb_distro_mins[0]);")
     return "\n".join(out) + "\n"
 
 

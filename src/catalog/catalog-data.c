@@ -567,14 +567,3 @@ const struct gb_distro gb_distros[] = {
 	{ "sles", "15", "sles15", NULL, "5.14", NULL, NULL, NULL, false, "cuda-rpm" },
 };
 const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);
-const struct gb_distro_min gb_distro_mins[] = {
-	{ "ubuntu", "20.04" },
-	{ "debian", "11" },
-	{ "rhel", "8" },
-	{ "rocky", "8" },
-	{ "almalinux", "8" },
-	{ "amzn", "2023" },
-	{ "sles", "15" },
-	{ "opensuse-leap", "15" },
-};
-const size_t gb_distro_mins_len = sizeof(gb_distro_mins) / sizeof(gb_distro_mins[0]);

@@ -85,6 +85,8 @@ struct gb_cuda_component {
 	bool x86_64, sbsa;
 };
 
+/* One release's NVIDIA repository and kernels: id is the repository's
+ * distribution (a gb_os row's repo: "rhel" for Rocky 9 too). */
 struct gb_distro {
 	const char *id, *version_id;
 	const char *repo; /* NVIDIA repository directory: "ubuntu2204" */
@@ -95,10 +97,6 @@ struct gb_distro {
 	const char *distro_driver; /* the NVIDIA driver the distribution packages itself ("535.309.01"), or NULL */
 	bool distro_open; /* its open kernel module is usable there */
 	const char *key_pin; /* the pin (gb_repo_keys) its NVIDIA repository is signed with; NULL: none pinned */
-};
-
-struct gb_distro_min {
-	const char *id, *version_id;
 };
 
 extern const struct gb_branch gb_branches[];
@@ -114,8 +112,6 @@ extern const struct gb_cuda_component gb_cuda_components[];
 extern const size_t gb_cuda_components_len;
 extern const struct gb_distro gb_distros[];
 extern const size_t gb_distros_len;
-extern const struct gb_distro_min gb_distro_mins[];
-extern const size_t gb_distro_mins_len;
 
 const struct gb_branch *gb_catalog_branch(unsigned branch);
 const char *gb_branch_type_to_string(enum gb_branch_type t);
@@ -171,3 +167,60 @@ extern const size_t gb_repo_keys_len;
 
 /* The pinned key called NAME, NULL when there is none. */
 const struct gb_repo_key *gb_repo_key_find(const char *name);
+
+/* ---- distributions (distro.c): one row per os-release ID ---- */
+
+enum gb_os_family {
+	GB_OS_FAMILY_NONE = 0,
+	GB_OS_FAMILY_DEBIAN, /* Debian, Ubuntu */
+	GB_OS_FAMILY_RHEL, /* RHEL and its rebuilds: Rocky, AlmaLinux, Oracle Linux, CentOS */
+	GB_OS_FAMILY_FEDORA, /* Fedora and what derives from it directly: Amazon Linux */
+	GB_OS_FAMILY_SUSE, /* SLES, openSUSE Leap */
+	GB_OS_FAMILY_ALPINE,
+};
+
+enum gb_pkgmgr {
+	GB_PKGMGR_NONE = 0,
+	GB_PKGMGR_APT,
+	GB_PKGMGR_DNF, /* dnf, or yum where it is the older front of the same */
+	GB_PKGMGR_ZYPPER,
+	GB_PKGMGR_APK,
+};
+
+/* How a distribution numbers its releases (gb_os_release_plausible). */
+enum gb_release_rule {
+	GB_RELEASE_MAJOR_MINOR = 0, /* a major from 1 to 99, optionally .minor: "9", "9.4" */
+	GB_RELEASE_YEAR_MONTH, /* YY.MM, April or October, from 14: "22.04" */
+	GB_RELEASE_MAJOR, /* a major alone, from 8 to 29: "12" */
+	GB_RELEASE_AMAZON, /* 2 or 2023 */
+	GB_RELEASE_SUSE, /* a major from 12 to 29, optionally .minor (the service pack): "15.6" */
+};
+
+struct gb_os {
+	const char *id; /* os-release ID: "rocky" */
+	const char *like; /* the ID_LIKE its own os-release carries: "rhel centos fedora" */
+	enum gb_os_family family;
+	enum gb_pkgmgr pkgmgr;
+	const char *libc; /* "glibc" | "musl" */
+	enum gb_release_rule release;
+	const char *release_examples; /* "like 9 or 9.4": for a release that is none */
+	const char *min_version; /* older releases are refused (no NVIDIA driver); NULL: none */
+	const char *repo; /* NVIDIA's repository name prefix, gb_distros' id ("rhel"); NULL: none gpuboot drives */
+	bool repo_major; /* NVIDIA's repositories are per major release ("rhel9" for 9.4) */
+	const char *headers; /* the running kernel's headers package, %s its release; NULL: not known */
+};
+extern const struct gb_os gb_oses[];
+extern const size_t gb_oses_len;
+
+/* The row of an os-release ID, NULL when the catalog has none. */
+const struct gb_os *gb_os_find(const char *id);
+/* The row of id, else of the first word of id_like (an os-release ID_LIKE,
+ * space-separated; NULL or "" for none) that has one; NULL when none does. */
+const struct gb_os *gb_os_lookup(const char *id, const char *id_like);
+/* Is version a release of os, by its numbering ("22.4" is not Ubuntu's)? */
+bool gb_os_release_plausible(const struct gb_os *os, const char *version);
+/* The package manager a name stands for ("apt", "dnf", "yum", "zypper",
+ * "apk"), GB_PKGMGR_NONE for any other or NULL. */
+enum gb_pkgmgr gb_pkgmgr_from_string(const char *name);
+const char *gb_pkgmgr_to_string(enum gb_pkgmgr pm);
+const char *gb_os_family_to_string(enum gb_os_family f);

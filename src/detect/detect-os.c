@@ -154,6 +154,53 @@ static char *id_dup(struct gb_facts *f, const char *v)
 	return d;
 }
 
+/* Copy v into dst when it is a plain word that fits. */
+static void word_cp(char *dst, size_t n, const char *v, bool spaces)
+{
+	dst[0] = '\0';
+	if (!v || strlen(v) >= n)
+		return;
+	for (const char *p = v; *p; p++)
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || strchr("._-", *p) ||
+		      (spaces && *p == ' ')))
+			return;
+	memcpy(dst, v, strlen(v) + 1);
+}
+
+int gb_os_release_words(const char *text, size_t len, struct gb_os_release *ret)
+{
+	struct gb_kv *kv = NULL;
+	size_t n = 0;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!text)
+		return 0;
+	r = gb_osrelease_parse(text, len, &kv, &n, NULL);
+	if (r < 0)
+		return r;
+	word_cp(ret->id, sizeof(ret->id), gb_kv_get(kv, n, "ID"), false);
+	word_cp(ret->version_id, sizeof(ret->version_id), gb_kv_get(kv, n, "VERSION_ID"), false);
+	word_cp(ret->id_like, sizeof(ret->id_like), gb_kv_get(kv, n, "ID_LIKE"), true);
+	word_cp(ret->version_codename, sizeof(ret->version_codename), gb_kv_get(kv, n, "VERSION_CODENAME"), false);
+	gb_kv_free(kv, n);
+	return 0;
+}
+
+int gb_os_release_read(struct gb_ctx *ctx, struct gb_os_release *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = gb_root_read_file(ctx->root, "etc/os-release", OSRELEASE_MAX, &text, &len);
+
+	if (r == -ENOENT)
+		r = gb_root_read_file(ctx->root, "usr/lib/os-release", OSRELEASE_MAX, &text, &len);
+	memset(ret, 0, sizeof(*ret));
+	if (r < 0)
+		return r;
+	return gb_os_release_words(text, len, ret);
+}
+
 static const struct {
 	const char *path;
 	const char *libc;

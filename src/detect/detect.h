@@ -195,6 +195,19 @@ int gb_osrelease_parse(const char *text, size_t len, struct gb_kv **ret, size_t 
 void gb_kv_free(struct gb_kv *kv, size_t n);
 const char *gb_kv_get(const struct gb_kv *kv, size_t n, const char *key);
 
+/* The os-release words the stages decide from, each "" when absent or not
+ * a plain word (lowercase, digits, '.', '_', '-'; ID_LIKE also spaces):
+ * detect's parser, for the stages that read a root's os-release again
+ * (install, repair). */
+struct gb_os_release {
+	char id[32], version_id[32], id_like[64], version_codename[32];
+};
+/* From os-release text (NULL: none). 0, -EINVAL (not text), -ENOMEM. */
+int gb_os_release_words(const char *text, size_t len, struct gb_os_release *ret);
+/* From the root's etc/os-release, else usr/lib/os-release. 0 or the
+ * read's negative errno (*ret all "" then). */
+int gb_os_release_read(struct gb_ctx *ctx, struct gb_os_release *ret);
+
 /* "32.0 GT/s PCIe" -> 5; -1 when not a known rate. */
 int gb_pci_speed_to_gen(const char *speed);
 

@@ -36,18 +36,6 @@ int gb_dpkg_query_parse(const char *out, const char *name, char ret_version[GB_I
 bool gb_deb_name_valid(const char *s);
 bool gb_deb_version_valid(const char *s);
 
-enum gb_rpm_pm {
-	GB_RPM_NONE = 0,
-	GB_RPM_DNF, /* RHEL, Rocky, AlmaLinux, Oracle, CentOS 8/9/10; Amazon Linux 2023 */
-	GB_RPM_ZYPPER, /* SLES 15, openSUSE Leap 15 */
-};
-/* os-release text: its ID and VERSION_ID (each cut to 31 bytes, "" when
- * absent or unusable) and which package manager the family uses (ID, or a
- * word of ID_LIKE). */
-enum gb_rpm_pm gb_rpm_os_parse(const char *text, char ret_id[32], char ret_version[32]);
-/* The same for the root's etc/os-release (usr/lib/os-release). */
-enum gb_rpm_pm gb_rpm_root_pm(struct gb_ctx *ctx);
-
 /* rpm-query.c: what rpm, dnf and zypper print and keep. */
 struct gb_rpm_pkg {
 	char name[GB_INSTALL_NAME];

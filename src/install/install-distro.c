@@ -85,28 +85,16 @@ struct inst {
 
 static int os_release(struct inst *s)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len;
-	int r = gb_root_read_file(s->ctx->root, "etc/os-release", 64 * 1024, &text, &len);
-	if (r == -ENOENT)
-		r = gb_root_read_file(s->ctx->root, "usr/lib/os-release", 64 * 1024, &text, &len);
+	struct gb_os_release osr;
+	int r = gb_os_release_read(s->ctx, &osr);
+	const struct gb_os *os;
+
 	if (r < 0)
 		return FAIL(s, r, "Failed to read os-release in %s: %s", s->ctx->root->path, strerror(-r));
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char *dst = NULL, *v;
-		size_t dsz = 0;
-		if ((v = (char *)gb_startswith(l, "ID=")))
-			dst = s->ret->distro, dsz = sizeof(s->ret->distro);
-		else if ((v = (char *)gb_startswith(l, "VERSION_CODENAME=")))
-			dst = s->ret->codename, dsz = sizeof(s->ret->codename);
-		if (!dst)
-			continue;
-		v += strspn(v, "\"'");
-		v[strcspn(v, "\"'")] = '\0';
-		if (gb_deb_name_valid(v) || (strlen(v) < dsz && v[0]))
-			gb_strscpy(dst, dsz, v);
-	}
-	if (s->packages && (streq(s->ret->distro, "debian") || streq(s->ret->distro, "ubuntu")))
+	gb_strscpy(s->ret->distro, sizeof(s->ret->distro), osr.id);
+	gb_strscpy(s->ret->codename, sizeof(s->ret->codename), osr.version_codename);
+	os = gb_os_find(osr.id);
+	if (s->packages && os && os->pkgmgr == GB_PKGMGR_APT)
 		return 0;
 	if (s->packages)
 		return FAIL(s, -EOPNOTSUPP,

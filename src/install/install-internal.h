@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "catalog/catalog.h"
 #include "effect/effect.h"
 #include "effect/pkg.h"
 #include "install.h"
@@ -79,3 +80,11 @@ int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, str
  * and zypper". Same contract as gb_install_distro. */
 int gb_install_rpm(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                    struct gb_install_result *ret);
+/* The package manager of NVIDIA's rpm repository for os-release text
+ * (NULL: none): the catalog's row of its ID, else of a word of its ID_LIKE,
+ * when that row has an NVIDIA repository and uses dnf or zypper; else
+ * GB_PKGMGR_NONE. ret_id and ret_version get ID and VERSION_ID ("" when
+ * absent or not a plain word). */
+enum gb_pkgmgr gb_rpm_os_parse(const char *text, char ret_id[32], char ret_version[32]);
+/* The same for the root's etc/os-release (usr/lib/os-release). */
+enum gb_pkgmgr gb_rpm_root_pm(struct gb_ctx *ctx);

@@ -23,6 +23,7 @@
 
 #include "catalog/catalog.h"
 #include "context.h"
+#include "detect/detect.h"
 #include "fetch/pgpkey.h"
 #include "install-internal.h"
 #include "effect/journal.h"
@@ -59,7 +60,7 @@ struct rinst {
 	struct gb_install_result *ret;
 	struct gb_cmd_result *res; /* one buffer for every command */
 	const char *chroot_dir; /* NULL on the live machine */
-	enum gb_rpm_pm pm;
+	enum gb_pkgmgr pm;
 	unsigned major; /* VERSION_ID's first number */
 	char module[64], stream[64]; /* "@nvidia-driver:595-open"; "" when none */
 	bool module_enabled, key_imported, family_read;
@@ -83,7 +84,7 @@ struct rinst {
 
 static bool is_dnf(const struct rinst *s)
 {
-	return s->pm == GB_RPM_DNF;
+	return s->pm == GB_PKGMGR_DNF;
 }
 
 static const char *pm_name(const struct rinst *s)
@@ -100,87 +101,46 @@ static const char *evr_plain(const char *evr)
 
 /* ---- os-release ---- */
 
-static void os_value(char *line, const char *key, char *dst, size_t dsz)
+static enum gb_pkgmgr rpm_pm(const struct gb_os_release *osr)
 {
-	const char *v = gb_startswith(line, key);
-	char buf[256];
-	size_t n;
-	if (!v)
-		return;
-	v += strspn(v, "\"'");
-	n = strcspn(v, "\"'");
-	if (n == 0 || n >= sizeof(buf) || n >= dsz)
-		return;
-	memcpy(buf, v, n);
-	buf[n] = '\0';
-	for (const char *p = buf; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      strchr("._- ", *p)))
-			return;
-	gb_strscpy(dst, dsz, buf);
+	const struct gb_os *os = gb_os_lookup(osr->id, osr->id_like);
+	if (!os || !os->repo || (os->pkgmgr != GB_PKGMGR_DNF && os->pkgmgr != GB_PKGMGR_ZYPPER))
+		return GB_PKGMGR_NONE;
+	return os->pkgmgr;
 }
 
-static enum gb_rpm_pm family_of(const char *id)
+enum gb_pkgmgr gb_rpm_os_parse(const char *text, char ret_id[32], char ret_version[32])
 {
-	static const char *const dnf_ids[] = { "rhel", "rocky", "almalinux", "ol", "centos", "amzn" };
-	static const char *const zypper_ids[] = { "sles", "opensuse-leap" };
-	for (size_t i = 0; i < ARRAY_SIZE(dnf_ids); i++)
-		if (streq(id, dnf_ids[i]))
-			return GB_RPM_DNF;
-	for (size_t i = 0; i < ARRAY_SIZE(zypper_ids); i++)
-		if (streq(id, zypper_ids[i]))
-			return GB_RPM_ZYPPER;
-	return GB_RPM_NONE;
-}
-
-enum gb_rpm_pm gb_rpm_os_parse(const char *text, char ret_id[32], char ret_version[32])
-{
-	_cleanup_free_ char *copy = strdup(text ? text : "");
-	char like[128] = "", *save = NULL;
-	enum gb_rpm_pm pm;
+	struct gb_os_release osr;
 
 	ret_id[0] = ret_version[0] = '\0';
-	if (!copy)
-		return GB_RPM_NONE;
-	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		os_value(l, "ID=", ret_id, 32);
-		os_value(l, "ID_LIKE=", like, sizeof(like));
-		os_value(l, "VERSION_ID=", ret_version, 32);
-	}
-	if (strchr(ret_id, ' '))
-		ret_id[0] = '\0';
-	pm = family_of(ret_id);
-	save = NULL;
-	for (char *w = strtok_r(like, " ", &save); w && pm == GB_RPM_NONE; w = strtok_r(NULL, " ", &save))
-		pm = family_of(w);
-	return pm;
+	if (gb_os_release_words(text, text ? strlen(text) : 0, &osr) < 0)
+		return GB_PKGMGR_NONE;
+	gb_strscpy(ret_id, 32, osr.id);
+	gb_strscpy(ret_version, 32, osr.version_id);
+	return rpm_pm(&osr);
 }
 
-enum gb_rpm_pm gb_rpm_root_pm(struct gb_ctx *ctx)
+enum gb_pkgmgr gb_rpm_root_pm(struct gb_ctx *ctx)
 {
-	_cleanup_free_ char *text = NULL;
-	char id[32], version[32];
-	size_t len;
-	int r = gb_root_read_file(ctx->root, "etc/os-release", 64 * 1024, &text, &len);
-	if (r == -ENOENT)
-		r = gb_root_read_file(ctx->root, "usr/lib/os-release", 64 * 1024, &text, &len);
-	return r < 0 ? GB_RPM_NONE : gb_rpm_os_parse(text, id, version);
+	struct gb_os_release osr;
+	return gb_os_release_read(ctx, &osr) < 0 ? GB_PKGMGR_NONE : rpm_pm(&osr);
 }
 
 static int os_release(struct rinst *s)
 {
-	_cleanup_free_ char *text = NULL, *dnf = NULL;
-	size_t len;
+	_cleanup_free_ char *dnf = NULL;
+	struct gb_os_release osr;
 	uint32_t major = 0;
 	char num[16];
-	int r = gb_root_read_file(s->ctx->root, "etc/os-release", 64 * 1024, &text, &len);
+	int r = gb_os_release_read(s->ctx, &osr);
 
-	if (r == -ENOENT)
-		r = gb_root_read_file(s->ctx->root, "usr/lib/os-release", 64 * 1024, &text, &len);
 	if (r < 0)
 		return FAIL(s, r, "Failed to read os-release in %s: %s", s->ctx->root->path, strerror(-r));
-	s->pm = gb_rpm_os_parse(text, s->ret->distro, s->ret->codename);
-	if (s->pm == GB_RPM_NONE || s->in->method != GB_INSTALL_PACKAGES)
+	gb_strscpy(s->ret->distro, sizeof(s->ret->distro), osr.id);
+	gb_strscpy(s->ret->codename, sizeof(s->ret->codename), osr.version_id);
+	s->pm = rpm_pm(&osr);
+	if (s->pm == GB_PKGMGR_NONE || s->in->method != GB_INSTALL_PACKAGES)
 		return FAIL(s, -EOPNOTSUPP,
 		            "%s ('%s' %s) is not a distribution whose NVIDIA repository gpuboot drives with dnf or "
 		            "zypper; use the runfile method",

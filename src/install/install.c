@@ -20,7 +20,7 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
 	case GB_INSTALL_DISTRO: return gb_install_distro(ctx, in, j, ret);
 	case GB_INSTALL_PACKAGES:
 		/* NVIDIA's repository: dnf or zypper on an rpm family, apt otherwise */
-		if (gb_rpm_root_pm(ctx) != GB_RPM_NONE)
+		if (gb_rpm_root_pm(ctx) != GB_PKGMGR_NONE)
 			return gb_install_rpm(ctx, in, j, ret);
 		return gb_install_distro(ctx, in, j, ret);
 	}

@@ -157,65 +157,10 @@ int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)
 	return 0;
 }
 
-static const struct {
-	const char *id;
-	const char *pkgmgr;
-	const char *id_like;
-} families[] = {
-	{ "ubuntu", "apt", "debian" },
-	{ "debian", "apt", "" },
-	{ "rhel", "dnf", "fedora" },
-	{ "rocky", "dnf", "rhel centos fedora" },
-	{ "almalinux", "dnf", "rhel centos fedora" },
-	{ "amzn", "dnf", "fedora" },
-	{ "fedora", "dnf", "" },
-	{ "sles", "zypper", "suse" },
-	{ "opensuse-leap", "zypper", "suse opensuse" },
-	{ "alpine", "apk", "" },
-};
-
-/* The release numbering of each family: "22.4" is not an Ubuntu release. */
-static bool release_plausible(const char *id, const char *ver)
-{
-	uint32_t major, minor;
-	char buf[32];
-	char *dot;
-	if (gb_strscpy(buf, sizeof(buf), ver) < 0)
-		return false;
-	dot = strchr(buf, '.');
-	if (dot)
-		*dot++ = '\0';
-	if (gb_safe_atou32(buf, 10, &major) < 0 || (dot && gb_safe_atou32(dot, 10, &minor) < 0))
-		return false;
-	if (streq(id, "ubuntu")) /* YY.MM, April or October, two digits each */
-		return dot && strlen(buf) == 2 && strlen(dot) == 2 && (minor == 4 || minor == 10) && major >= 14;
-	if (streq(id, "debian"))
-		return !dot && major >= 8 && major < 30;
-	if (streq(id, "amzn"))
-		return !dot && (major == 2 || major == 2023);
-	if (streq(id, "sles") || streq(id, "opensuse-leap"))
-		return major >= 12 && major < 30;
-	/* RHEL and its rebuilds, Fedora, Alpine: a major, optionally .minor */
-	return major >= 1 && major < 100;
-}
-
-static const char *release_examples(const char *id)
-{
-	if (streq(id, "ubuntu"))
-		return "like 20.04, 22.04, 24.04";
-	if (streq(id, "debian"))
-		return "like 12, 13";
-	if (streq(id, "amzn"))
-		return "2023";
-	if (streq(id, "sles"))
-		return "like 15.6";
-	return "like 9 or 9.4";
-}
-
 int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *err, size_t errsz)
 {
 	char buf[96], *id, *ver, *arch;
-	size_t i;
+	const struct gb_os *os;
 
 	if (gb_strscpy(buf, sizeof(buf), spec) < 0)
 		goto bad;
@@ -227,14 +172,13 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 	arch = strchr(ver, ':');
 	if (arch)
 		*arch++ = '\0';
-	for (i = 0; i < ARRAY_SIZE(families); i++)
-		if (streq(families[i].id, id))
-			break;
-	if (i == ARRAY_SIZE(families)) {
-		snprintf(err, errsz,
-		         "--target-os '%s': unknown distribution '%s' (ubuntu, debian, rhel, rocky, almalinux, amzn, "
-		         "fedora, sles, opensuse-leap, alpine)",
-		         spec, id);
+	os = gb_os_find(id);
+	if (!os) {
+		char known[256] = "";
+		for (size_t i = 0; i < gb_oses_len; i++)
+			snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+			         gb_oses[i].id);
+		snprintf(err, errsz, "--target-os '%s': unknown distribution '%s' (%s)", spec, id, known);
 		return -EINVAL;
 	}
 	for (const char *q = ver; *q; q++)
@@ -250,9 +194,9 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 		snprintf(err, errsz, "--target-os '%s': arch must be x86_64 or aarch64 (arm64)", spec);
 		return -EINVAL;
 	}
-	if (!release_plausible(id, ver)) {
+	if (!gb_os_release_plausible(os, ver)) {
 		snprintf(err, errsz, "--target-os '%s': '%s' is not a release of %s (%s)", spec, ver, id,
-		         release_examples(id));
+		         os->release_examples);
 		return -EINVAL;
 	}
 	/* Without an explicit arch, the target's is this machine's. */
@@ -261,9 +205,9 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 	in->arch_explicit = arch != NULL && arch != in->arch;
 	cp(in->os_id, sizeof(in->os_id), id);
 	cp(in->os_version, sizeof(in->os_version), ver);
-	cp(in->os_id_like, sizeof(in->os_id_like), families[i].id_like);
-	cp(in->pkgmgr, sizeof(in->pkgmgr), families[i].pkgmgr);
-	cp(in->libc, sizeof(in->libc), streq(id, "alpine") ? "musl" : "glibc");
+	cp(in->os_id_like, sizeof(in->os_id_like), os->like);
+	cp(in->pkgmgr, sizeof(in->pkgmgr), gb_pkgmgr_to_string(os->pkgmgr));
+	cp(in->libc, sizeof(in->libc), os->libc);
 	{
 		char a[16];
 		cp(a, sizeof(a), arch ? arch : "x86_64");

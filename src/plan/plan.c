@@ -525,19 +525,21 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 
 /* ---- distribution, method, kernel, Secure Boot ---- */
 
+/* The release's NVIDIA repository: by the distribution's own ID only (a
+ * derivative's release numbers are not its parent's). */
 static const struct gb_distro *find_distro(const struct gb_plan_input *in)
 {
+	const struct gb_os *os = gb_os_find(in->os_id);
 	char major[16];
-	bool rhel_like = streq(in->os_id, "rhel") || streq(in->os_id, "rocky") || streq(in->os_id, "almalinux") ||
-	                 streq(in->os_id, "centos") || streq(in->os_id, "ol");
-	const char *id = rhel_like ? "rhel" : streq(in->os_id, "sles") ? "sles" : in->os_id;
 
+	if (!os || !os->repo)
+		return NULL;
 	gb_strscpy(major, sizeof(major), in->os_version);
-	if (rhel_like || streq(id, "sles"))
+	if (os->repo_major)
 		major[strcspn(major, ".")] = '\0';
 	for (size_t i = 0; i < gb_distros_len; i++) {
 		const struct gb_distro *d = &gb_distros[i];
-		if (streq(d->id, id) && (streq(d->version_id, in->os_version) || streq(d->version_id, major)))
+		if (streq(d->id, os->repo) && (streq(d->version_id, in->os_version) || streq(d->version_id, major)))
 			return d;
 	}
 	return NULL;
@@ -545,6 +547,8 @@ static const struct gb_distro *find_distro(const struct gb_plan_input *in)
 
 static bool platform_check(struct gb_plan *p)
 {
+	const struct gb_os *os;
+
 	if (streq(p->in.libc, "musl")) {
 		refuse(p, GB_EXIT_UNSUPPORTED,
 		       "%s uses musl libc; NVIDIA's driver userspace is built for glibc and cannot load there; use a "
@@ -559,15 +563,13 @@ static bool platform_check(struct gb_plan *p)
 		       p->in.arch[0] ? p->in.arch : "unknown");
 		return false;
 	}
-	for (size_t i = 0; i < gb_distro_mins_len; i++)
-		if (streq(gb_distro_mins[i].id, p->in.os_id) && p->in.os_version[0] &&
-		    gb_version_cmp(p->in.os_version, gb_distro_mins[i].version_id) < 0) {
-			refuse(p, GB_EXIT_UNSUPPORTED,
-			       "%s %s is older than the oldest supported release (%s %s): NVIDIA publishes no driver "
-			       "for it",
-			       p->in.os_id, p->in.os_version, gb_distro_mins[i].id, gb_distro_mins[i].version_id);
-			return false;
-		}
+	os = gb_os_find(p->in.os_id);
+	if (os && os->min_version && p->in.os_version[0] && gb_version_cmp(p->in.os_version, os->min_version) < 0) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s %s is older than the oldest supported release (%s %s): NVIDIA publishes no driver for it",
+		       p->in.os_id, p->in.os_version, os->id, os->min_version);
+		return false;
+	}
 	return true;
 }
 
@@ -656,7 +658,8 @@ static void method_distro(struct gb_plan *p)
 /* How the driver gets onto the machine: kept, runfile, or packages. */
 static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
 {
-	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
+	enum gb_pkgmgr pm = gb_pkgmgr_from_string(p->in.pkgmgr);
+	bool apt = pm == GB_PKGMGR_APT, dnf = pm == GB_PKGMGR_DNF;
 
 	if (streq(p->driver.action, "keep")) {
 		p->driver.method = "none";
@@ -766,7 +769,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	const struct gb_distro *d = find_distro(&p->in);
 	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
 	bool ubuntu = streq(p->in.os_id, "ubuntu");
-	bool apt = streq(p->in.pkgmgr, "apt"), dnf = streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum");
+	bool apt = gb_pkgmgr_from_string(p->in.pkgmgr) == GB_PKGMGR_APT;
 	bool precompiled = false;
 	char kxy[16] = "", minname[32];
 	const char *kmin = b && b->min_kernel ? b->min_kernel : "3.10";
@@ -831,12 +834,9 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		       p->in.kernel_release, p->in.kernel_release);
 	} else if (!p->in.headers) {
 		p->kernel.action = "install-headers";
-		if (apt)
-			SAY(p->kernel.package, "linux-headers-%s", p->in.kernel_release);
-		else if (dnf)
-			SAY(p->kernel.package, "kernel-devel-%s", p->in.kernel_release);
-		else if (streq(p->in.pkgmgr, "zypper"))
-			SAY(p->kernel.package, "kernel-default-devel");
+		const struct gb_os *os = gb_os_lookup(p->in.os_id, p->in.os_id_like);
+		if (os && os->headers)
+			SAY(p->kernel.package, os->headers, p->in.kernel_release);
 		SAY(p->kernel.reason, "the modules are built for the running kernel %s, whose headers are missing%s",
 		    p->in.kernel_release, p->kernel.package[0] ? "" : ": install them before running gpuboot");
 	} else {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect/detect.h"
 #include "repair-internal.h"
@@ -16,51 +17,29 @@
 #include "shared/util.h"
 
 #define DPKG_STATUS_MAX (32u << 20)
-#define OS_RELEASE_MAX 8192
 
-static const struct {
-	const char *id;
-	enum gb_repair_family family;
-} families[] = {
-	{ "debian", GB_REPAIR_FAMILY_DEB },    { "ubuntu", GB_REPAIR_FAMILY_DEB }, { "rhel", GB_REPAIR_FAMILY_RPM },
-	{ "fedora", GB_REPAIR_FAMILY_RPM },    { "centos", GB_REPAIR_FAMILY_RPM }, { "rocky", GB_REPAIR_FAMILY_RPM },
-	{ "almalinux", GB_REPAIR_FAMILY_RPM }, { "amzn", GB_REPAIR_FAMILY_RPM },   { "al2023", GB_REPAIR_FAMILY_RPM },
-};
-
-static enum gb_repair_family family_of(const char *id)
+static enum gb_repair_family family_of(const struct gb_os *os)
 {
-	for (size_t i = 0; id && i < ARRAY_SIZE(families); i++)
-		if (streq(families[i].id, id))
-			return families[i].family;
-	return GB_REPAIR_FAMILY_UNKNOWN;
+	switch (os ? os->family : GB_OS_FAMILY_NONE) {
+	case GB_OS_FAMILY_DEBIAN: return GB_REPAIR_FAMILY_DEB;
+	case GB_OS_FAMILY_RHEL:
+	case GB_OS_FAMILY_FEDORA: return GB_REPAIR_FAMILY_RPM;
+	default: return GB_REPAIR_FAMILY_UNKNOWN;
+	}
+}
+
+/* The catalog's row of the root's os-release (ID, then ID_LIKE). */
+static const struct gb_os *root_os(struct gb_ctx *ctx)
+{
+	struct gb_os_release osr;
+	if (gb_os_release_read(ctx, &osr) < 0)
+		return NULL;
+	return gb_os_lookup(osr.id, osr.id_like);
 }
 
 enum gb_repair_family gb_repair_family(struct gb_ctx *ctx, const char *family)
 {
-	_cleanup_free_ char *text = NULL;
-	struct gb_kv *kv = NULL;
-	size_t len, n = 0;
-	unsigned bad = 0;
-	enum gb_repair_family f;
-	const char *like;
-	char *save = NULL, *w;
-	_cleanup_free_ char *copy = NULL;
-
-	if (family)
-		return family_of(family);
-	if (gb_root_read_file(ctx->root, "etc/os-release", OS_RELEASE_MAX, &text, &len) < 0 &&
-	    gb_root_read_file(ctx->root, "usr/lib/os-release", OS_RELEASE_MAX, &text, &len) < 0)
-		return GB_REPAIR_FAMILY_UNKNOWN;
-	if (gb_osrelease_parse(text, len, &kv, &n, &bad) < 0)
-		return GB_REPAIR_FAMILY_UNKNOWN;
-	f = family_of(gb_kv_get(kv, n, "ID"));
-	like = gb_kv_get(kv, n, "ID_LIKE");
-	copy = like ? strdup(like) : NULL;
-	for (w = copy ? strtok_r(copy, " ", &save) : NULL; w && f == GB_REPAIR_FAMILY_UNKNOWN;
-	     w = strtok_r(NULL, " ", &save))
-		f = family_of(w);
-	gb_kv_free(kv, n);
-	return f;
+	return family_of(family ? gb_os_find(family) : root_os(ctx));
 }
 
 /* "nvidia-current-535.261.03" -> name "nvidia-current", version "535.261.03". */
@@ -158,10 +137,11 @@ static bool kernel_packaged(struct gb_ctx *ctx, enum gb_repair_family f, const c
 
 static void headers_package(struct gb_ctx *ctx, struct gb_repair_state *s)
 {
-	enum gb_repair_family f = gb_repair_family(ctx, NULL);
-	snprintf(s->headers_package, sizeof(s->headers_package), "%s%s",
-	         f == GB_REPAIR_FAMILY_RPM ? "kernel-devel-" : "linux-headers-", s->kver);
-	s->custom_kernel = !kernel_packaged(ctx, f, s->kver);
+	const struct gb_os *os = root_os(ctx);
+	/* a distribution the catalog does not know: Debian's name, the likeliest */
+	snprintf(s->headers_package, sizeof(s->headers_package), os && os->headers ? os->headers : "linux-headers-%s",
+	         s->kver);
+	s->custom_kernel = !kernel_packaged(ctx, family_of(os), s->kver);
 }
 
 static void cannot(struct gb_ctx *ctx, struct gb_repair_state *s, bool version_ok)

@@ -14,8 +14,9 @@ enum gb_repair_family {
 	GB_REPAIR_FAMILY_RPM, /* RHEL family, Fedora, Amazon Linux 2023: kernel-install, kernel-devel-KVER */
 };
 
-/* The family of a name ("debian", "rhel", "al2023", ...); NULL: from the
- * root's etc/os-release (ID, then ID_LIKE). */
+/* The family of an os-release ID ("debian", "rhel", "amzn", ...: the
+ * catalog's row, gb_os_find); NULL: of the root's etc/os-release (ID,
+ * then ID_LIKE). */
 enum gb_repair_family gb_repair_family(struct gb_ctx *ctx, const char *family);
 
 /* The rest of the decision once the module file was looked for: DKMS's

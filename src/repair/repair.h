@@ -122,10 +122,11 @@ int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, 
 /* The hooks and the unit, written through the journal (mode 0755 for the
  * hooks, 0644 for the unit), and the unit enabled (systemctl enable on the
  * live root, the multi-user.target.wants/ link under an image root).
- * family: "debian" or "ubuntu" (run-parts hooks), "rhel", "fedora",
- * "rocky", "almalinux", "centos", "amzn", "al2023" (a kernel-install
- * plugin); NULL: from the root's etc/os-release. 0, -EOPNOTSUPP for
- * another family, another negative errno. */
+ * family: an os-release ID, by the catalog's row (gb_os_find): the
+ * Debian family (run-parts hooks), the RHEL and Fedora families (rhel,
+ * rocky, almalinux, ol, centos, fedora, amzn: a kernel-install plugin);
+ * NULL: from the root's etc/os-release (ID, then ID_LIKE). 0, -EOPNOTSUPP
+ * for another family, another negative errno. */
 int gb_repair_install_hooks(struct gb_ctx *ctx, struct gb_journal *j, const char *family);
 
 /* The texts (exposed for tests): the run-parts hook (Debian postinst.d and

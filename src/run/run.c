@@ -377,9 +377,19 @@ static int stage_load(struct run *r, struct gb_stage *st)
 	return code;
 }
 
+/* The distribution whose kernel hooks the install writes: the catalog's
+ * row of the plan's ID, else of its ID_LIKE (a rebuild that names itself). */
+static const char *hooks_os(const struct run *r)
+{
+	const struct gb_os *os = gb_os_lookup(r->plan.in.os_id, r->plan.in.os_id_like);
+	return os ? os->id : r->plan.in.os_id;
+}
+
+/* The plan's package manager (the root's, or the --target-os row's) drives rpm. */
 static bool rpm_family(const struct run *r)
 {
-	return streq(r->plan.in.pkgmgr, "dnf") || streq(r->plan.in.pkgmgr, "yum") || streq(r->plan.in.pkgmgr, "zypper");
+	enum gb_pkgmgr pm = gb_pkgmgr_from_string(r->plan.in.pkgmgr);
+	return pm == GB_PKGMGR_DNF || pm == GB_PKGMGR_ZYPPER;
 }
 
 static bool toolkit_installs(const struct run *r)
@@ -398,7 +408,7 @@ static const char *not_implemented(const struct run *r)
 {
 	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
 	/* The distro install adds the headers of every kernel it builds for. */
-	bool apt = streq(r->plan.in.pkgmgr, "apt"), rpm = rpm_family(r);
+	bool apt = gb_pkgmgr_from_string(r->plan.in.pkgmgr) == GB_PKGMGR_APT, rpm = rpm_family(r);
 #ifdef GB_TEST_HOOKS
 	/* Tests of the journal, the lock and the CLI need a run that stops at
 	 * prepare, before any change, whatever the fixture's plan. */
@@ -419,11 +429,12 @@ static const char *not_implemented(const struct run *r)
 
 static enum gb_initramfs_tool initramfs_tool(const struct gb_plan *p)
 {
-	if (streq(p->in.pkgmgr, "apt"))
-		return GB_INITRAMFS_TOOL_INITRAMFS_TOOLS;
-	if (streq(p->in.pkgmgr, "dnf") || streq(p->in.pkgmgr, "yum") || streq(p->in.pkgmgr, "zypper"))
-		return GB_INITRAMFS_TOOL_DRACUT;
-	return GB_INITRAMFS_TOOL_AUTO;
+	switch (gb_pkgmgr_from_string(p->in.pkgmgr)) {
+	case GB_PKGMGR_APT: return GB_INITRAMFS_TOOL_INITRAMFS_TOOLS;
+	case GB_PKGMGR_DNF:
+	case GB_PKGMGR_ZYPPER: return GB_INITRAMFS_TOOL_DRACUT;
+	default: return GB_INITRAMFS_TOOL_AUTO;
+	}
 }
 
 /* A reboot is needed: arm the resume unit and end with exit 3 (with
@@ -930,7 +941,7 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		gb_json_add(out, "driver", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the driver", err);
-		else if ((k = gb_repair_install_hooks(r->ctx, r->journal, r->plan.in.os_id)) < 0 && k != -EOPNOTSUPP)
+		else if ((k = gb_repair_install_hooks(r->ctx, r->journal, hooks_os(r))) < 0 && k != -EOPNOTSUPP)
 			code = install_failed(r, st, k, "the kernel hooks and gpuboot-repair.service", "");
 	}
 	if (r->fetch_running) {

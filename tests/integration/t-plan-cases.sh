@@ -70,6 +70,18 @@ grep -q "musl" "$TMP/err" || fail "alpine refusal does not name musl"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:18.04 --target-gpu L4
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os fedora:41 --target-gpu L4 --json
 [ "$(j 'd["driver"]["method"]')" = "runfile" ] || fail "no NVIDIA repo for fedora 41: runfile"
+# Oracle Linux (os-release ID "ol") and CentOS: one catalog row each
+# (src/catalog/distro.c). The --target-os parser's own list once refused
+# them (exit 2) while the plan mapped them to NVIDIA's rhel repositories,
+# and no oldest release was known for them, so ol 7 was not refused.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ol:9.4 --target-gpu L4 --profile minimal --json
+[ "$(j 'd["driver"]["method"]')" = "packages" ] || fail "ol 9.4: $(j 'd["driver"]["method"]')"
+[ "$(j 'd["driver"]["repository"]')" = "rhel9" ] || fail "ol 9.4: NVIDIA's rhel9 repository, not $(j 'd["driver"]["repository"]')"
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ol:7.9 --target-gpu L4
+grep -q "older than the oldest supported release (ol 8)" "$TMP/err" || fail "ol 7.9: $(cat "$TMP/err")"
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os centos:7 --target-gpu L4
+expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os al2023:2023 --target-gpu L4
+grep -q "unknown distribution 'al2023'" "$TMP/err" || fail "al2023 is no os-release ID: $(cat "$TMP/err")"
 expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu --target-gpu L4
 grep -q "ID:VERSION" "$TMP/err" || fail "bad --target-os not explained"
 expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu Z9000

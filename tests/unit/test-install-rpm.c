@@ -72,29 +72,29 @@ TEST(os_release)
 	char *sles = slurp("tests/data/os-release/sles-15.5");
 
 	CHECK(rhel && al && sles);
-	CHECK_INT(gb_rpm_os_parse(rhel, id, ver), GB_RPM_DNF);
+	CHECK_INT(gb_rpm_os_parse(rhel, id, ver), GB_PKGMGR_DNF);
 	CHECK_STREQ(id, "rhel");
 	CHECK_STREQ(ver, "9.3");
-	CHECK_INT(gb_rpm_os_parse(al, id, ver), GB_RPM_DNF);
+	CHECK_INT(gb_rpm_os_parse(al, id, ver), GB_PKGMGR_DNF);
 	CHECK_STREQ(id, "amzn");
 	CHECK_STREQ(ver, "2023");
-	CHECK_INT(gb_rpm_os_parse(sles, id, ver), GB_RPM_ZYPPER);
+	CHECK_INT(gb_rpm_os_parse(sles, id, ver), GB_PKGMGR_ZYPPER);
 	CHECK_STREQ(id, "sles");
 	CHECK_STREQ(ver, "15.5");
 	/* by ID_LIKE: a rebuild that names itself */
 	CHECK_INT(gb_rpm_os_parse("ID=\"myel\"\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=9.4\n", id, ver),
-	          GB_RPM_DNF);
-	CHECK_INT(gb_rpm_os_parse("ID=opensuse-leap\nVERSION_ID=\"15.6\"\n", id, ver), GB_RPM_ZYPPER);
+	          GB_PKGMGR_DNF);
+	CHECK_INT(gb_rpm_os_parse("ID=opensuse-leap\nVERSION_ID=\"15.6\"\n", id, ver), GB_PKGMGR_ZYPPER);
 	/* not ours: Fedora, Tumbleweed, Debian, nothing, hostile bytes */
-	CHECK_INT(gb_rpm_os_parse("ID=fedora\nVERSION_ID=41\n", id, ver), GB_RPM_NONE);
-	CHECK_INT(gb_rpm_os_parse("ID=\"opensuse-tumbleweed\"\nID_LIKE=\"opensuse suse\"\n", id, ver), GB_RPM_NONE);
-	CHECK_INT(gb_rpm_os_parse("ID=debian\nVERSION_ID=\"12\"\n", id, ver), GB_RPM_NONE);
-	CHECK_INT(gb_rpm_os_parse("", id, ver), GB_RPM_NONE);
-	CHECK_INT(gb_rpm_os_parse(NULL, id, ver), GB_RPM_NONE);
-	CHECK_INT(gb_rpm_os_parse("ID=rhel;reboot\nVERSION_ID=9$(id)\n", id, ver), GB_RPM_NONE);
+	CHECK_INT(gb_rpm_os_parse("ID=fedora\nVERSION_ID=41\n", id, ver), GB_PKGMGR_NONE);
+	CHECK_INT(gb_rpm_os_parse("ID=\"opensuse-tumbleweed\"\nID_LIKE=\"opensuse suse\"\n", id, ver), GB_PKGMGR_NONE);
+	CHECK_INT(gb_rpm_os_parse("ID=debian\nVERSION_ID=\"12\"\n", id, ver), GB_PKGMGR_NONE);
+	CHECK_INT(gb_rpm_os_parse("", id, ver), GB_PKGMGR_NONE);
+	CHECK_INT(gb_rpm_os_parse(NULL, id, ver), GB_PKGMGR_NONE);
+	CHECK_INT(gb_rpm_os_parse("ID=rhel;reboot\nVERSION_ID=9$(id)\n", id, ver), GB_PKGMGR_NONE);
 	CHECK_STREQ(id, "");
 	CHECK_STREQ(ver, "");
-	CHECK_INT(gb_rpm_os_parse("ID=\"rhel centos\"\n", id, ver), GB_RPM_NONE);
+	CHECK_INT(gb_rpm_os_parse("ID=\"rhel centos\"\n", id, ver), GB_PKGMGR_NONE);
 	free(rhel);
 	free(al);
 	free(sles);

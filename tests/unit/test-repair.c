@@ -231,6 +231,18 @@ TEST(check_cannot)
 	CHECK(strstr(s.hint, "supply the headers") != NULL);
 	world_close(&w);
 
+	/* SLES: its headers package is kernel-default-devel (the catalog's
+	 * row), not Debian's name (repair once named linux-headers-KVER there) */
+	CHECK_INT(world_open(&w, "sles", NULL,
+	                     K57_IMAGE
+	                     " && " DKMS_SRC " && rm -f etc/os-release && "
+	                     "printf 'ID=\"sles\"\\nID_LIKE=\"suse\"\\nVERSION_ID=\"15.5\"\\n' > etc/os-release"),
+	          0);
+	CHECK_INT(gb_repair_check(&w.ctx, K57, &s), 0);
+	CHECK_INT(s.verdict, GB_REPAIR_CANNOT);
+	CHECK_STREQ(s.headers_package, "kernel-default-devel");
+	world_close(&w);
+
 	/* headers, but no DKMS source: not installed with DKMS */
 	CHECK_INT(world_open(&w, "nosource", NULL, K57_IMAGE " && " K57_HEADERS), 0);
 	CHECK_INT(gb_repair_check(&w.ctx, K57, &s), 0);
@@ -391,10 +403,14 @@ TEST(hooks_install)
 	CHECK_INT(world_rerun(&w), 0);
 	CHECK_INT(gb_repair_install_hooks(&w.ctx, w.j, "debian"), 0);
 	CHECK_INT(w.j->n_effects, 0);
-	/* the RHEL family: a kernel-install plugin */
-	CHECK_INT(gb_repair_install_hooks(&w.ctx, w.j, "al2023"), 0);
+	/* the RHEL family: a kernel-install plugin; Oracle Linux ("ol") is
+	 * one (repair's own table once lacked it: no plugin there) */
+	CHECK_INT(gb_repair_install_hooks(&w.ctx, w.j, "ol"), 0);
 	check_mode(w.root, GB_REPAIR_HOOK_KERNEL_INSTALL, 0755);
+	CHECK_INT(gb_repair_install_hooks(&w.ctx, w.j, "amzn"), 0);
 	CHECK_INT(gb_repair_install_hooks(&w.ctx, w.j, "arch"), -EOPNOTSUPP);
+	/* Amazon Linux 2023's os-release ID is "amzn": no distribution is "al2023" */
+	CHECK_INT(gb_repair_install_hooks(&w.ctx, w.j, "al2023"), -EOPNOTSUPP);
 	/* the live machine: systemctl enable through the operations table */
 	sh("rm -f %s/%s", w.root, GB_REPAIR_UNIT_WANTS);
 	w.ctx.root->is_host = true;

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* The distributions: one row per os-release ID, the one table every stage
+ * asks what a distribution is (its family, package manager, release
+ * numbering, oldest release, NVIDIA repository and headers package). A
+ * release's own facts (its NVIDIA repository directory, kernels) are
+ * gb_distros, keyed by a row's repo. */
+#include "catalog.h"
+
+#include <string.h>
+
+#include "shared/macro.h"
+#include "shared/util.h"
+
+#define DEB_HEADERS "linux-headers-%s"
+#define RPM_HEADERS "kernel-devel-%s"
+
+/* ID_LIKE as each distribution's own os-release writes it. Oracle Linux's
+ * ID is "ol"; Amazon Linux 2023's is "amzn" (VERSION_ID 2023). Fedora has
+ * no repo: NVIDIA's fedoraNN repositories follow Fedora's releases, which
+ * outrun the catalog, and gpuboot drives none of them. */
+/* id, ID_LIKE, family, package manager, libc, release numbering and its
+ * examples, oldest release, NVIDIA repository prefix and whether it is per
+ * major release, headers package. */
+const struct gb_os gb_oses[] = {
+	{ "ubuntu", "debian", GB_OS_FAMILY_DEBIAN, GB_PKGMGR_APT, "glibc", GB_RELEASE_YEAR_MONTH,
+	  "like 20.04, 22.04, 24.04", "20.04", "ubuntu", false, DEB_HEADERS },
+	{ "debian", "", GB_OS_FAMILY_DEBIAN, GB_PKGMGR_APT, "glibc", GB_RELEASE_MAJOR, "like 12, 13", "11", "debian",
+	  false, DEB_HEADERS },
+	{ "rhel", "fedora", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF, "glibc", GB_RELEASE_MAJOR_MINOR, "like 9 or 9.4", "8",
+	  "rhel", true, RPM_HEADERS },
+	{ "rocky", "rhel centos fedora", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF, "glibc", GB_RELEASE_MAJOR_MINOR,
+	  "like 9 or 9.4", "8", "rhel", true, RPM_HEADERS },
+	{ "almalinux", "rhel centos fedora", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF, "glibc", GB_RELEASE_MAJOR_MINOR,
+	  "like 9 or 9.4", "8", "rhel", true, RPM_HEADERS },
+	{ "ol", "fedora", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF, "glibc", GB_RELEASE_MAJOR_MINOR, "like 9 or 9.4", "8",
+	  "rhel", true, RPM_HEADERS },
+	{ "centos", "rhel fedora", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF, "glibc", GB_RELEASE_MAJOR_MINOR, "like 9", "8",
+	  "rhel", true, RPM_HEADERS },
+	{ "amzn", "fedora", GB_OS_FAMILY_FEDORA, GB_PKGMGR_DNF, "glibc", GB_RELEASE_AMAZON, "2023", "2023", "amzn",
+	  false, RPM_HEADERS },
+	{ "fedora", "", GB_OS_FAMILY_FEDORA, GB_PKGMGR_DNF, "glibc", GB_RELEASE_MAJOR_MINOR, "like 41 or 42", NULL,
+	  NULL, false, RPM_HEADERS },
+	{ "sles", "suse", GB_OS_FAMILY_SUSE, GB_PKGMGR_ZYPPER, "glibc", GB_RELEASE_SUSE, "like 15.6", "15", "sles",
+	  true, "kernel-default-devel" },
+	{ "opensuse-leap", "suse opensuse", GB_OS_FAMILY_SUSE, GB_PKGMGR_ZYPPER, "glibc", GB_RELEASE_SUSE, "like 15.6",
+	  "15", "opensuse", true, "kernel-default-devel" },
+	{ "alpine", "", GB_OS_FAMILY_ALPINE, GB_PKGMGR_APK, "musl", GB_RELEASE_MAJOR_MINOR, "like 3.20", NULL, NULL,
+	  false, NULL },
+};
+const size_t gb_oses_len = ARRAY_SIZE(gb_oses);
+
+const struct gb_os *gb_os_find(const char *id)
+{
+	for (size_t i = 0; id && *id && i < gb_oses_len; i++)
+		if (streq(gb_oses[i].id, id))
+			return &gb_oses[i];
+	return NULL;
+}
+
+const struct gb_os *gb_os_lookup(const char *id, const char *id_like)
+{
+	const struct gb_os *os = gb_os_find(id);
+	const char *w = id_like;
+
+	while (!os && w && *w) {
+		char word[32];
+		size_t n;
+		w += strspn(w, " \t");
+		n = strcspn(w, " \t");
+		if (n > 0 && n < sizeof(word)) {
+			memcpy(word, w, n);
+			word[n] = '\0';
+			os = gb_os_find(word);
+		}
+		w += n;
+	}
+	return os;
+}
+
+bool gb_os_release_plausible(const struct gb_os *os, const char *version)
+{
+	uint32_t major, minor = 0;
+	char buf[32];
+	char *dot;
+
+	if (!os || !version || gb_strscpy(buf, sizeof(buf), version) < 0)
+		return false;
+	dot = strchr(buf, '.');
+	if (dot)
+		*dot++ = '\0';
+	if (gb_safe_atou32(buf, 10, &major) < 0 || (dot && gb_safe_atou32(dot, 10, &minor) < 0))
+		return false;
+	switch (os->release) {
+	case GB_RELEASE_YEAR_MONTH: /* YY.MM, April or October, two digits each */
+		return dot && strlen(buf) == 2 && strlen(dot) == 2 && (minor == 4 || minor == 10) && major >= 14;
+	case GB_RELEASE_MAJOR: return !dot && major >= 8 && major < 30;
+	case GB_RELEASE_AMAZON: return !dot && (major == 2 || major == 2023);
+	case GB_RELEASE_SUSE: return major >= 12 && major < 30;
+	case GB_RELEASE_MAJOR_MINOR: break;
+	}
+	return major >= 1 && major < 100;
+}
+
+static const struct {
+	const char *name;
+	enum gb_pkgmgr pm;
+} pkgmgr_names[] = {
+	{ "apt", GB_PKGMGR_APT },       { "dnf", GB_PKGMGR_DNF }, { "yum", GB_PKGMGR_DNF },
+	{ "zypper", GB_PKGMGR_ZYPPER }, { "apk", GB_PKGMGR_APK },
+};
+
+enum gb_pkgmgr gb_pkgmgr_from_string(const char *name)
+{
+	for (size_t i = 0; name && i < ARRAY_SIZE(pkgmgr_names); i++)
+		if (streq(pkgmgr_names[i].name, name))
+			return pkgmgr_names[i].pm;
+	return GB_PKGMGR_NONE;
+}
+
+const char *gb_pkgmgr_to_string(enum gb_pkgmgr pm)
+{
+	switch (pm) {
+	case GB_PKGMGR_APT: return "apt";
+	case GB_PKGMGR_DNF: return "dnf";
+	case GB_PKGMGR_ZYPPER: return "zypper";
+	case GB_PKGMGR_APK: return "apk";
+	case GB_PKGMGR_NONE: break;
+	}
+	return "";
+}
+
+const char *gb_os_family_to_string(enum gb_os_family f)
+{
+	switch (f) {
+	case GB_OS_FAMILY_DEBIAN: return "debian";
+	case GB_OS_FAMILY_RHEL: return "rhel";
+	case GB_OS_FAMILY_FEDORA: return "fedora";
+	case GB_OS_FAMILY_SUSE: return "suse";
+	case GB_OS_FAMILY_ALPINE: return "alpine";
+	case GB_OS_FAMILY_NONE: break;
+	}
+	return "";
+}

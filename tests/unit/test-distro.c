@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* The catalog's distribution table (src/catalog/distro.c): each os-release
+ * ID's family and package manager, the ID_LIKE fallback, the release
+ * numbering, and what the stages once decided from tables of their own
+ * that disagreed (Oracle Linux is "ol"; there is no ID "al2023"). */
+#include <errno.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "detect/detect.h"
+#include "plan/plan.h"
+#include "shared/macro.h"
+#include "shared/util.h"
+#include "unit.h"
+
+TEST(rows)
+{
+	static const struct {
+		const char *id;
+		enum gb_os_family family;
+		enum gb_pkgmgr pm;
+	} want[] = {
+		{ "ubuntu", GB_OS_FAMILY_DEBIAN, GB_PKGMGR_APT },
+		{ "debian", GB_OS_FAMILY_DEBIAN, GB_PKGMGR_APT },
+		{ "rhel", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF },
+		{ "rocky", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF },
+		{ "almalinux", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF },
+		{ "ol", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF },
+		{ "centos", GB_OS_FAMILY_RHEL, GB_PKGMGR_DNF },
+		{ "amzn", GB_OS_FAMILY_FEDORA, GB_PKGMGR_DNF },
+		{ "fedora", GB_OS_FAMILY_FEDORA, GB_PKGMGR_DNF },
+		{ "sles", GB_OS_FAMILY_SUSE, GB_PKGMGR_ZYPPER },
+		{ "opensuse-leap", GB_OS_FAMILY_SUSE, GB_PKGMGR_ZYPPER },
+		{ "alpine", GB_OS_FAMILY_ALPINE, GB_PKGMGR_APK },
+	};
+
+	CHECK_INT((long long)gb_oses_len, (long long)ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		const struct gb_os *os = gb_os_find(want[i].id);
+		CHECK(os != NULL);
+		if (!os)
+			continue;
+		CHECK_STREQ(os->id, want[i].id);
+		CHECK_INT(os->family, want[i].family);
+		CHECK_INT(os->pkgmgr, want[i].pm);
+		CHECK(gb_os_release_plausible(os, os->min_version ? os->min_version : "1"));
+		/* a row's own ID_LIKE leads into its family, or the one it came from (RHEL from Fedora) */
+		if (os->like[0]) {
+			const struct gb_os *l = gb_os_lookup("no-such-id", os->like);
+			CHECK(!l || l->family == os->family ||
+			      (l->family == GB_OS_FAMILY_FEDORA && os->family == GB_OS_FAMILY_RHEL));
+		}
+	}
+	/* ids appear once */
+	for (size_t i = 0; i < gb_oses_len; i++)
+		for (size_t k = i + 1; k < gb_oses_len; k++)
+			CHECK(!streq(gb_oses[i].id, gb_oses[k].id));
+	/* each row's repository is one gb_distros knows, or one it has no release of */
+	CHECK_STREQ(gb_os_find("ol")->repo, "rhel");
+	CHECK_STREQ(gb_os_find("centos")->repo, "rhel");
+	CHECK(gb_os_find("fedora")->repo == NULL);
+	CHECK_STREQ(gb_os_find("sles")->headers, "kernel-default-devel");
+	CHECK_STREQ(gb_os_find("amzn")->headers, "kernel-devel-%s");
+	CHECK_STREQ(gb_os_find("ubuntu")->headers, "linux-headers-%s");
+	CHECK_STREQ(gb_os_find("alpine")->libc, "musl");
+	CHECK_STREQ(gb_os_family_to_string(gb_os_find("rocky")->family), "rhel");
+}
+
+TEST(lookup)
+{
+	const struct gb_os *os;
+
+	/* an unknown ID: its ID_LIKE, word by word */
+	os = gb_os_lookup("myel", "rhel fedora");
+	CHECK(os != NULL && os->family == GB_OS_FAMILY_RHEL && os->pkgmgr == GB_PKGMGR_DNF);
+	os = gb_os_lookup("pop", "ubuntu debian");
+	CHECK(os != NULL && streq(os->id, "ubuntu"));
+	os = gb_os_lookup("tumbleweed-ish", "  opensuse   sles ");
+	CHECK(os != NULL && streq(os->id, "sles"));
+	/* the ID first, whatever ID_LIKE says */
+	os = gb_os_lookup("amzn", "rhel");
+	CHECK(os != NULL && streq(os->id, "amzn"));
+	/* nothing known: none */
+	CHECK(gb_os_lookup("arch", NULL) == NULL);
+	CHECK(gb_os_lookup("arch", "") == NULL);
+	CHECK(gb_os_lookup("opensuse-tumbleweed", "opensuse suse") == NULL);
+	CHECK(gb_os_lookup("", "gentoo") == NULL);
+	CHECK(gb_os_lookup(NULL, NULL) == NULL);
+	/* no os-release has ID al2023 (Amazon Linux 2023 is ID=amzn VERSION_ID=2023) */
+	CHECK(gb_os_find("al2023") == NULL);
+	CHECK(gb_os_find("oracle") == NULL);
+	CHECK(gb_os_find("") == NULL);
+}
+
+TEST(releases)
+{
+	CHECK(gb_os_release_plausible(gb_os_find("ubuntu"), "22.04"));
+	CHECK(!gb_os_release_plausible(gb_os_find("ubuntu"), "22.4"));
+	CHECK(!gb_os_release_plausible(gb_os_find("ubuntu"), "22.05"));
+	CHECK(gb_os_release_plausible(gb_os_find("debian"), "12"));
+	CHECK(!gb_os_release_plausible(gb_os_find("debian"), "12.1"));
+	CHECK(gb_os_release_plausible(gb_os_find("amzn"), "2023"));
+	CHECK(!gb_os_release_plausible(gb_os_find("amzn"), "2024"));
+	CHECK(gb_os_release_plausible(gb_os_find("sles"), "15.6"));
+	CHECK(!gb_os_release_plausible(gb_os_find("opensuse-leap"), "9"));
+	CHECK(gb_os_release_plausible(gb_os_find("ol"), "9.4"));
+	CHECK(gb_os_release_plausible(gb_os_find("alpine"), "3.20"));
+	CHECK(!gb_os_release_plausible(gb_os_find("rhel"), "9.x"));
+	CHECK(!gb_os_release_plausible(NULL, "9"));
+	CHECK_INT(gb_pkgmgr_from_string("yum"), GB_PKGMGR_DNF);
+	CHECK_INT(gb_pkgmgr_from_string("tdnf"), GB_PKGMGR_NONE);
+	CHECK_INT(gb_pkgmgr_from_string(NULL), GB_PKGMGR_NONE);
+	CHECK_STREQ(gb_pkgmgr_to_string(GB_PKGMGR_ZYPPER), "zypper");
+}
+
+/* --target-os answers from the table: Oracle Linux and CentOS are known
+ * (the parser's own list once refused them while the plan's find_distro
+ * knew them), with their family's ID_LIKE and package manager; a release
+ * that is not one of the distribution's names the distribution's form. */
+TEST(target_os)
+{
+	struct gb_plan_input in;
+	char err[256];
+
+	memset(&in, 0, sizeof(in));
+	CHECK_INT(gb_plan_input_target_os("ol:9.4", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.os_id, "ol");
+	CHECK_STREQ(in.os_id_like, "fedora");
+	CHECK_STREQ(in.pkgmgr, "dnf");
+	CHECK_STREQ(in.libc, "glibc");
+	memset(&in, 0, sizeof(in));
+	CHECK_INT(gb_plan_input_target_os("centos:9", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.pkgmgr, "dnf");
+	memset(&in, 0, sizeof(in));
+	CHECK_INT(gb_plan_input_target_os("alpine:3.20", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.libc, "musl");
+	CHECK_STREQ(in.pkgmgr, "apk");
+	CHECK_INT(gb_plan_input_target_os("al2023:2023", &in, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "unknown distribution 'al2023'") != NULL);
+	CHECK(strstr(err, "amzn") != NULL && strstr(err, ", ol,") != NULL);
+	/* openSUSE Leap numbers as SLES does: the example says so (it once said "like 9 or 9.4") */
+	CHECK_INT(gb_plan_input_target_os("opensuse-leap:9", &in, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "like 15.6") != NULL);
+}
+
+/* The one os-release parser (detect's) gives the stages their words. */
+TEST(os_release_words)
+{
+	struct gb_os_release osr;
+	const char *t = "NAME=\"Oracle Linux Server\"\nID=\"ol\"\nID_LIKE=\"fedora\"\nVERSION_ID=\"9.4\"\n";
+
+	CHECK_INT(gb_os_release_words(t, strlen(t), &osr), 0);
+	CHECK_STREQ(osr.id, "ol");
+	CHECK_STREQ(osr.id_like, "fedora");
+	CHECK_STREQ(osr.version_id, "9.4");
+	CHECK_STREQ(osr.version_codename, "");
+	t = "ID=\"rhel centos\"\nVERSION_ID=9$(id)\nID_LIKE=\"Rhel\"\n";
+	CHECK_INT(gb_os_release_words(t, strlen(t), &osr), 0);
+	CHECK_STREQ(osr.id, "");
+	CHECK_STREQ(osr.version_id, "");
+	CHECK_STREQ(osr.id_like, "");
+	CHECK_INT(gb_os_release_words(NULL, 0, &osr), 0);
+	CHECK_STREQ(osr.id, "");
+}
+
+int main(void)
+{
+	unit_run_tests();
+	UNIT_DONE();
+}
