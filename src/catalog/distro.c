@@ -61,19 +61,10 @@ const struct gb_os *gb_os_lookup(const char *id, const char *id_like)
 {
 	const struct gb_os *os = gb_os_find(id);
 	const char *w = id_like;
+	char word[32];
 
-	while (!os && w && *w) {
-		char word[32];
-		size_t n;
-		w += strspn(w, " \t");
-		n = strcspn(w, " \t");
-		if (n > 0 && n < sizeof(word)) {
-			memcpy(word, w, n);
-			word[n] = '\0';
-			os = gb_os_find(word);
-		}
-		w += n;
-	}
+	while (!os && gb_next_word(&w, " \t", word, sizeof(word)))
+		os = gb_os_find(word);
 	return os;
 }
 

@@ -1015,23 +1015,14 @@ int gb_ctk_containerd_major(const char *out)
 	char tok[64];
 	uint32_t major;
 
-	for (const char *s = out; s && *s;) {
-		size_t n;
-		s += strspn(s, " \t\r\n");
-		n = strcspn(s, " \t\r\n");
-		if (n > 0 && n < sizeof(tok)) {
-			memcpy(tok, s, n);
-			tok[n] = '\0';
-			char *v = tok + (tok[0] == 'v');
-			size_t digits = strspn(v, "0123456789");
-			if (digits > 0 && digits < 6 && v[digits] == '.' && v[digits + 1] >= '0' &&
-			    v[digits + 1] <= '9') {
-				v[digits] = '\0';
-				if (gb_safe_atou32(v, 10, &major) == 0)
-					return (int)major;
-			}
+	for (const char *s = out; gb_next_word(&s, " \t\r\n", tok, sizeof(tok));) {
+		char *v = tok + (tok[0] == 'v');
+		size_t digits = strspn(v, "0123456789");
+		if (digits > 0 && digits < 6 && v[digits] == '.' && v[digits + 1] >= '0' && v[digits + 1] <= '9') {
+			v[digits] = '\0';
+			if (gb_safe_atou32(v, 10, &major) == 0)
+				return (int)major;
 		}
-		s += n;
 	}
 	return 0;
 }

@@ -106,6 +106,24 @@ int gb_safe_atod(const char *s, double *ret)
 	return 0;
 }
 
+bool gb_next_word(const char **s, const char *sep, char *buf, size_t bufsz)
+{
+	while (*s && **s) {
+		size_t n;
+		*s += strspn(*s, sep);
+		n = strcspn(*s, sep);
+		if (n == 0)
+			break;
+		*s += n;
+		if (n < bufsz) {
+			memcpy(buf, *s - n, n);
+			buf[n] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
 char *gb_strstrip(char *s)
 {
 	char *b = s, *e;

@@ -19,6 +19,10 @@ int gb_safe_atod(const char *s, double *ret);
 
 /* Strip leading and trailing whitespace in place; returns s. */
 char *gb_strstrip(char *s);
+/* The next word of *s (words separated by any byte of sep) copied into
+ * buf, *s moved past it; false at the end. A word longer than buf holds is
+ * skipped, never cut. */
+bool gb_next_word(const char **s, const char *sep, char *buf, size_t bufsz);
 
 /* Does s start with prefix? Returns the rest or NULL. */
 const char *gb_startswith(const char *s, const char *prefix);
