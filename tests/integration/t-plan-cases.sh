@@ -199,7 +199,7 @@ d = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 lines = text.splitlines()
 label = {"profile": "profile ", "profile_source": "profile ", "date": "profile ", "target": "profile ",
-         "gpus": "gpu ", "refusal": "REFUSED ", "driver": "driver ", "cuda": "cuda ", "toolkit": "toolkit ",
+         "gpus": "gpu ", "refusal": "REFUSED ", "warnings": "WARNING ", "driver": "driver ", "cuda": "cuda ", "toolkit": "toolkit ",
          "kernel": "kernel ", "nouveau": "nouveau ", "secure_boot": "secure boot ", "daemons": "daemons ",
          "modules": "modules ", "module_params": "module param ", "verify": "verify "}
 bad = []
@@ -276,6 +276,38 @@ grep -q "custom kernel 6.18.44-fc-v657-gpu: .* supply its headers" "$TMP/err" ||
 expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal --json
 [ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], d["driver"]["module_flavor"]')" = "keep 535.261.03 open" ] ||
 	fail "Debian image: $(jq_ 'd["driver"]')"
+# ---- what ages (docs/plan.md, Warnings) ----
+# That R535 ended on 2026-06-30: kept all the same (Debian's own branch: only
+# an explicit method moves the machine off it; the guests have no network),
+# warned with the way out; --method packages replaces it, naming the end.
+[ "$(jq_ '[w["code"] for w in d["warnings"]]')" = "['branch-eol']" ] || fail "Debian image warnings: $(jq_ 'd["warnings"]')"
+jq_ 'd["warnings"][0]["text"]' | grep -q "R535 (ltsb) reached its end of life on 2026-06-30.* the plan keeps 535.261.03: R535 is debian 12's own driver branch" ||
+	fail "Debian image warning: $(jq_ 'd["warnings"]')"
+jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method packages or --method runfile (or \[install\] method in gpuboot.conf) replaces it with 580.173.02" ||
+	fail "Debian image fix: $(jq_ 'd["warnings"]')"
+expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal
+grep -q "^WARNING      branch-eol  .* R535 (ltsb) reached its end of life on 2026-06-30.*; fix: --method packages" "$TMP/out" ||
+	fail "text plan without the warning: $(cat "$TMP/out")"
+expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal --method packages --json
+[ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], len(d["warnings"])')" = "replace 580.173.02 0" ] ||
+	fail "Debian image, --method packages: $(jq_ 'd["driver"]')"
+jq_ 'd["driver"]["action_reason"]' | grep -q "R535 reached its end of life on 2026-06-30 .*and the lts policy wants a supported branch; replaced by 580.173.02" ||
+	fail "EOL replace reason: $(jq_ 'd["driver"]["action_reason"]')"
+# The distro method installs Debian's ended branches (bookworm's 535,
+# trixie's 550): nothing newer that way; warned.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:13 --target-gpu L4 --profile inference --method distro --json
+[ "$(jq_ 'd["driver"]["version"], [w["code"] for w in d["warnings"]]')" = "550.163.01 ['branch-eol']" ] || fail "trixie distro: $(jq_ 'd["warnings"]')"
+jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method runfile installs R580" || fail "trixie fix: $(jq_ 'd["warnings"]')"
+# A fresh branch and a fresh catalog: no warning (the fixtures' date);
+# the catalog (2026-12-03) 121 days later is stale, refusals included.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["warnings"]')" = "[]" ] || fail "fresh plan warned: $(jq_ 'd["warnings"]')"
+GPUBOOT_FAKE_OPS=clock:1806753600000000000 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["date"], [w["code"] for w in d["warnings"]]')" = "2027-04-03 ['catalog-stale']" ] || fail "stale catalog: $(jq_ 'd["date"], d["warnings"]')"
+GPUBOOT_FAKE_OPS=clock:1806667200000000000 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["date"], d["warnings"]')" = "2027-04-02 []" ] || fail "a 120-day-old catalog warned: $(jq_ 'd["warnings"]')"
+GPUBOOT_FAKE_OPS=clock:1806753600000000000 expect_exit 11 "$GB" --root "$FIX/nogpu-debian12" plan --json
+[ "$(jq_ '[w["code"] for w in d["warnings"]]')" = "['catalog-stale']" ] || fail "refusal without the catalog's age: $(cat "$TMP/out")"
 # Arch: a Grace part implies aarch64; the machine's arch is the default; arm64 is aarch64; a contradiction is exit 2.
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu GH200 --json
 [ "$(jq_ 'd["target"]["arch"], d["driver"]["repository_arch"]')" = "aarch64 sbsa" ] || fail "GH200 arch: $(jq_ 'd["target"]')"
