@@ -25,6 +25,8 @@
 #     nouveau blacklist, the module "built" for the image's kernel, the
 #     toolkit's four packages at one version, the journal;
 #   - the rerun changes nothing (zero effects, no command);
+#   - an NVSwitch host (--target-gpu 2330x8): the fabric manager installed
+#     with the driver at its exact version and held, the rerun idle;
 #   - a tampered index is refused (exit 13) and leaves no keyring, no sources;
 #   - killed for real (the process tree SIGKILLed) inside dpkg, and at each
 #     of 14 points of a fresh install (apt's update and download, a .deb in
@@ -111,7 +113,11 @@ p=json.load(open('$work/plan.json'))
 d=p['driver']
 print('DV=%s REPO=%s RARCH=%s TV=%s' % (d['version'], d['repository'], d['repository_arch'], p['toolkit']['version']))
 print('PKGS=\"%s\"' % ' '.join(d['packages']))")"
-echo "image-packages: root $root, kernel $kver; plan: driver $DV from $REPO/$RARCH ($PKGS), toolkit $TV"
+# An HGX board (--target-gpu 2330x8: eight H100s and their NVSwitches): the
+# same driver, the open module, and the fabric manager beside it.
+HGX_PKGS=$("$GB" --root "$root" plan --json --target-gpu 2330x8 --profile "$work/test.profile" --method packages |
+	python3 -c "import json,sys; print(' '.join(json.load(sys.stdin)['driver']['packages']))")
+echo "image-packages: root $root, kernel $kver; plan: driver $DV from $REPO/$RARCH ($PKGS), toolkit $TV; HGX: $HGX_PKGS"
 NEWER=999.1.2
 
 # ---- the repository ----
@@ -121,7 +127,7 @@ ctk=$srv/good/libnvidia-container/stable/deb/amd64
 # DKMS's work, stood in for: the module file for every kernel with headers.
 # (the stand-in DKMS build takes a second, as a real one takes minutes: a
 # kill inside it is a point of section 5)
-nv_driver_repo "$cuda" "$DV" "$NEWER" "$PKGS" "$kver" "$kimg" "$kmeta" "sleep 1"
+nv_driver_repo "$cuda" "$DV" "$NEWER" "$(echo $PKGS $HGX_PKGS | tr ' ' '\n' | sort -u | tr '\n' ' ')" "$kver" "$kimg" "$kmeta" "sleep 1"
 nv_toolkit_repo "$ctk" "$TV"
 nv_sign_setup
 nv_sign_repo "$cuda"
@@ -274,6 +280,43 @@ import json,sys
 d=json.load(open('$j'))
 sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))"
 echo "image-packages: rerun $(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }') s"
+
+# ---- 4b. an NVSwitch host: the fabric manager with the driver ----
+# On a fresh copy of the image: the HGX plan's packages, the fabric
+# manager among them at the driver's exact version although a newer one is
+# there, held with the driver; the rerun changes nothing.
+H=$work/hgx
+cp -a "$work/pristine" "$H"
+hgx_run() {
+	"$GB" --root "$H" run --target-gpu 2330x8 --profile "$work/test.profile" --method packages \
+		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" "$@"
+}
+hgx_run >"$work/hgx.out" 2>"$work/hgx.err"
+rc=$?
+sed 's/^/    /' "$work/hgx.err" | tail -n 3
+check "HGX (2330x8): the plan installs nvidia-fabricmanager" sh -c "echo ' $HGX_PKGS ' | grep -q ' nvidia-fabricmanager '"
+check "HGX: the install exits 0" test "$rc" = 0
+check "HGX: nvidia-fabricmanager at $DV-1 (not $NEWER-1), held" test "$(chroot "$H" dpkg-query -W -f '${Version} ${Status}' nvidia-fabricmanager 2>/dev/null)" = "$DV-1 hold ok installed"
+check "HGX: nvidia-open at $DV-1, held" test "$(chroot "$H" dpkg-query -W -f '${Version} ${Status}' nvidia-open 2>/dev/null)" = "$DV-1 hold ok installed"
+check "HGX: its nv-fabricmanager in place" test -x "$H/usr/bin/nv-fabricmanager"
+check "HGX: apt-get install named nvidia-fabricmanager=$DV-1" python3 -c "
+import json,sys
+d=json.load(open('$H/var/lib/gpuboot/journal.json'))
+s=[x for x in d['steps'] if x['id']=='apt-get-install']
+sys.exit(not (d['state']=='done' and s and 'nvidia-fabricmanager=$DV-1' in s[0]['argv']))"
+check "HGX: status: install ok, the fabric manager's package at $DV-1" python3 -c "
+import json,sys
+d=json.load(open('$H/var/lib/gpuboot/status.json'))
+p=[x for x in d['install']['driver']['packages'] if x['name']=='nvidia-fabricmanager']
+sys.exit(not (d['exit_code']==0 and p and p[0]['after']=='$DV-1'))"
+hgx_run >"$work/hgx2.out" 2>"$work/hgx2.err"
+rc=$?
+check "HGX: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && python3 -c \"
+import json,sys
+d=json.load(open('$H/var/lib/gpuboot/journal.json'))
+sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+grep " $H/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+rm -rf "$H"
 
 # ---- 5. killed for real at each point, then run again ----
 # A fresh copy of the image each time; the whole process tree stopped and

@@ -30,7 +30,8 @@ nv_mkdeb() {
 # nv_driver_repo DIR DRIVER NEWER "PKGS" KVER KIMG_VERSION KMETA_VERSION BUILD_EXTRA
 # The plan's packages at DRIVER-1 and NEWER-1 (cuda-drivers depends loosely
 # on libcuda1, as NVIDIA's 580 did: only the pin keeps it at DRIVER);
-# nvidia-kernel-dkms whose postinst stands in for DKMS (the module file for
+# the fabric manager (nvidia-fabricmanager*) at both, with a stand-in
+# nv-fabricmanager; nvidia-kernel-dkms whose postinst stands in for DKMS (the module file for
 # every kernel with headers, after BUILD_EXTRA, shell run first); headers
 # for the image's kernel at its linux-image versions.
 nv_driver_repo() {
@@ -38,6 +39,13 @@ nv_driver_repo() {
 	for p in $4; do
 		case $p in
 		nvidia-driver-pinning-*) nv_mkdeb "$1" "$p" "$2-1" "" ;;
+		nvidia-fabricmanager*)
+			# the daemon's binary, where detect and the load look for it
+			for v in "$2-1" "$3-1"; do
+				nv_mkdeb "$1" "$p" "$v" "" "" usr/bin/nv-fabricmanager '#!/bin/sh
+echo "stand-in nv-fabricmanager $*" >&2'
+			done
+			;;
 		*)
 			nv_mkdeb "$1" "$p" "$2-1" "nvidia-kernel-dkms (= $2-1), libcuda1 (>= $2)"
 			nv_mkdeb "$1" "$p" "$3-1" "nvidia-kernel-dkms (= $3-1), libcuda1 (>= $3)"

@@ -99,6 +99,12 @@ struct gb_distro {
 	const char *key_pin; /* the pin (gb_repo_keys) its NVIDIA repository is signed with; NULL: none pinned */
 };
 
+/* The catalog's own version and date (scripts/gen-catalog.py, from the
+ * "Catalog date" of data/SOURCES.md: the day its newest source was read).
+ * The plan warns when the date is long past (catalog-stale, docs/plan.md). */
+extern const char gb_catalog_version[];
+extern const char gb_catalog_date[];
+
 extern const struct gb_branch gb_branches[];
 extern const size_t gb_branches_len;
 /* The first branch without the proprietary kernel module (R620: NVIDIA's r620

@@ -53,6 +53,66 @@ static void driver_unsatisfied(const struct gb_plan *p, const struct gb_profile 
 	(void)prof;
 }
 
+/* Under the lts policy an installed branch past its end of life does not
+ * satisfy: it is replaced where the plan installs a supported branch in
+ * its place (its own choice alive, another branch, something it can fetch;
+ * true, why set). Elsewhere it is kept, and eol_why/eol_fix say why and
+ * what to do (the branch-eol warning). The distribution's own branch
+ * (Debian 12's R535, 13's R550) is the distribution's to update: only an
+ * explicit --method packages|runfile moves a machine off it (replacing it
+ * otherwise broke the Debian guests with no network). */
+static bool eol_replaces(struct gb_plan *p, const struct gb_profile *prof, enum gb_replace_policy pol, char *why,
+                         size_t n)
+{
+	const struct gb_branch *ib = gb_catalog_branch(gb_plan_version_branch(p->in.installed.version));
+	const struct gb_branch *tb = gb_catalog_branch(p->driver.branch);
+	const struct gb_distro *dd = gb_plan_distro(p);
+	char to[96], policy[40];
+
+	if (!ib || !ib->eol || !gb_plan_date_past(p, ib->eol))
+		return false;
+	if (!tb || tb == ib || (tb->eol && gb_plan_date_past(p, tb->eol)))
+		return false; /* the plan's own choice ended too: decide_driver said why */
+	snprintf(to, sizeof(to), "%s (R%u, %s, supported to %s)", p->driver.version, tb->branch,
+	         gb_branch_type_to_string(tb->type), tb->eol ? tb->eol : "a date not yet announced");
+	if (p->driver.eol_keep)
+		return false; /* replacing it was refused: gb_plan_make said why */
+	if (p->in.repair) {
+		SAY(p->driver.eol_why, "--repair rebuilds what is installed and never switches branches");
+		SAY(p->driver.eol_fix, "a run (not --repair) under the lts policy replaces it with %s", to);
+	} else if (prof->policy != GB_POLICY_LTS) {
+		SAY(p->driver.eol_why,
+		    "the profile's policy %s keeps a working driver (only lts replaces a branch past its end of life)",
+		    gb_policy_to_string(prof, policy, sizeof(policy)));
+		SAY(p->driver.eol_fix,
+		    "[driver] branch = lts in the profile, or replace_installed = always, installs %s", to);
+	} else if (pol == GB_REPLACE_NEVER) {
+		SAY(p->driver.eol_why, "replace_installed = never");
+		SAY(p->driver.eol_fix, "replace_installed = if-unsatisfied lets gpuboot replace it with %s", to);
+	} else if (p->in.offline) {
+		SAY(p->driver.eol_why, "--offline: %s cannot be downloaded", p->driver.version);
+		SAY(p->driver.eol_fix, "run gpuboot once with the network or a mirror: it replaces it with %s", to);
+	} else if (!p->in.method[0] && dd && dd->distro_driver &&
+	           gb_plan_version_branch(dd->distro_driver) == ib->branch) {
+		SAY(p->driver.eol_why,
+		    "R%u is %s %s's own driver branch (its packages carry no newer one), and gpuboot moves a machine "
+		    "off the distribution's driver only when asked",
+		    ib->branch, p->in.os_id, p->in.os_version);
+		SAY(p->driver.eol_fix,
+		    "%s (or [install] method in gpuboot.conf) replaces it with %s; or move to a release whose own "
+		    "packages carry a supported branch",
+		    gb_plan_other_methods(p), to);
+	} else {
+		p->driver.eol_replace = true;
+		snprintf(why, n,
+		         "R%u reached its end of life on %s (NVIDIA's lifecycle: no more fixes) and the lts policy "
+		         "wants a supported branch",
+		         ib->branch, ib->eol);
+		return true;
+	}
+	return false;
+}
+
 /* The installed driver becomes the plan's driver. */
 static void keep_driver(struct gb_plan *p)
 {
@@ -87,6 +147,8 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 		return;
 	}
 	driver_unsatisfied(p, prof, site, why, sizeof(why));
+	if (!why[0])
+		eol_replaces(p, prof, pol, why, sizeof(why));
 	if (p->in.repair) {
 		/* A kernel change: rebuild what is there, never switch branch or flavour. */
 		p->driver.action = p->in.installed.module ? "keep" : "rebuild";
@@ -115,10 +177,19 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 	}
 	p->driver.action = "keep";
 	keep_driver(p);
-	SAY(p->driver.action_reason,
-	    "%s %s (%s) satisfies the profile: every GPU supports R%u, the flavour is allowed, the profile's CUDA runs "
-	    "on it",
-	    v, fl, p->in.installed.source, p->driver.branch);
+	if (p->driver.eol && gb_plan_date_past(p, p->driver.eol))
+		SAY(p->driver.action_reason,
+		    "%s %s (%s) is kept: every GPU supports R%u, the flavour is allowed, the profile's CUDA runs on "
+		    "it; "
+		    "R%u ended on %s, but %s (warning branch-eol)",
+		    v, fl, p->in.installed.source, p->driver.branch, p->driver.branch, p->driver.eol,
+		    p->driver.eol_why[0] ? p->driver.eol_why : "nothing replaces it here");
+	else
+		SAY(p->driver.action_reason,
+		    "%s %s (%s) satisfies the profile: every GPU supports R%u, the flavour is allowed, the profile's "
+		    "CUDA "
+		    "runs on it",
+		    v, fl, p->in.installed.source, p->driver.branch);
 }
 
 void gb_plan_decide_cuda_action(struct gb_plan *p)

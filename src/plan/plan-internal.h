@@ -19,5 +19,17 @@ unsigned gb_plan_version_branch(const char *version);
 void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site);
 void gb_plan_decide_cuda_action(struct gb_plan *p);
 void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *prof);
+/* The catalog's row of the plan's distribution and release, NULL when none. */
+const struct gb_distro *gb_plan_distro(const struct gb_plan *p);
+/* The install methods that could bring a newer branch here, in words:
+ * "--method packages or --method runfile", or the runfile's alone where
+ * NVIDIA's repository for it is not trusted (no pinned key). */
+const char *gb_plan_other_methods(const struct gb_plan *p);
+/* Is the date a (YYYY-MM-DD) before today's? A date that is not one is not. */
+bool gb_plan_date_past(const struct gb_plan *p, const char *date);
+/* What ages (docs/plan.md, Warnings): the branch near or past its end of
+ * life, the catalog's age, a toolkit below the floor left in place
+ * (plan-warnings.c). Refused plans get the catalog's only. */
+void gb_plan_decide_warnings(struct gb_plan *p);
 /* Gates the GPU cannot pass are refusals now, not failures after the install. */
 void gb_plan_check_gates(struct gb_plan *p, const struct gb_profile *prof);

@@ -95,6 +95,20 @@ static json_object *driver_json(const struct gb_plan *p)
 	return d;
 }
 
+/* What ages, each with what to do (docs/plan.md, Warnings): always an array. */
+static json_object *warnings_json(const struct gb_plan *p)
+{
+	json_object *arr = gb_json_new_array();
+	for (size_t i = 0; i < p->n_warnings; i++) {
+		json_object *o = gb_json_new_object();
+		gb_json_add(o, "code", gb_json_new_string(p->warnings[i].code));
+		gb_json_add(o, "text", gb_json_new_string(p->warnings[i].text));
+		gb_json_add(o, "fix", gb_json_new_string(p->warnings[i].fix));
+		gb_json_append(arr, o);
+	}
+	return arr;
+}
+
 json_object *gb_plan_to_json(const struct gb_plan *p)
 {
 	json_object *root = gb_json_new_object();
@@ -118,9 +132,11 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 		gb_json_add(r, "code", gb_json_new_int(p->refusal_code));
 		gb_json_add(r, "reason", gb_json_new_string(p->refusal));
 		gb_json_add(root, "refusal", r);
+		gb_json_add(root, "warnings", warnings_json(p));
 		return root;
 	}
 	gb_json_add(root, "refusal", NULL);
+	gb_json_add(root, "warnings", warnings_json(p));
 
 	gb_json_add(root, "driver", driver_json(p));
 	{
@@ -297,6 +313,16 @@ static void print_verify(const struct gb_plan *p, FILE *out)
 		    x == p->verify.skip ? "the site configuration skips these checks ([checks] skip)" : NULL);
 }
 
+/* What ages: a row each, the fix beside it. */
+static void print_warnings(const struct gb_plan *p, FILE *out)
+{
+	for (size_t i = 0; i < p->n_warnings; i++) {
+		char buf[GB_REASON * 2 + 8];
+		snprintf(buf, sizeof(buf), "%s; fix: %s", p->warnings[i].text, p->warnings[i].fix);
+		row(out, i ? "" : "WARNING", p->warnings[i].code, buf);
+	}
+}
+
 /* Keep, replace or install, for each component: the first thing to read. */
 static void print_actions(const struct gb_plan *p, FILE *out)
 {
@@ -337,8 +363,10 @@ void gb_plan_print(const struct gb_plan *p, FILE *out)
 	print_gpus(p, out);
 	if (p->refusal_code) {
 		fprintf(out, "REFUSED      exit %d: %s\n", p->refusal_code, p->refusal);
+		print_warnings(p, out);
 		return;
 	}
+	print_warnings(p, out);
 	print_actions(p, out);
 	print_driver(p, out);
 	print_cuda(p, out);

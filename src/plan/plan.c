@@ -74,6 +74,17 @@ static const char *arch_name(enum gb_arch a)
 
 static const struct gb_distro *find_distro(const struct gb_plan_input *in);
 
+const struct gb_distro *gb_plan_distro(const struct gb_plan *p)
+{
+	return find_distro(&p->in);
+}
+
+const char *gb_plan_other_methods(const struct gb_plan *p)
+{
+	const struct gb_distro *d = find_distro(&p->in);
+	return d && gb_repo_key_find(d->key_pin) ? "--method packages or --method runfile" : "--method runfile";
+}
+
 /* ---- GPUs ---- */
 
 static int resolve_gpus(struct gb_plan *p, const struct gb_profile *prof, const struct gb_gpu_overrides *ov)
@@ -202,9 +213,15 @@ static bool fp64_check(struct gb_plan *p)
 
 /* ---- driver branch and version ---- */
 
-static bool branch_alive(const struct gb_branch *b, const char *today)
+bool gb_plan_date_past(const struct gb_plan *p, const char *date)
 {
-	return !b->eol || strcmp(b->eol, today) >= 0;
+	int64_t d, t;
+	return gb_date_days(date, &d) >= 0 && gb_date_days(p->today, &t) >= 0 && d < t;
+}
+
+static bool branch_alive(const struct gb_plan *p, const struct gb_branch *b)
+{
+	return !b->eol || !gb_plan_date_past(p, b->eol);
 }
 
 static bool in_list(unsigned b, const unsigned *list, size_t n)
@@ -321,7 +338,7 @@ static const struct gb_branch *newest_branch(const struct gb_plan *p, enum gb_br
 				chosen = b;
 			continue;
 		}
-		if (!branch_alive(b, p->today))
+		if (!branch_alive(p, b))
 			continue;
 		kind_ok = pol == GB_POLICY_LATEST       ? b->type != GB_BRANCH_LEGACY
 		          : pol == GB_POLICY_PRODUCTION ? (b->type == GB_BRANCH_PRODUCTION || b->type == GB_BRANCH_LTSB)
@@ -332,8 +349,8 @@ static const struct gb_branch *newest_branch(const struct gb_plan *p, enum gb_br
 	return chosen;
 }
 
-static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned_by_gpu, unsigned lo, unsigned hi,
-                              unsigned branch, const char *rarch, bool ubuntu_sb)
+static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned_branch, bool pinned_by_gpu,
+                              unsigned lo, unsigned hi, unsigned branch, const char *rarch, bool ubuntu_sb)
 {
 	char range[48];
 	if (lo && hi)
@@ -342,6 +359,14 @@ static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned
 		snprintf(range, sizeof(range), "up to R%u", hi);
 	else
 		snprintf(range, sizeof(range), "R%u and newer", lo);
+	if (pinned_branch) {
+		/* a pin is taken alive or not: its end of life is a warning, not "alive" */
+		SAY(p->driver.reason,
+		    "pinned to branch R%u by %s, within what every GPU supports (%s); newest %s runfile of it%s",
+		    branch, pinned_by_gpu ? "a gpus.d override" : "the profile", range, rarch,
+		    ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
+		return;
+	}
 	SAY(p->driver.reason,
 	    "policy %s%s: the newest such branch alive on %s within what every GPU supports (%s) is "
 	    "R%u; newest %s runfile of it%s",
@@ -411,6 +436,48 @@ static const char *distro_driver(struct gb_plan *p)
 	       "runfile",
 	       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
 	return NULL;
+}
+
+/* Where an ageing branch moves to: the newest lts branch alive, else
+ * production, in the GPUs' window; 0 = none. */
+static unsigned supported_branch(const struct gb_plan *p, unsigned lo, unsigned hi, const char *rarch, bool ubuntu_sb)
+{
+	const struct gb_branch *s = newest_branch(p, GB_POLICY_LTS, 0, lo, hi, rarch, ubuntu_sb);
+	if (!s)
+		s = newest_branch(p, GB_POLICY_PRODUCTION, 0, lo, hi, rarch, ubuntu_sb);
+	return s ? s->branch : 0;
+}
+
+/* The plan's own branch is past its end of life (a pin, the distribution's
+ * packages, the GPUs' last branch): why it is still the plan's, and what to
+ * do instead: the branch-eol warning's words. */
+static void say_target_eol(struct gb_plan *p, const char *pinned_by, const char *hi_by)
+{
+	const struct gb_branch *s = p->driver.supported ? gb_catalog_branch(p->driver.supported) : NULL;
+	char to[96] = "no branch alive today supports these GPUs";
+
+	if (s)
+		snprintf(to, sizeof(to), "R%u (%s, supported to %s)", s->branch, gb_branch_type_to_string(s->type),
+		         s->eol ? s->eol : "a date not yet announced");
+	if (streq(p->in.method, "distro")) {
+		SAY(p->driver.eol_why, "%s %s's own packages (%s distro) carry no newer branch", p->in.os_id,
+		    p->in.os_version, p->in.method_by);
+		if (s)
+			SAY(p->driver.eol_fix,
+			    "%s installs %s; or move to a release whose own packages carry a supported branch",
+			    gb_plan_other_methods(p), to);
+		else
+			SAY(p->driver.eol_fix, "%s", to);
+	} else if (pinned_by) {
+		SAY(p->driver.eol_why, "%s pins it", pinned_by);
+		SAY(p->driver.eol_fix, "%s%s", s ? "raise the pin to a supported branch: " : "", to);
+	} else {
+		SAY(p->driver.eol_why, "it is the last branch of %s", hi_by ? hi_by : "these GPUs");
+		SAY(p->driver.eol_fix,
+		    "no branch alive today supports %s: NVIDIA fixes its driver no more; retire the GPU, or accept the "
+		    "risk",
+		    hi_by ? hi_by : "these GPUs");
+	}
 }
 
 static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
@@ -510,13 +577,24 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 		p->driver.branch = chosen->branch;
 		p->driver.runfile = gb_catalog_newest_runfile(chosen->branch, rarch);
 		if (!p->driver.reason[0])
-			say_branch_reason(p, policy, pinned_gpu != 0, lo, hi, chosen->branch, rarch, ubuntu_sb);
+			say_branch_reason(p, policy, pol == GB_POLICY_BRANCH, pinned_gpu != 0, lo, hi, chosen->branch,
+			                  rarch, ubuntu_sb);
 	}
 	SAY(p->driver.version, "%s", p->driver.runfile->version);
 	if (chosen) {
 		p->driver.branch_type = gb_branch_type_to_string(chosen->type);
 		p->driver.eol = chosen->eol;
 	}
+	p->driver.supported = supported_branch(p, lo, hi, rarch, ubuntu_sb);
+	if (chosen && !branch_alive(p, chosen))
+		say_target_eol(p,
+		               pol == GB_POLICY_VERSION
+		                   ? (site && site->pinned_driver[0] ? "the site configuration ([pins] driver)"
+		                                                     : "the profile ([driver] branch)")
+		               : pol == GB_POLICY_BRANCH
+		                   ? (pinned_gpu ? "a gpus.d override (branch)" : "the profile ([driver] branch)")
+		                   : NULL,
+		               hi_by);
 
 	decide_flavor(p, prof, need_open_by, need_prop_by);
 	if (streq(p->in.method, "distro"))
@@ -655,6 +733,37 @@ static void method_distro(struct gb_plan *p)
 		SAY(p->driver.packages[p->driver.n_packages++], "%s", pkgs[i]);
 }
 
+/* Whether the machine needs the fabric manager, and why (a literal). */
+static const char *fabricmanager_need(const struct gb_plan *p, const struct gb_profile *prof)
+{
+	if (prof->fabricmanager == GB_NO || !(p->in.n_nvswitches > 0 || prof->fabricmanager == GB_YES))
+		return NULL;
+	/* --target-gpu assumes a board's switches: said as an assumption */
+	return !p->in.n_nvswitches ? "the profile asks for it"
+	       : p->in.target_gpu  ? "NVSwitches assumed (an 8-GPU HGX board, --target-gpu)"
+	       : p->in.nvswitches_assumed
+	           ? "NVSwitches assumed (eight GPUs of an HGX board whose switches sit behind its ConnectX bridge, "
+	             "no PCI functions of this host)"
+	           : "NVSwitches present";
+}
+
+/* The fabric manager's package beside the driver's, at the driver's exact
+ * version (data/nvswitch-facts-2026-12.md): NVIDIA's repositories name it
+ * nvidia-fabricmanager from R580, before that nvidia-fabricmanager-<branch>
+ * (apt) and nvidia-fabric-manager (rpm); Ubuntu's archive keeps the branch
+ * in the name (nvidia-fabricmanager-580). */
+static void add_fabricmanager(struct gb_plan *p, bool rpm, bool ubuntu_archive)
+{
+	if (!p->fm_need || p->driver.n_packages >= ARRAY_SIZE(p->driver.packages))
+		return;
+	if (ubuntu_archive || (!rpm && p->driver.branch < 580))
+		SAY(p->fm_package, "nvidia-fabricmanager-%u", p->driver.branch);
+	else
+		SAY(p->fm_package, "%s",
+		    rpm && p->driver.branch < 580 ? "nvidia-fabric-manager" : "nvidia-fabricmanager");
+	SAY(p->driver.packages[p->driver.n_packages++], "%s", p->fm_package);
+}
+
 /* How the driver gets onto the machine: kept, runfile, or packages. */
 static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
 {
@@ -695,6 +804,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		SAY(p->driver.packages[p->driver.n_packages++], "%s", p->secure_boot.package);
 		SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-%u-server%s", p->driver.branch,
 		    streq(p->driver.flavor, "open") ? "-open" : "");
+		add_fabricmanager(p, false, true);
 	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
 		p->driver.method = "runfile";
 		SAY(p->driver.method_reason,
@@ -724,6 +834,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 			SAY(p->driver.packages[p->driver.n_packages++], "@nvidia-driver:%u-%s", p->driver.branch,
 			    streq(p->driver.flavor, "open") ? "open" : "dkms");
 		}
+		add_fabricmanager(p, dnf, false);
 	} else {
 		p->driver.method = "runfile";
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256 and installed with the %s module",
@@ -1035,33 +1146,45 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 
 	add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-persistenced", NULL,
 	          "keeps the driver initialised between jobs on a server (no X): fast CUDA start, stable clocks");
-	if (prof->fabricmanager == GB_NO) {
-		/* nothing */
-	} else if (p->in.n_nvswitches > 0 || prof->fabricmanager == GB_YES) {
-		/* --target-gpu assumes a board's switches: said as an assumption */
-		const char *why = !p->in.n_nvswitches ? "the profile asks for it"
-		                  : p->in.target_gpu  ? "NVSwitches assumed (an 8-GPU HGX board, --target-gpu)"
-		                  : p->in.nvswitches_assumed
-		                      ? "NVSwitches assumed (eight GPUs of an HGX board whose switches sit behind its "
-		                        "ConnectX bridge, no PCI functions of this host)"
-		                      : "NVSwitches present";
-		snprintf(r, sizeof(r),
-		         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802", why);
+	if (p->fm_need) {
+		const char *why = p->fm_need;
+		bool installs = streq(p->driver.action, "install") || streq(p->driver.action, "replace");
+		if (p->fm_package[0])
+			snprintf(
+			    r, sizeof(r),
+			    "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802; "
+			    "%s is installed with the driver at its version %s and held there",
+			    why, p->fm_package, p->driver.version);
+		else
+			snprintf(r, sizeof(r),
+			         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
+			         why);
 		add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-fabricmanager", NULL, r);
-		/* The fabric manager runs at exactly the driver's version, and no
-		 * install method of this version installs it: a driver installed
-		 * here would end at the load. Refused before any change, unless the
-		 * site put the fabric manager of the planned version there. */
-		if ((streq(p->driver.action, "install") || streq(p->driver.action, "replace")) &&
-		    !streq(p->in.fabricmanager_installed, p->driver.version))
-			refuse(
-			    p, GB_EXIT_UNSUPPORTED,
-			    "%s: the fabric manager must run at the driver's version %s, and this gpuboot installs "
-			    "no fabric manager yet (%s); install nvidia-fabricmanager %s first, or keep the installed "
-			    "driver with its own",
-			    why, p->driver.version,
-			    p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed",
-			    p->driver.version);
+		/* The fabric manager runs at exactly the driver's version: a driver
+		 * installed by a method that brings none would end at the load.
+		 * Refused before any change, unless the site put the fabric
+		 * manager of the planned version there. */
+		if (installs && !p->fm_package[0] && !streq(p->in.fabricmanager_installed, p->driver.version)) {
+			char have[80];
+			SAY(have, "%s",
+			    p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed");
+			if (streq(p->driver.method, "distro"))
+				refuse(
+				    p, GB_EXIT_UNSUPPORTED,
+				    "%s: the fabric manager must run at the driver's version %s, and %s %s packages no "
+				    "fabric manager (%s); use --method packages: NVIDIA's %s repository carries "
+				    "nvidia-fabricmanager at the driver's version",
+				    why, p->driver.version, p->in.os_id, p->in.os_version, have,
+				    find_distro(&p->in) ? find_distro(&p->in)->repo : "NVIDIA's");
+			else
+				refuse(
+				    p, GB_EXIT_UNSUPPORTED,
+				    "%s: the fabric manager must run at the driver's version %s, and the %s method "
+				    "installs none (NVIDIA ships it apart from the .run, in a redistributable archive "
+				    "whose manifest this catalog pins no hash of) (%s); use --method packages where "
+				    "NVIDIA publishes a repository, or install nvidia-fabricmanager %s first",
+				    why, p->driver.version, p->driver.method, have, p->driver.version);
+		}
 	}
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia", NULL, "the driver");
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_uvm", NULL,
@@ -1138,8 +1261,11 @@ static int decide_verify(struct gb_plan *p, const struct gb_profile *prof, const
 	return 0;
 }
 
-int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, const struct gb_site_config *site,
-                 const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz)
+/* One pass of the decisions; keep_why (the second pass): the installed
+ * driver is kept though its branch ended, for that reason, fixed by keep_fix. */
+static int plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, const struct gb_site_config *site,
+                     const struct gb_gpu_overrides *ov, const char *today, const char *keep_why, const char *keep_fix,
+                     struct gb_plan *ret, char *err, size_t errsz)
 {
 	struct gb_plan *p = ret;
 	int r;
@@ -1149,6 +1275,11 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 	gb_strscpy(p->today, sizeof(p->today), today);
 	gb_strscpy(p->profile, sizeof(p->profile), prof->name);
 	gb_strscpy(p->profile_source, sizeof(p->profile_source), prof->source);
+	if (keep_why) {
+		p->driver.eol_keep = true;
+		SAY(p->driver.eol_why, "%s", keep_why);
+		SAY(p->driver.eol_fix, "%s", keep_fix);
+	}
 
 	if (!platform_check(p))
 		goto out;
@@ -1187,6 +1318,7 @@ int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, 
 		if (p->refusal_code)
 			goto out;
 	}
+	p->fm_need = fabricmanager_need(p, prof);
 	decide_method_kernel_sb(p, site);
 	if (p->refusal_code)
 		goto out;
@@ -1205,5 +1337,31 @@ out:
 	return 0;
 fail:
 	gb_plan_done(p); /* what was decided before the failure */
+	return r;
+}
+
+/* A driver replaced only because its branch ended (lts) must not turn a
+ * working machine into a refusal (a kernel the new branch cannot use, a
+ * fabric manager of its version missing): then it is kept, and the
+ * warning names what stood in the way. */
+int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *prof, const struct gb_site_config *site,
+                 const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz)
+{
+	char why[GB_REASON], version[32], fix[GB_REASON];
+	int r = plan_make(in, prof, site, ov, today, NULL, NULL, ret, err, errsz);
+
+	if (r < 0 || !ret->refusal_code || !ret->driver.eol_replace) {
+		if (r >= 0)
+			gb_plan_decide_warnings(ret);
+		return r;
+	}
+	gb_strscpy(version, sizeof(version), ret->driver.version);
+	SAY(why, "replacing it with %s would be refused (exit %d: %s)", version, ret->refusal_code, ret->refusal);
+	SAY(fix, "resolve what refuses %s, then run gpuboot again: under the lts policy it replaces the ended branch",
+	    version);
+	gb_plan_done(ret);
+	r = plan_make(in, prof, site, ov, today, why, fix, ret, err, errsz);
+	if (r >= 0)
+		gb_plan_decide_warnings(ret);
 	return r;
 }

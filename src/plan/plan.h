@@ -15,6 +15,11 @@
 #define GB_PLAN_MAX_GPUS 16
 #define GB_REASON 640
 #define GB_PLAN_MAX_KERNEL_KEYS 64
+#define GB_PLAN_MAX_WARNINGS 4
+/* Warned ahead: a branch this many days or fewer from its end of life, a
+ * catalog more than this many days old (docs/plan.md, Warnings). */
+#define GB_WARN_EOL_DAYS 90
+#define GB_WARN_CATALOG_DAYS 120
 
 struct gb_plan_gpu {
 	uint16_t device;
@@ -43,6 +48,7 @@ struct gb_plan_input {
 	char method[16]; /* an install method asked for (--method, [install] method), "" = the plan's choice */
 	char method_by[32]; /* who asked: "--method" or "gpuboot.conf" */
 	bool repair; /* --repair: rebuild what is installed for the new kernel, never switch */
+	bool offline; /* --offline: nothing can be downloaded, so nothing newer installed */
 	bool custom_kernel; /* a kernel no distribution package can exist for */
 	struct {
 		uint16_t device;
@@ -79,6 +85,15 @@ struct gb_plan_named {
 	char reason[GB_REASON];
 };
 
+/* What ages while the plan stands: a fleet alerts on these (the status's
+ * warnings). code: "branch-eol", "branch-eol-soon", "catalog-stale",
+ * "toolkit-below-floor". */
+struct gb_plan_warning {
+	const char *code;
+	char text[GB_REASON];
+	char fix[GB_REASON];
+};
+
 struct gb_plan {
 	int refusal_code; /* 0 = none; else a GB_EXIT_* code */
 	char refusal[GB_REASON];
@@ -103,6 +118,15 @@ struct gb_plan {
 		char packages[8][80];
 		size_t n_packages;
 		char reason[GB_REASON], flavor_reason[GB_REASON], method_reason[GB_REASON];
+		/* The newest branch alive today of the lts kind (else production)
+		 * that every GPU supports, with a runfile here: what the plan moves
+		 * to from an ageing branch; 0 = none. */
+		unsigned supported;
+		/* Why the plan's branch is one past its end of life (kept or
+		 * installed), and what to do: the branch-eol warning's words. */
+		char eol_why[GB_REASON], eol_fix[GB_REASON];
+		bool eol_replace; /* replaced only because the installed branch ended (lts) */
+		bool eol_keep; /* replacing it was refused: keep it (gb_plan_make's second pass) */
 	} driver;
 	struct {
 		char version[16];
@@ -137,6 +161,12 @@ struct gb_plan {
 		char package[96];
 		char reason[GB_REASON];
 	} secure_boot;
+	/* Why the machine needs the fabric manager (NVSwitches present or
+	 * assumed, or the profile), NULL when it does not; the package the
+	 * plan's method installs it with, at the driver's version ("" = the
+	 * method installs none). */
+	const char *fm_need;
+	char fm_package[48];
 	struct gb_plan_named daemons[4];
 	size_t n_daemons;
 	struct gb_plan_named modules[6];
@@ -152,6 +182,8 @@ struct gb_plan {
 		bool network_gate_applies; /* Mellanox/InfiniBand present: a multi-node node */
 		char gates_reason[GB_REASON];
 	} verify;
+	struct gb_plan_warning warnings[GB_PLAN_MAX_WARNINGS];
+	size_t n_warnings;
 };
 
 struct gb_ctx;

@@ -117,6 +117,7 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 		return GB_EXIT_FAILED;
 	}
 	pin.repair = ctx->opt.repair;
+	pin.offline = ctx->opt.offline;
 	if (in->redo_driver)
 		memset(&pin.installed, 0, sizeof(pin.installed));
 	if (in->redo_cuda)

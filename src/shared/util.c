@@ -207,6 +207,37 @@ int gb_version_cmp(const char *a, const char *b)
 	return 0;
 }
 
+int gb_date_days(const char *ymd, int64_t *ret)
+{
+	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	unsigned v[3] = { 0, 0, 0 };
+	int64_t y, era, yoe, doy, doe;
+
+	/* exactly YYYY-MM-DD: four, two and two digits */
+	if (!ymd || strlen(ymd) != 10 || ymd[4] != '-' || ymd[7] != '-')
+		return -EINVAL;
+	for (size_t i = 0, k = 0; i < 10; i++) {
+		if (i == 4 || i == 7) {
+			k++;
+			continue;
+		}
+		if (!isdigit((unsigned char)ymd[i]))
+			return -EINVAL;
+		v[k] = v[k] * 10 + (unsigned)(ymd[i] - '0');
+	}
+	if (v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > mdays[v[1] - 1] ||
+	    (v[1] == 2 && v[2] == 29 && (v[0] % 4 || (v[0] % 100 == 0 && v[0] % 400))))
+		return -EINVAL;
+	/* days from the civil date (the proleptic Gregorian calendar, eras of 400 years) */
+	y = (int64_t)v[0] - (v[1] <= 2);
+	era = y / 400;
+	yoe = y - era * 400;
+	doy = (153 * ((int64_t)v[1] + (v[1] > 2 ? -3 : 9)) + 2) / 5 + (int64_t)v[2] - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	*ret = era * 146097 + doe - 719468;
+	return 0;
+}
+
 bool gb_version_valid(const char *s)
 {
 	int parts = 0, digits = 0;

@@ -41,6 +41,10 @@ int gb_sysfs_attr_parse(const char *buf, size_t len, char **ret);
 /* Compare two dotted version strings numerically ("580.65.06" < "580.159.04"). */
 int gb_version_cmp(const char *a, const char *b);
 
+/* Days since 1970-01-01 of a date "YYYY-MM-DD" (the catalog's, the plan's
+ * today): -EINVAL when it is not one; *ret untouched on failure. */
+int gb_date_days(const char *ymd, int64_t *ret);
+
 /* True when s is a plausible NVIDIA driver version (digits and dots, 2-3 parts). */
 bool gb_version_valid(const char *s);
 /* "6.12" of a kernel release or version ("6.12.48+deb12-amd64", "6.12.48-1~bpo12+1"): the

@@ -175,6 +175,14 @@ static bool str_is(const char *a, const char *b)
 	return a && streq(a, b);
 }
 
+/* The plan's warnings, where a fleet alerts on them: the document's plan
+ * (this command's or carried over) decides; none is an empty array. */
+static json_object *plan_warnings(json_object *plan)
+{
+	json_object *w = gb_json_get_array(plan, "warnings");
+	return w ? json_object_get(w) : gb_json_new_array();
+}
+
 static json_object *status_doc(const struct gb_status *s, json_object *prev)
 {
 	json_object *o = gb_json_new_object(), *stages = gb_json_new_array(), *ver;
@@ -204,6 +212,7 @@ static json_object *status_doc(const struct gb_status *s, json_object *prev)
 	 * Only this command's: an older one describes a machine since changed. */
 	gb_json_add(o, "facts_after_load", s->facts_after ? json_object_get(s->facts_after) : NULL);
 	gb_json_add(o, "plan", part(s->plan, prev, "plan", NULL));
+	gb_json_add(o, "warnings", plan_warnings(gb_json_get(o, "plan")));
 	gb_json_add(o, "artifacts", part(s->artifacts, prev, "artifacts", gb_json_new_array()));
 	gb_json_add(o, "journal", s->journal ? json_object_get(s->journal) : NULL);
 	gb_json_add(o, "prepare", s->prepare ? json_object_get(s->prepare) : NULL);
@@ -353,6 +362,21 @@ char *gb_status_prometheus(json_object *doc)
 		sb(&b, ",subject=");
 		label(&b, gb_json_get_str(c, "subject"));
 		sb(&b, "} %d\n", streq(res, "pass"));
+	}
+	{
+		json_object *w = gb_json_get_array(doc, "warnings");
+		size_t n = w ? gb_json_len(w) : 0;
+		sb(&b,
+		   "# HELP gpuboot_warnings Warnings of the plan (an ended or ending driver branch, a stale catalog, "
+		   "a Container Toolkit below the floor).\n# TYPE gpuboot_warnings gauge\n");
+		sb(&b, "gpuboot_warnings %zu\n", n);
+		sb(&b, "# HELP gpuboot_warning 1 for each warning of the plan, by its code.\n# TYPE gpuboot_warning "
+		       "gauge\n");
+		for (size_t i = 0; i < n; i++) {
+			sb(&b, "gpuboot_warning{code=");
+			label(&b, gb_json_get_str(gb_json_idx(w, i), "code"));
+			sb(&b, "} 1\n");
+		}
 	}
 	numeric_metric(&b, checks, "value", "Measured value of a numeric check, in the unit label.");
 	numeric_metric(&b, checks, "threshold", "Threshold of a numeric check, in the unit label.");
@@ -651,6 +675,14 @@ static void show_text(json_object *doc)
 		       json_object_get_int(gb_json_get(journal, "steps_started")),
 		       json_object_get_int(gb_json_get(journal, "steps_failed")), str_or(journal, "last_step", "-"),
 		       str_or(journal, "last_step_state", "-"));
+	{
+		json_object *w = gb_json_get_array(doc, "warnings");
+		for (size_t i = 0; w && i < gb_json_len(w); i++) {
+			json_object *x = gb_json_idx(w, i);
+			printf("%-12s %s: %s; fix: %s\n", i ? "" : "warnings:", str_or(x, "code", "?"),
+			       str_or(x, "text", ""), str_or(x, "fix", ""));
+		}
+	}
 	if (!gb_json_get_str(ver, "at")) {
 		printf("%-12s never\n", "verified:");
 		return;

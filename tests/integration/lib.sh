@@ -31,9 +31,10 @@ with_fabricmanager() {
 }
 
 # with_planned_fabricmanager ROOT [PLAN-ARGS...]: an NVSwitch machine whose
-# plan installs a driver is refused until the fabric manager of that version
-# is there (no method installs it yet): put it there, at the version the
-# refusal names, for tests of everything after the plan.
+# plan installs a driver by a method that brings no fabric manager (runfile,
+# Debian's own packages) is refused until the fabric manager of that version
+# is there: put it there, at the version the refusal names, for tests of
+# everything after the plan.
 with_planned_fabricmanager() {
 	r=$1
 	shift

@@ -12,10 +12,25 @@ grep -q '{ 0x2335, "GH100", "H200 SXM 141GB", GB_ARCH_HOPPER, "9.0", GB_OPEN_LIS
 grep -q '{ 0x102d, "GK210", "Tesla K80", GB_ARCH_KEPLER, "3.7", GB_OPEN_NO, 470 }' src/catalog/catalog-pci.c || fail "K80 row"
 grep -q '"580.159.04", "x86_64", "TESLA", "[0-9a-f]\{64\}"' src/catalog/catalog-data.c || fail "580.159.04 runfile"
 grep -q 'vulkan-beta' src/catalog/catalog-data.c && fail "Vulkan betas leaked into the runfile catalog"
-# facts checked against NVIDIA's own pages (data/SOURCES.md, 2026-12-03)
+# facts checked against NVIDIA's own pages (data/SOURCES.md, 2026-12-04)
 grep -q '{ 0x2e12, "GB20B", "GB10", GB_ARCH_BLACKWELL, "12.1",' src/catalog/catalog-pci.c || fail "GB10 is compute capability 12.1"
 grep -q '{ 580, GB_BRANCH_LTSB, "2028-06-30", "4.15" }' src/catalog/catalog-data.c || fail "R580 ends June 2028"
 grep -q '{ 620, GB_BRANCH_LTSB, "2029-09-30", "4.15" }' src/catalog/catalog-data.c || fail "R620 ends September 2029"
 grep -q '{ 610, GB_BRANCH_NEW_FEATURE, "2026-08-31", "4.15" }' src/catalog/catalog-data.c || fail "R610 ends August 2026"
 grep -q '^const unsigned gb_proprietary_removed_from = 620;' src/catalog/catalog-data.c || fail "R620 has no proprietary module"
+# The catalog's date is data/SOURCES.md's "Catalog date", the day its newest
+# source was read: the script refuses a SOURCES.md that cites a newer day,
+# and one without the line (the plan's catalog-stale warning measures it).
+grep -q '^const char gb_catalog_date\[\] = "2026-12-04";$' src/catalog/catalog-data.c || fail "catalog date"
+grep -q '^const char gb_catalog_version\[\] = "2026.12.04";$' src/catalog/catalog-data.c || fail "catalog version"
+cp -a data "$TMP/data"
+printf -- '- a fact read on 2026-12-09\n' >>"$TMP/data/SOURCES.md"
+python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "a source newer than the catalog date passed"
+grep -q "cites 2026-12-09, newer than its Catalog date 2026-12-04: raise the date" "$TMP/err" || fail "newer source: $(cat "$TMP/err")"
+sed -i 's/^Catalog date: 2026-12-04/Catalog date: 2026-12-09/' "$TMP/data/SOURCES.md"
+python3 scripts/gen-catalog.py --data "$TMP/data" --out "$TMP/p.c" --out-data "$TMP/d.c" || fail "raised catalog date refused"
+grep -q '^const char gb_catalog_date\[\] = "2026-12-09";$' "$TMP/d.c" || fail "raised catalog date not built in"
+sed -i '/^Catalog date: /d' "$TMP/data/SOURCES.md"
+python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "SOURCES.md without a Catalog date passed"
+grep -q "no 'Catalog date: YYYY-MM-DD' line" "$TMP/err" || fail "no catalog date: $(cat "$TMP/err")"
 echo ok

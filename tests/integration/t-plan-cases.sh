@@ -19,25 +19,58 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64
 [ "$(j 'd["driver"]["repository_arch"]')" = "sbsa" ] || fail "aarch64 repo should be sbsa"
 [ "$(j 'd["cuda"]["platform"]')" = "linux-sbsa" ] || fail "GH200 CUDA platform"
 # An HGX board (NVSwitches): the fabric manager must run at the driver's
-# version and no method installs it yet, so a plan that installs a driver
-# there is refused before any change, naming it; with it installed at that
-# version, the plan is whole.
-expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --json
-[ "$(j 'd["refusal"]["code"]')" = "10" ] || fail "HGX x8: $(j 'd["refusal"]')"
-j 'd["refusal"]["reason"]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): the fabric manager must run at the driver.s version" || fail "HGX x8: $(j 'd["refusal"]')"
+# exact version. The packages method installs it beside the driver, under
+# the name of the repository's generation (data/nvswitch-facts-2026-12.md):
+# NVIDIA's nvidia-fabricmanager from R580, nvidia-fabricmanager-<branch>
+# (apt) and nvidia-fabric-manager (rpm) before; a method that brings none
+# (runfile, Debian's own packages) is refused before any change, naming the
+# method that does.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --profile minimal --json
+[ "$(j 'd["driver"]["packages"]')" = "['nvidia-driver-pinning-580', 'nvidia-open', 'nvidia-fabricmanager']" ] ||
+	fail "HGX x8, ubuntu 24.04: $(j 'd["driver"]["packages"]')"
+j '[x["reason"] for x in d["daemons"]][1]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): .*nvidia-fabricmanager is installed with the driver at its version 580.173.02 and held there" ||
+	fail "HGX x8: $(j 'd["daemons"]')"
+printf '[driver]\nbranch = R570\n[cuda]\npolicy = none\n' >"$TMP/r570.profile"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.04 --target-gpu 2330x8 --profile "$TMP/r570.profile" --json
+[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabricmanager-570" ] || fail "R570 apt: $(j 'd["driver"]["packages"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9 --target-gpu 2330x8 --profile minimal --json
+[ "$(j 'd["driver"]["packages"]')" = "['@nvidia-driver:580-open', 'nvidia-fabricmanager']" ] || fail "rhel9 HGX: $(j 'd["driver"]["packages"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9 --target-gpu 2330x8 --profile "$TMP/r570.profile" --json
+[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabric-manager" ] || fail "R570 rpm: $(j 'd["driver"]["packages"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os amzn:2023 --target-gpu 2330x8 --profile minimal --json
+[ "$(j 'd["driver"]["packages"]')" = "['@nvidia-driver:580-open', 'nvidia-fabricmanager']" ] || fail "AL2023 HGX: $(j 'd["driver"]["packages"]')"
+# RHEL 10: NVIDIA's repository key is not pinned, so the plan's method is the
+# runfile, which brings no fabric manager: refused, saying so.
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:10 --target-gpu 2330x8 --profile minimal --json
+j 'd["refusal"]["reason"]' | grep -q "the runfile method installs none" || fail "rhel10 HGX: $(j 'd["refusal"]')"
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --profile minimal --method runfile --json
+j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.173.02, and the runfile method installs none .*use --method packages" ||
+	fail "HGX x8 runfile: $(j 'd["refusal"]')"
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:12 --target-gpu 2330x8 --profile minimal --method distro --json
+j 'd["refusal"]["reason"]' | grep -q "debian 12 packages no fabric manager (none is installed); use --method packages: NVIDIA's debian12 repository" ||
+	fail "HGX x8 Debian's own packages: $(j 'd["refusal"]')"
+# The captured HGX H100: its R535 ended, so lts replaces it, and the
+# fabric manager with it (nvidia-fabricmanager-535 -> nvidia-fabricmanager).
 HGX=$TMP/hgx
 cp -a "$FIX/h100x8-ubuntu2204" "$HGX"
-expect_exit 10 "$GB" --root "$HGX" plan
-with_planned_fabricmanager "$HGX"
-expect_exit 0 "$GB" --root "$HGX" plan --json
+expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --json
 [ "$(j 'd["gpus"][0]["count"]')" = "8" ] || fail "x8 count lost"
+[ "$(j 'd["driver"]["action"]')" = "replace" ] || fail "HGX: $(j 'd["driver"]["action_reason"]')"
+[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabricmanager" ] || fail "HGX replaced without its fabric manager: $(j 'd["driver"]["packages"]')"
 [ "$(j '[x["name"] for x in d["daemons"]]')" = "['nvidia-persistenced', 'nvidia-fabricmanager']" ] || fail "HGX x8 needs the fabric manager"
+# The same with the runfile method: the replacement would be refused, so the
+# ended branch is kept, and the warning says why.
+expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --method runfile --json
+[ "$(j 'd["driver"]["action"]')" = "keep" ] || fail "HGX runfile: $(j 'd["driver"]["action_reason"]')"
+j '[w["text"] for w in d["warnings"] if w["code"] == "branch-eol"][0]' | grep -q "the runfile method installs none" ||
+	fail "HGX runfile keep: $(j 'd["warnings"]')"
 # NVIDIA's NVSwitch platform list names the HGX B300 and H800 8-GPU boards
 # too (data/SOURCES.md): their plans need the fabric manager like H100's.
 for g in B300x8 H800x8 B200x8; do
-	expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu $g --json
-	j 'd["refusal"]["reason"]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): the fabric manager" ||
-		fail "$g: no fabric manager planned: $(j 'd["refusal"]')"
+	expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu $g --profile minimal --json
+	j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-fabricmanager"][0]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): " ||
+		fail "$g: no fabric manager planned: $(j 'd["daemons"]')"
+	[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabricmanager" ] || fail "$g: $(j 'd["driver"]["packages"]')"
 done
 # From B200 on the board's switches are no PCI functions of the host (they sit
 # behind its ConnectX bridge): a live host with eight B200s shows none, and the
@@ -52,10 +85,10 @@ for d in "$HGXB"/sys/bus/pci/devices/*; do
 	0x0302*) echo 0x2901 >"$d/device" ;;
 	esac
 done
-expect_exit 10 "$GB" --root "$HGXB" plan --profile minimal --json
+expect_exit 0 "$GB" --root "$HGXB" plan --profile minimal --json
 [ "$(j 'len(d["gpus"]) == 1 and d["gpus"][0]["count"] == 8')" = "True" ] || fail "8 B200: $(j 'd["gpus"]')"
-j 'd["refusal"]["reason"]' | grep -q "NVSwitches assumed (eight GPUs of an HGX board whose switches sit behind its ConnectX bridge, no PCI functions of this host)" ||
-	fail "8 B200, no switch functions: $(j 'd["refusal"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-fabricmanager"][0]' | grep -q "NVSwitches assumed (eight GPUs of an HGX board whose switches sit behind its ConnectX bridge, no PCI functions of this host)" ||
+	fail "8 B200, no switch functions: $(j 'd["daemons"]')"
 "$GB" --root "$HGXB" detect --json >"$TMP/out" 2>"$TMP/err" || fail "detect of the B200 root"
 [ "$(j 'len(d["nvswitches"])')" = "0" ] || fail "the root still has switch functions"
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:11 --target-gpu "Tesla K80" --profile minimal --json
@@ -237,7 +270,7 @@ d = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 lines = text.splitlines()
 label = {"profile": "profile ", "profile_source": "profile ", "date": "profile ", "target": "profile ",
-         "gpus": "gpu ", "refusal": "REFUSED ", "driver": "driver ", "cuda": "cuda ", "toolkit": "toolkit ",
+         "gpus": "gpu ", "refusal": "REFUSED ", "warnings": "WARNING ", "driver": "driver ", "cuda": "cuda ", "toolkit": "toolkit ",
          "kernel": "kernel ", "nouveau": "nouveau ", "secure_boot": "secure boot ", "daemons": "daemons ",
          "modules": "modules ", "module_params": "module param ", "verify": "verify "}
 bad = []
@@ -314,6 +347,38 @@ grep -q "custom kernel 6.18.44-fc-v657-gpu: .* supply its headers" "$TMP/err" ||
 expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal --json
 [ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], d["driver"]["module_flavor"]')" = "keep 535.261.03 open" ] ||
 	fail "Debian image: $(jq_ 'd["driver"]')"
+# ---- what ages (docs/plan.md, Warnings) ----
+# That R535 ended on 2026-06-30: kept all the same (Debian's own branch: only
+# an explicit method moves the machine off it; the guests have no network),
+# warned with the way out; --method packages replaces it, naming the end.
+[ "$(jq_ '[w["code"] for w in d["warnings"]]')" = "['branch-eol']" ] || fail "Debian image warnings: $(jq_ 'd["warnings"]')"
+jq_ 'd["warnings"][0]["text"]' | grep -q "R535 (ltsb) reached its end of life on 2026-06-30.* the plan keeps 535.261.03: R535 is debian 12's own driver branch" ||
+	fail "Debian image warning: $(jq_ 'd["warnings"]')"
+jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method packages or --method runfile (or \[install\] method in gpuboot.conf) replaces it with 580.173.02" ||
+	fail "Debian image fix: $(jq_ 'd["warnings"]')"
+expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal
+grep -q "^WARNING      branch-eol  .* R535 (ltsb) reached its end of life on 2026-06-30.*; fix: --method packages" "$TMP/out" ||
+	fail "text plan without the warning: $(cat "$TMP/out")"
+expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal --method packages --json
+[ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], len(d["warnings"])')" = "replace 580.173.02 0" ] ||
+	fail "Debian image, --method packages: $(jq_ 'd["driver"]')"
+jq_ 'd["driver"]["action_reason"]' | grep -q "R535 reached its end of life on 2026-06-30 .*and the lts policy wants a supported branch; replaced by 580.173.02" ||
+	fail "EOL replace reason: $(jq_ 'd["driver"]["action_reason"]')"
+# The distro method installs Debian's ended branches (bookworm's 535,
+# trixie's 550): nothing newer that way; warned.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:13 --target-gpu L4 --profile inference --method distro --json
+[ "$(jq_ 'd["driver"]["version"], [w["code"] for w in d["warnings"]]')" = "550.163.01 ['branch-eol']" ] || fail "trixie distro: $(jq_ 'd["warnings"]')"
+jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method runfile installs R580" || fail "trixie fix: $(jq_ 'd["warnings"]')"
+# A fresh branch and a fresh catalog: no warning (the fixtures' date);
+# the catalog (2026-12-04) 121 days later is stale, refusals included.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["warnings"]')" = "[]" ] || fail "fresh plan warned: $(jq_ 'd["warnings"]')"
+GPUBOOT_FAKE_OPS=clock:1806840000000000000 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["date"], [w["code"] for w in d["warnings"]]')" = "2027-04-04 ['catalog-stale']" ] || fail "stale catalog: $(jq_ 'd["date"], d["warnings"]')"
+GPUBOOT_FAKE_OPS=clock:1806753600000000000 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["date"], d["warnings"]')" = "2027-04-03 []" ] || fail "a 120-day-old catalog warned: $(jq_ 'd["warnings"]')"
+GPUBOOT_FAKE_OPS=clock:1806840000000000000 expect_exit 11 "$GB" --root "$FIX/nogpu-debian12" plan --json
+[ "$(jq_ '[w["code"] for w in d["warnings"]]')" = "['catalog-stale']" ] || fail "refusal without the catalog's age: $(cat "$TMP/out")"
 # Arch: a Grace part implies aarch64; the machine's arch is the default; arm64 is aarch64; a contradiction is exit 2.
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu GH200 --json
 [ "$(jq_ 'd["target"]["arch"], d["driver"]["repository_arch"]')" = "aarch64 sbsa" ] || fail "GH200 arch: $(jq_ 'd["target"]')"

@@ -66,4 +66,38 @@ printf '{ not json' >"$S/status.json"
 expect_exit 1 "$GB" status --state-dir "$S"
 LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier passive --state-dir "$S" --run-dir "$S/run"
 python3 tests/status_schema.py "$S/status.json" docs/status.md || fail "status.json after recovery"
+# A verify made no plan: no warnings, and the count says so.
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["warnings"])' "$S/status.json")" = "[]" ] ||
+	fail "warnings without a plan"
+grep -q '^gpuboot_warnings 0$' "$S/gpuboot.prom" || fail "gpuboot_warnings without a plan"
+# What ages reaches the fleet: the HGX machine keeps its R535 (ended
+# 2026-06-30; --method runfile brings no fabric manager of R580, so the
+# replacement would be refused) and its toolkit 1.17.8
+# (the profile installs none): the plan's warnings are the status's
+# .warnings, the metrics count them by code, `gpuboot status` shows them;
+# a verify after it keeps them with the plan it carries over.
+W=$TMP/warned
+GPUBOOT_FAKE_OPS=clock:1796040000000000000 LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" run --profile minimal --method runfile --tier passive --state-dir "$W" --run-dir "$W/run"
+python3 tests/status_schema.py "$W/status.json" docs/status.md || fail "status.json with warnings breaks its schema"
+python3 - "$W/status.json" <<'PY' || fail "status warnings"
+import json, sys
+d = json.load(open(sys.argv[1]))
+codes = [w["code"] for w in d["warnings"]]
+assert codes == ["branch-eol", "toolkit-below-floor"], codes
+assert d["warnings"] == d["plan"]["warnings"], "status and plan warnings differ"
+assert "R535 (ltsb) reached its end of life on 2026-06-30" in d["warnings"][0]["text"], d["warnings"][0]
+assert "install nvidia-fabricmanager 580.173.02 first" in d["warnings"][0]["text"], d["warnings"][0]
+assert "1.19.1 or newer" in d["warnings"][1]["fix"], d["warnings"][1]
+PY
+grep -q '^gpuboot_warnings 2$' "$W/gpuboot.prom" || fail "gpuboot_warnings: $(grep warning "$W/gpuboot.prom")"
+grep -q '^gpuboot_warning{code="branch-eol"} 1$' "$W/gpuboot.prom" && grep -q '^gpuboot_warning{code="toolkit-below-floor"} 1$' "$W/gpuboot.prom" ||
+	fail "gpuboot_warning by code: $(grep warning "$W/gpuboot.prom")"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$W/gpuboot.prom" || fail "promtool rejects the metrics with warnings"
+fi
+expect_exit 0 "$GB" status --state-dir "$W"
+grep -q "^warnings:    branch-eol: R535 (ltsb) reached its end of life on 2026-06-30" "$TMP/out" && grep -q "^             toolkit-below-floor: " "$TMP/out" ||
+	fail "gpuboot status without the warnings: $(cat "$TMP/out")"
+LD_LIBRARY_PATH=$FAKE expect_exit 0 "$GB" --root "$M" verify --tier passive --state-dir "$W" --run-dir "$W/run"
+grep -q '^gpuboot_warnings 2$' "$W/gpuboot.prom" || fail "a verify dropped the plan's warnings"
 echo ok

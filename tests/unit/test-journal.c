@@ -103,6 +103,12 @@ TEST(journal)
 	json_object_object_add(plan, "date", json_object_new_string("2027-01-01"));
 	CHECK_INT(gb_plan_hash(plan, h2), 0);
 	CHECK_STREQ(h1, h2);
+	/* nor are warnings: they age by the day (a catalog turns stale, a branch
+	 * nears its end) while the decisions stand */
+	json_object_object_add(plan, "warnings",
+	                       json_tokener_parse("[{\"code\": \"catalog-stale\", \"text\": \"t\", \"fix\": \"f\"}]"));
+	CHECK_INT(gb_plan_hash(plan, h2), 0);
+	CHECK_STREQ(h1, h2);
 	CHECK_INT(gb_plan_hash(other, h2), 0);
 	CHECK(strcmp(h1, h2) != 0);
 	/* What the machine is now is not the plan: a rerun after part of the work

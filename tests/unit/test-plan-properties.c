@@ -8,10 +8,16 @@
  * the target's; no plan passes a gate the GPU's catalog figures cannot.
  * An installed Container Toolkit that NVIDIA's June 2026 bulletin (a_id
  * 5850) lists as affected by CVE-2026-24260 (up to and including 1.19.0) is
- * never kept, and the plan never installs one. */
+ * never kept, and the plan never installs one. What ages is warned: a plan
+ * whose branch ended has a branch-eol warning, one whose branch ends within
+ * 90 days a branch-eol-soon, a toolkit below the floor left in place a
+ * toolkit-below-floor, a catalog more than 120 days old a catalog-stale,
+ * and none of them otherwise; under lts an ended branch is never kept
+ * without its warning (the plans are made on three dates). */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exit-codes.h"
 #include "plan/plan.h"
@@ -60,7 +66,34 @@ static bool installed_satisfies(const struct gb_plan *p)
 	return !p->cuda.release || gb_version_cmp(v, p->cuda.release->min_driver) >= 0;
 }
 
-static void check_installed(const struct gb_plan *p, bool flavor_auto)
+/* Days from a to b (YYYY-MM-DD), the test's own arithmetic. */
+static long days(const char *a, const char *b)
+{
+	struct tm x = { 0 }, y = { 0 };
+	CHECK(strptime(a, "%Y-%m-%d", &x) != NULL && strptime(b, "%Y-%m-%d", &y) != NULL);
+	return (long)((timegm(&y) - timegm(&x)) / 86400);
+}
+
+static bool has_warning(const struct gb_plan *p, const char *code)
+{
+	for (size_t i = 0; i < p->n_warnings; i++)
+		if (streq(p->warnings[i].code, code))
+			return p->warnings[i].text[0] && p->warnings[i].fix[0];
+	return false;
+}
+
+/* The installed driver's branch ended before the plan's date. */
+static bool installed_ended(const struct gb_plan *p)
+{
+	unsigned b = 0;
+	const struct gb_branch *br;
+	for (const char *c = p->in.installed.version; *c >= '0' && *c <= '9'; c++)
+		b = b * 10 + (unsigned)(*c - '0');
+	br = gb_catalog_branch(b);
+	return br && br->eol && days(br->eol, p->today) > 0;
+}
+
+static void check_installed(const struct gb_plan *p, bool flavor_auto, bool lts)
 {
 	CHECK(p->driver.action != NULL && p->driver.action_reason[0]);
 	if (!p->driver.action)
@@ -69,8 +102,15 @@ static void check_installed(const struct gb_plan *p, bool flavor_auto)
 		CHECK(streq(p->driver.action, "install"));
 		return;
 	}
-	if (flavor_auto && installed_satisfies(p))
-		CHECK(streq(p->driver.action, "keep"));
+	if (flavor_auto && installed_satisfies(p)) {
+		/* under lts an ended branch satisfies no longer: replaced, naming its end */
+		if (lts && installed_ended(p) && !streq(p->driver.action, "keep"))
+			CHECK(strstr(p->driver.action_reason, "reached its end of life") != NULL);
+		else
+			CHECK(streq(p->driver.action, "keep"));
+	}
+	if (streq(p->driver.action, "keep") && installed_ended(p))
+		CHECK(has_warning(p, "branch-eol")); /* kept, never silently */
 	if (streq(p->driver.action, "keep")) {
 		CHECK(installed_satisfies(p));
 		CHECK(streq(p->driver.version, p->in.installed.version));
@@ -139,7 +179,23 @@ static void check_toolkit(const struct gb_plan *p, const struct gb_profile *prof
 	CHECK(strstr(p->toolkit.reason, "a_id 5850") != NULL);
 }
 
-static void check_plan(const struct gb_plan *p, const char *target_arch, bool flavor_auto)
+/* Each warning where its fact holds, and only there. */
+static void check_warnings(const struct gb_plan *p, const struct gb_profile *prof)
+{
+	const struct gb_branch *b = p->refusal_code ? NULL : gb_catalog_branch(p->driver.branch);
+	long left = b && b->eol ? days(p->today, b->eol) : 1000;
+	const char *have = p->in.toolkit_installed;
+
+	CHECK(has_warning(p, "catalog-stale") == (days(gb_catalog_date, p->today) > 120));
+	CHECK(has_warning(p, "branch-eol") == (left < 0));
+	CHECK(has_warning(p, "branch-eol-soon") == (left >= 0 && left <= 90));
+	CHECK(has_warning(p, "toolkit-below-floor") ==
+	      (!p->refusal_code && !prof->toolkit && have[0] && toolkit_affected(have)));
+	for (size_t i = 0; i < p->n_warnings; i++)
+		CHECK(p->warnings[i].text[0] && p->warnings[i].fix[0]);
+}
+
+static void check_plan(const struct gb_plan *p, const char *target_arch, bool flavor_auto, bool lts)
 {
 	bool reasons = true;
 
@@ -152,7 +208,7 @@ static void check_plan(const struct gb_plan *p, const char *target_arch, bool fl
 	CHECK(streq(p->in.arch, target_arch));
 	if (p->driver.repo_arch[0])
 		CHECK(streq(p->driver.repo_arch, streq(target_arch, "aarch64") ? "sbsa" : "x86_64"));
-	check_installed(p, flavor_auto);
+	check_installed(p, flavor_auto, lts);
 	check_gates(p);
 	if (p->driver.action && streq(p->driver.action, "keep"))
 		return; /* an installed version need not be a catalog runfile */
@@ -188,6 +244,9 @@ int main(void)
 {
 	struct gb_profile prof[8];
 	size_t nprof = 0, plans = 0, refusals = 0, toolkits_replaced = 0, toolkits_kept = 0;
+	size_t eol_kept = 0, eol_replaced = 0, warned_soon = 0, fm_installed = 0;
+	/* today; R595 ends within 90 days; the catalog (2026-12-04) is stale and R595 ended */
+	static const char *const dates[] = { "2026-11-30", "2027-01-15", "2027-06-01" };
 	struct gb_gpu_overrides ov = { 0 };
 	struct gb_site_config site = { 0 };
 	char err[512];
@@ -241,18 +300,32 @@ int main(void)
 			gb_strscpy(in.toolkit_installed, sizeof(in.toolkit_installed),
 			           toolkits[plans % ARRAY_SIZE(toolkits)]);
 			in.n_engines = (unsigned)(plans / ARRAY_SIZE(toolkits) % 3);
-			CHECK_INT(gb_plan_make(&in, &prof[pi], rnd(2) ? &site : NULL, &ov, "2026-11-30", &p, err,
-			                       sizeof(err)),
+			CHECK_INT(gb_plan_make(&in, &prof[pi], rnd(2) ? &site : NULL, &ov,
+			                       dates[plans % ARRAY_SIZE(dates)], &p, err, sizeof(err)),
 			          0);
 			check_plan(&p, in.arch,
 			           prof[pi].flavor == GB_FLAVOR_AUTO && prof[pi].policy != GB_POLICY_VERSION &&
-			               prof[pi].policy != GB_POLICY_BRANCH);
+			               prof[pi].policy != GB_POLICY_BRANCH,
+			           prof[pi].policy == GB_POLICY_LTS);
 			check_toolkit(&p, &prof[pi]);
+			check_warnings(&p, &prof[pi]);
+			eol_kept += p.driver.action && streq(p.driver.action, "keep") && has_warning(&p, "branch-eol");
+			eol_replaced += p.driver.action && streq(p.driver.action, "replace") &&
+			                strstr(p.driver.action_reason, "reached its end of life") != NULL;
+			for (size_t w = 0; w < p.n_warnings; w++)
+				warned_soon += streq(p.warnings[w].code, "branch-eol-soon");
 			toolkits_replaced += p.toolkit.action && streq(p.toolkit.action, "replace");
 			toolkits_kept += p.toolkit.action && streq(p.toolkit.action, "keep");
-			/* NVSwitches: no plan installs a driver without its fabric manager there */
-			if (in.n_nvswitches && !p.refusal_code)
-				CHECK(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"));
+			/* NVSwitches: no plan installs a driver without its fabric manager
+			 * (its method's package, last in the list, or already there) */
+			if (in.n_nvswitches && !p.refusal_code && p.fm_need &&
+			    !(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"))) {
+				bool listed = p.fm_package[0] && p.driver.n_packages &&
+				              streq(p.driver.packages[p.driver.n_packages - 1], p.fm_package);
+				CHECK(listed || streq(in.fabricmanager_installed, p.driver.version));
+				CHECK(streq(p.driver.method, "packages") || !listed);
+				fm_installed += listed;
+			}
 			plans++;
 			refusals += p.refusal_code != 0;
 			gb_plan_done(&p);
@@ -260,7 +333,12 @@ int main(void)
 	}
 	printf("%zu plans checked, %zu refused; %zu toolkits replaced, %zu kept\n", plans, refusals, toolkits_replaced,
 	       toolkits_kept);
+	printf("%zu ended branches kept with a warning, %zu replaced; %zu warned as ending soon\n", eol_kept,
+	       eol_replaced, warned_soon);
 	CHECK(toolkits_replaced > 100 && toolkits_kept > 100);
+	CHECK(eol_kept > 5 && eol_replaced > 10 && warned_soon > 10);
+	printf("%zu NVSwitch plans install the fabric manager with the driver\n", fm_installed);
+	CHECK(fm_installed > 0);
 	CHECK(plans > 5000);
 	CHECK(refusals > 0 && plans - refusals > 1000);
 	for (size_t i = 0; i < nprof; i++)

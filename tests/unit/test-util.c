@@ -137,6 +137,41 @@ TEST(redact)
 	CHECK_STREQ(out, "://@");
 }
 
+/* Dates the plan compares (end of life, the catalog's, today): days since
+ * 1970-01-01, the calendar's leap years, and nothing that is not a date. */
+TEST(date_days)
+{
+	int64_t d = 7;
+	CHECK_INT(gb_date_days("1970-01-01", &d), 0);
+	CHECK_INT(d, 0);
+	CHECK_INT(gb_date_days("2026-11-30", &d), 0);
+	CHECK_INT(d, 1796040000 / 86400); /* the tests' fake clock, 2026-11-30T12:00:00Z */
+	CHECK_INT(gb_date_days("2000-03-01", &d), 0);
+	CHECK_INT(d, 11017);
+	CHECK_INT(gb_date_days("1969-12-31", &d), 0);
+	CHECK_INT(d, -1);
+	{
+		int64_t a = 0, b = 0;
+		CHECK_INT(gb_date_days("2026-06-30", &a), 0); /* R535's end of life */
+		CHECK_INT(gb_date_days("2026-12-04", &b), 0);
+		CHECK_INT(b - a, 157);
+		CHECK_INT(gb_date_days("2024-02-29", &a), 0);
+		CHECK_INT(gb_date_days("2024-03-01", &b), 0);
+		CHECK_INT(b - a, 1);
+	}
+	d = 7;
+	CHECK_INT(gb_date_days("2026-02-29", &d), -EINVAL); /* not a leap year */
+	CHECK_INT(gb_date_days("1900-02-29", &d), -EINVAL);
+	CHECK_INT(gb_date_days("2026-13-01", &d), -EINVAL);
+	CHECK_INT(gb_date_days("2026-04-31", &d), -EINVAL);
+	CHECK_INT(gb_date_days("2026-1-01", &d), -EINVAL);
+	CHECK_INT(gb_date_days("2026-01-01T00", &d), -EINVAL);
+	CHECK_INT(gb_date_days("2026/01/01", &d), -EINVAL);
+	CHECK_INT(gb_date_days("", &d), -EINVAL);
+	CHECK_INT(gb_date_days(NULL, &d), -EINVAL);
+	CHECK_INT(d, 7); /* untouched on failure */
+}
+
 int main(void)
 {
 	unit_run_tests();
