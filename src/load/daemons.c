@@ -210,6 +210,62 @@ static int fabricmanager(struct gb_ctx *ctx, struct gb_journal *j, const char *d
 	return r;
 }
 
+static bool is_nvlsm_package(const char *name)
+{
+	return streq(name, "nvlsm");
+}
+
+/* NVLSM is no service of its own: the fabric manager's unit starts it on
+ * a board whose NVLink5 switches sit behind the ConnectX bridge (B200,
+ * B300), and without it the fabric manager fails. Checked first: dpkg's
+ * database, else rpm -q. */
+static int nvlsm(struct gb_ctx *ctx, struct gb_daemons_result *ret)
+{
+	struct gb_daemon_result *d = slot(ret, "nvlsm");
+	_cleanup_free_ char *text = NULL;
+	struct gb_package *p = NULL;
+	size_t len, np = 0;
+	unsigned bad = 0;
+	int r = gb_root_read_file(ctx->root, "var/lib/dpkg/status", DPKG_STATUS_MAX, &text, &len);
+
+	if (r == 0) {
+		r = gb_dpkg_status_parse(text, len, is_nvlsm_package, &p, &np, &bad);
+		if (r >= 0 && np > 0)
+			gb_strscpy(d->version, sizeof(d->version), p[0].version);
+		gb_packages_free(p, np);
+		r = r < 0 ? r : np > 0 ? 0 : -ENOENT;
+	} else if (r == -ENOENT) {
+		const char *argv[] = { "rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}\n", "nvlsm", NULL };
+		struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 60 * 1000 };
+		_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+		if (!res)
+			return -ENOMEM;
+		r = ctx->ops->run_command(ctx->ops, &spec, res);
+		if (r >= 0 && WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0) {
+			res->output[strcspn(res->output, "\n")] = '\0';
+			gb_strscpy(d->version, sizeof(d->version), res->output);
+			r = 0;
+		} else if (r >= 0 || r == -ENOENT) {
+			r = -ENOENT; /* "package nvlsm is not installed", or no rpm */
+		}
+	}
+	if (r == -ENOENT) {
+		d->state = "not-installed";
+		snprintf(ret->error, sizeof(ret->error),
+		         "the GPUs' NVLink5 switches sit behind the ConnectX bridge and NVLSM is not installed: the "
+		         "fabric manager cannot bring the fabric up without NVIDIA's NVLink Subnet Manager");
+		snprintf(ret->hint, sizeof(ret->hint), "install nvlsm and infiniband-diags from NVIDIA's repository");
+		return -ENOPKG;
+	}
+	if (r < 0) {
+		d->state = "failed";
+		snprintf(ret->error, sizeof(ret->error), "Failed to read whether NVLSM is installed: %s", strerror(-r));
+		return r;
+	}
+	d->state = "installed";
+	return 0;
+}
+
 int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const *names, size_t n,
                     const char *driver_version, struct gb_daemons_result *ret)
 {
@@ -221,6 +277,8 @@ int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const 
 			r = persistenced(ctx, j, ret);
 		else if (streq(names[i], FM))
 			r = fabricmanager(ctx, j, driver_version, ret);
+		else if (streq(names[i], "nvlsm"))
+			r = nvlsm(ctx, ret);
 	}
 	return r;
 }

@@ -12,7 +12,7 @@ struct gb_journal;
 
 struct gb_daemon_result {
 	char name[40];
-	const char *state; /* "started", "not-installed", "refused" (another version), "failed" */
+	const char *state; /* "started", "installed" (nvlsm), "not-installed", "refused" (another version), "failed" */
 	char version[40]; /* the fabric manager's, as installed */
 };
 
@@ -28,7 +28,9 @@ struct gb_daemons_result {
  * installed, else left ("not-installed"); nvidia-fabricmanager only when
  * installed at exactly driver_version: -ENOPKG when none is installed,
  * -EPROTO when another version is (neither started), a systemctl failure
- * as its negative errno. ret->error and ret->hint say why. */
+ * as its negative errno; nvlsm (started by the fabric manager's unit, so
+ * listed before it) only checked: -ENOPKG when not installed. ret->error
+ * and ret->hint say why. */
 int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const *names, size_t n,
                     const char *driver_version, struct gb_daemons_result *ret);
 

@@ -30,6 +30,18 @@ void gb_load_input_init(struct gb_load_input *in, bool want_drm, bool want_peerm
 	}
 }
 
+static bool module_name_ok(const char *name);
+
+int gb_load_input_add_at_boot(struct gb_load_input *in, const char *name)
+{
+	if (!name || !module_name_ok(name))
+		return -EINVAL;
+	if (in->n_modules >= GB_LOAD_MAX_MODULES)
+		return -E2BIG;
+	in->modules[in->n_modules++] = (struct gb_load_module){ .name = name, .at_boot = true };
+	return 0;
+}
+
 int gb_load_input_set_params(struct gb_load_input *in, const char *module, const char *params)
 {
 	for (size_t i = 0; i < in->n_modules; i++)
@@ -209,6 +221,14 @@ static int write_conf(struct gb_journal *j, const struct gb_load_input *in, stru
 	if (r < 0)
 		return r;
 	ret->conf_changed = gb_journal_effects(j) != before;
+	/* the modules no device loads at boot: systemd-modules-load does */
+	len = (size_t)snprintf(text, sizeof(text), "# Written by gpuboot: modules its plan needs at every boot.\n");
+	for (size_t i = 0; i < in->n_modules; i++)
+		if (in->modules[i].at_boot)
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", in->modules[i].name);
+	for (size_t i = 0; i < in->n_modules; i++)
+		if (in->modules[i].at_boot)
+			return gb_journal_write_file(j, "load", GB_LOAD_AT_BOOT_PATH, text, len, 0644);
 	return 0;
 }
 

@@ -21,10 +21,14 @@ struct gb_journal;
 #define GB_LOAD_MAX_MODULES 8
 #define GB_LOAD_PARAMS_MAX 256
 #define GB_LOAD_CONF_PATH "etc/modprobe.d/gpuboot-nvidia.conf"
+/* The modules no device binds at boot that the plan still needs there
+ * (ib_umad for NVLSM): systemd-modules-load reads it. */
+#define GB_LOAD_AT_BOOT_PATH "etc/modules-load.d/gpuboot.conf"
 
 struct gb_load_module {
 	const char *name; /* "nvidia", "nvidia_uvm", ... */
 	const char *params; /* "NVreg_EnableGpuFirmware=0 NVreg_...=1", or NULL */
+	bool at_boot; /* listed in GB_LOAD_AT_BOOT_PATH */
 };
 
 struct gb_load_input {
@@ -36,6 +40,10 @@ struct gb_load_input {
  * when wanted and nvidia_peermem only with Mellanox/InfiniBand. No
  * parameters; set them with gb_load_input_set_params. */
 void gb_load_input_init(struct gb_load_input *in, bool want_drm, bool want_peermem);
+/* A module of the kernel's own after the NVIDIA ones, loaded now and at
+ * every boot (GB_LOAD_AT_BOOT_PATH): ib_umad for NVLSM. -E2BIG when full,
+ * -EINVAL for a name that is not a module's. */
+int gb_load_input_add_at_boot(struct gb_load_input *in, const char *name);
 /* Set a module's parameters (borrowed). -ENOENT when it is not in the input. */
 int gb_load_input_set_params(struct gb_load_input *in, const char *module, const char *params);
 

@@ -762,6 +762,33 @@ static void add_fabricmanager(struct gb_plan *p, bool rpm, bool ubuntu_archive)
 		SAY(p->fm_package, "%s",
 		    rpm && p->driver.branch < 580 ? "nvidia-fabric-manager" : "nvidia-fabricmanager");
 	SAY(p->driver.packages[p->driver.n_packages++], "%s", p->fm_package);
+	/* NVLSM and the InfiniBand tools it needs, at their own versions (NVIDIA's
+	 * driver container installs "nvlsm infiniband-diags" unpinned) */
+	if (p->nvlsm && p->driver.n_packages + 2 <= ARRAY_SIZE(p->driver.packages)) {
+		SAY(p->driver.packages[p->driver.n_packages++], "nvlsm");
+		SAY(p->driver.packages[p->driver.n_packages++], "infiniband-diags");
+	}
+}
+
+bool gb_plan_package_follows_driver(const char *name)
+{
+	/* NVIDIA's pinning package carries its own version scheme, NVLSM and
+	 * infiniband-diags theirs */
+	return !gb_startswith(name, "nvidia-driver-pinning-") && !streq(name, "nvlsm") &&
+	       !streq(name, "infiniband-diags");
+}
+
+/* NVLSM: the fabric manager of a board whose switches sit behind its
+ * ConnectX bridge (B200, B300: NVLink5) needs NVIDIA's NVLink Subnet Manager,
+ * or it fails (NV_WARN_NOTHING_TO_DO); the fabric manager's unit starts it. */
+static bool needs_nvlsm(const struct gb_plan *p)
+{
+	for (size_t i = 0; p->fm_need && i < p->n_gpus; i++) {
+		const struct gb_gpu_traits *t = gb_catalog_traits(p->gpus[i].device);
+		if (t && t->nvswitches_hidden)
+			return true;
+	}
+	return false;
 }
 
 /* How the driver gets onto the machine: kept, runfile, or packages. */
@@ -1153,12 +1180,21 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			snprintf(
 			    r, sizeof(r),
 			    "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802; "
-			    "%s is installed with the driver at its version %s and held there",
-			    why, p->fm_package, p->driver.version);
+			    "%s is installed with the driver at its version %s and held there%s",
+			    why, p->fm_package, p->driver.version,
+			    p->nvlsm ? "; NVLSM (nvlsm) and infiniband-diags beside it: the NVLink5 switches "
+			               "behind the ConnectX bridge need NVIDIA's NVLink Subnet Manager, which the "
+			               "fabric manager's unit starts"
+			             : "");
 		else
 			snprintf(r, sizeof(r),
 			         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
 			         why);
+		if (p->nvlsm)
+			add_named(
+			    p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvlsm", NULL,
+			    "NVIDIA's NVLink Subnet Manager: the NVLink5 switches sit behind the board's ConnectX "
+			    "bridge; the fabric manager's unit starts it, and fails without it");
 		add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-fabricmanager", NULL, r);
 		/* The fabric manager runs at exactly the driver's version: a driver
 		 * installed by a method that brings none would end at the load.
@@ -1193,6 +1229,10 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_drm", NULL,
 	          prof->graphics ? "graphics: DRM/KMS for Vulkan and EGL"
 	                         : "DRM device nodes (container runtimes expect them)");
+	if (p->nvlsm)
+		add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "ib_umad", NULL,
+		          "NVLSM reaches the NVLink5 switches through the ConnectX bridge's InfiniBand management "
+		          "datagrams (/dev/infiniband/umad*)");
 	if (p->in.mellanox > 0 && prof->gpudirect)
 		add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_peermem", NULL,
 		          "Mellanox NICs present and the profile wants GPUDirect RDMA");
@@ -1319,6 +1359,7 @@ static int plan_make(const struct gb_plan_input *in, const struct gb_profile *pr
 			goto out;
 	}
 	p->fm_need = fabricmanager_need(p, prof);
+	p->nvlsm = needs_nvlsm(p);
 	decide_method_kernel_sb(p, site);
 	if (p->refusal_code)
 		goto out;

@@ -167,9 +167,12 @@ struct gb_plan {
 	 * method installs none). */
 	const char *fm_need;
 	char fm_package[48];
+	/* NVIDIA's NVLink Subnet Manager beside the fabric manager: boards
+	 * whose NVLink5 switches sit behind the ConnectX bridge (B200, B300) */
+	bool nvlsm;
 	struct gb_plan_named daemons[4];
 	size_t n_daemons;
-	struct gb_plan_named modules[6];
+	struct gb_plan_named modules[7];
 	size_t n_modules;
 	struct gb_plan_named params[2];
 	size_t n_params;
@@ -197,6 +200,10 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 
 /* Decide. Returns 0 (a refusal is a decision too: see plan->refusal_code),
  * or -EINVAL with err for a configuration error (exit 2), or -ENOMEM. */
+/* Whether a package of the plan's list is installed at the driver's
+ * version (not NVIDIA's pinning package, NVLSM, infiniband-diags). */
+bool gb_plan_package_follows_driver(const char *name);
+
 int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *profile, const struct gb_site_config *site,
                  const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz);
 void gb_plan_done(struct gb_plan *p);

@@ -339,6 +339,8 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		}
 	}
 	gb_load_input_init(&in, plan_has_module(&r->plan, "nvidia_drm"), plan_has_module(&r->plan, "nvidia_peermem"));
+	if (plan_has_module(&r->plan, "ib_umad"))
+		(void)gb_load_input_add_at_boot(&in, "ib_umad"); /* room: 5 NVIDIA modules of 8 */
 	for (size_t i = 0; i < r->plan.n_params; i++)
 		(void)gb_load_input_set_params(&in, r->plan.params[i].name, r->plan.params[i].value);
 	res = calloc(1, sizeof(*res));
@@ -742,8 +744,7 @@ static int install_distro(struct run *r, char *err, size_t errsz, json_object **
 			const char *n = r->plan.driver.packages[i];
 			pkgs[i] = (struct gb_install_pkg){ .hold = true };
 			gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), n);
-			/* NVIDIA's pinning package carries its own version scheme. */
-			if (!gb_startswith(n, "nvidia-driver-pinning-"))
+			if (gb_plan_package_follows_driver(n))
 				gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.driver.version);
 		}
 		in.method = GB_INSTALL_PACKAGES;

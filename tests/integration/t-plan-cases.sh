@@ -70,7 +70,22 @@ for g in B300x8 H800x8 B200x8; do
 	expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu $g --profile minimal --json
 	j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-fabricmanager"][0]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): " ||
 		fail "$g: no fabric manager planned: $(j 'd["daemons"]')"
-	[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabricmanager" ] || fail "$g: $(j 'd["driver"]["packages"]')"
+	case $g in
+	H800x8)
+		[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabricmanager" ] || fail "$g: $(j 'd["driver"]["packages"]')"
+		[ "$(j '"ib_umad" in [m["name"] for m in d["modules"]]')" = "False" ] || fail "$g: NVLSM on NVLink4"
+		;;
+	*)
+		# NVLink5 switches behind the ConnectX bridge: NVLSM and infiniband-diags
+		# at their own versions, ib_umad loaded, NVLSM checked before the
+		# fabric manager's unit starts it
+		[ "$(j 'd["driver"]["packages"][-3:]')" = "['nvidia-fabricmanager', 'nvlsm', 'infiniband-diags']" ] ||
+			fail "$g: $(j 'd["driver"]["packages"]')"
+		[ "$(j '[x["name"] for x in d["daemons"]]')" = "['nvidia-persistenced', 'nvlsm', 'nvidia-fabricmanager']" ] ||
+			fail "$g: daemons $(j 'd["daemons"]')"
+		[ "$(j '[m["name"] for m in d["modules"]][-1]')" = "ib_umad" ] || fail "$g: modules $(j 'd["modules"]')"
+		;;
+	esac
 done
 # From B200 on the board's switches are no PCI functions of the host (they sit
 # behind its ConnectX bridge): a live host with eight B200s shows none, and the

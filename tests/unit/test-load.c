@@ -472,6 +472,45 @@ out:
 	free(res);
 }
 
+/* ib_umad for NVLSM: loaded after the NVIDIA modules, and listed for
+ * systemd-modules-load so every boot has it; a bad name is refused. */
+TEST(load_at_boot)
+{
+	struct world w;
+	struct gb_load_input in;
+	struct gb_load_result *res = calloc(1, sizeof(*res));
+	char p[4400], *t;
+
+	CHECK_INT(world_open(&w, "at-boot", NULL), 0);
+	if (!w.j || !res)
+		goto out;
+	gb_load_input_init(&in, true, false);
+	CHECK_INT(gb_load_input_add_at_boot(&in, "ib_umad"), 0);
+	CHECK_INT(gb_load_input_add_at_boot(&in, "../x"), -EINVAL);
+	CHECK_INT(in.n_modules, 5);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
+	t = slurp(w.record);
+	CHECK(t && strstr(t, "module_load nvidia_drm \nmodule_load ib_umad \n"));
+	free(t);
+	snprintf(p, sizeof(p), "%s/%s", w.root, GB_LOAD_AT_BOOT_PATH);
+	t = slurp(p);
+	CHECK(t && strstr(t, "\nib_umad\n") && count(t, "\n") == 2 && !strstr(t, "nvidia"));
+	free(t);
+	CHECK_STREQ(step_state(w.j, "file:" GB_LOAD_AT_BOOT_PATH), "done");
+	/* without one, no file */
+	world_close(&w);
+	CHECK_INT(world_open(&w, "at-boot-none", NULL), 0);
+	if (!w.j)
+		goto out;
+	gb_load_input_init(&in, true, false);
+	CHECK_INT(gb_load(&w.ctx, &in, w.j, res), 0);
+	snprintf(p, sizeof(p), "%s/%s", w.root, GB_LOAD_AT_BOOT_PATH);
+	CHECK(access(p, F_OK) != 0);
+out:
+	world_close(&w);
+	free(res);
+}
+
 /* A resumed journal after a reboot: the steps are done, the modules are
  * not live any more, so they are loaded again, recorded before and after. */
 TEST(load_resumed_after_reboot)
@@ -807,6 +846,34 @@ TEST(daemons)
 	            "[{\"name\":\"nvidia-persistenced\",\"state\":\"started\"},{\"name\":\"nvidia-fabricmanager\","
 	            "\"state\":\"started\",\"version\":\"580.95.05\"}]");
 	json_object_put(js);
+	/* B200/B300: NVLSM checked before the fabric manager starts; missing:
+	 * refused, named, the fabric manager not started again */
+	{
+		static const char *const nvl5[] = { "nvlsm", "nvidia-fabricmanager" };
+		size_t starts;
+		t = slurp(w.record);
+		starts = count(t, "systemctl start nvidia-fabricmanager.service");
+		free(t);
+		CHECK_INT(gb_load_daemons(&w.ctx, w.j, nvl5, 2, "580.95.05", d), -ENOPKG);
+		CHECK_STREQ(d->d[0].state, "not-installed");
+		CHECK_INT(d->n, 1);
+		CHECK(strstr(d->error, "NVLSM is not installed") != NULL);
+		CHECK_STREQ(d->hint, "install nvlsm and infiniband-diags from NVIDIA's repository");
+		t = slurp(w.record);
+		CHECK_INT(count(t, "systemctl start nvidia-fabricmanager.service"), starts);
+		free(t);
+		{
+			char st[600];
+			snprintf(st, sizeof(st),
+			         "%s\nPackage: nvlsm\nStatus: install ok installed\nVersion: 2025.06.10-1\n",
+			         fm_status);
+			write_at(w.root, "var/lib/dpkg/status", st);
+		}
+		CHECK_INT(gb_load_daemons(&w.ctx, w.j, nvl5, 2, "580.95.05", d), 0);
+		CHECK_STREQ(d->d[0].state, "installed");
+		CHECK_STREQ(d->d[0].version, "2025.06.10-1");
+		CHECK_STREQ(d->d[1].state, "started");
+	}
 	world_close(&w);
 
 	/* no dpkg database (the RPM family): rpm's answer */

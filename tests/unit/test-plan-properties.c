@@ -317,11 +317,12 @@ int main(void)
 			toolkits_replaced += p.toolkit.action && streq(p.toolkit.action, "replace");
 			toolkits_kept += p.toolkit.action && streq(p.toolkit.action, "keep");
 			/* NVSwitches: no plan installs a driver without its fabric manager
-			 * (its method's package, last in the list, or already there) */
+			 * (its method's package in the list, or already there) */
 			if (in.n_nvswitches && !p.refusal_code && p.fm_need &&
 			    !(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"))) {
-				bool listed = p.fm_package[0] && p.driver.n_packages &&
-				              streq(p.driver.packages[p.driver.n_packages - 1], p.fm_package);
+				bool listed = false;
+				for (size_t k = 0; k < p.driver.n_packages; k++)
+					listed |= p.fm_package[0] && streq(p.driver.packages[k], p.fm_package);
 				CHECK(listed || streq(in.fabricmanager_installed, p.driver.version));
 				CHECK(streq(p.driver.method, "packages") || !listed);
 				fm_installed += listed;
