@@ -6,7 +6,8 @@
  * verdict (thresholds, pass/fail) is gpuboot's.
  *
  * usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N]
- *                      [--bw-mib N] [--host-mib N] [--load-ms N] [--gpus LIST]
+ *                      [--bw-mib N] [--host-mib N] [--load-ms N] [--fabric-wait-ms N]
+ *                      [--gpus LIST]
  * --gpus narrows the active tier to the NVML indices listed ("0,3"); the
  * passive facts cover every GPU. --load-ms is half the FP32 load's length
  * where NVML has no timestamped utilisation samples (fma_sliced says how
@@ -261,6 +262,7 @@ struct options {
 	int active, fp64;
 	size_t pattern_mib, bw_mib, host_mib;
 	int load_ms;
+	int fabric_wait_ms; /* --fabric-wait-ms: how long the NVLink fabric may take to come up */
 	int narrowed;
 	unsigned char want[MAX_GPUS]; /* --gpus: the NVML indices to exercise */
 };
@@ -1169,6 +1171,32 @@ static int parse_size(const char *s, size_t *ret)
 	return 0;
 }
 
+/* On an NVSwitch system the fabric manager registers each GPU with the
+ * fabric after it starts (NVML's fabric state: not started, in progress,
+ * completed), and until then cuInit fails with error 802: wait while any
+ * GPU is not started or in progress, at most max_ms, polling every 100 ms.
+ * Returns the milliseconds waited. */
+static double fabric_wait(unsigned count, int max_ms)
+{
+	double t0 = now_ms();
+	if (!nv.fabric_info || max_ms <= 0)
+		return 0;
+	for (;;) {
+		int pending = 0;
+		for (unsigned i = 0; i < count; i++) {
+			nvmlDevice_t d;
+			gb_nvml_fabric_info fi;
+			memset(&fi, 0, sizeof(fi));
+			if (nv.handle(i, &d) == NVML_SUCCESS && nv.fabric_info(d, &fi) == NVML_SUCCESS &&
+			    (fi.state == 1 || fi.state == 2))
+				pending++;
+		}
+		if (!pending || now_ms() - t0 >= max_ms)
+			return now_ms() - t0;
+		usleep(100000);
+	}
+}
+
 /* Load libcuda and cuInit; -1 with the reason in err. */
 static int cuda_start(char *err, size_t errsz, double *ret_ms)
 {
@@ -1292,6 +1320,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		} else if (!strcmp(argv[i], "--gpus") && i + 1 < argc) {
 			if (parse_gpus(argv[++i], o) < 0)
 				return -1;
+		} else if (!strcmp(argv[i], "--fabric-wait-ms") && i + 1 < argc) {
+			size_t v;
+			if (parse_size(argv[++i], &v) < 0 || v > 600000)
+				return -1;
+			o->fabric_wait_ms = (int)v;
 		} else if (!strcmp(argv[i], "--load-ms") && i + 1 < argc) {
 			size_t v;
 			if (parse_size(argv[++i], &v) < 0 || v > 10000)
@@ -1622,14 +1655,14 @@ int main(int argc, char **argv)
 	struct options o = { .active = 0, .pattern_mib = 4096, .bw_mib = 1024, .host_mib = 256, .load_ms = 600 };
 	struct active_times at = { 0 };
 	char err[512] = "", drv[96] = "";
-	double t_nvml;
+	double t_nvml, t_fabric = 0;
 	unsigned count = 0;
 	nvmlReturn_t nr;
 
 	t_start = now_ms();
 	if (parse_args(argc, argv, &o) < 0) {
 		fprintf(stderr, "usage: gpuboot-probe [--tier passive|active] [--fp64] [--pattern-mib N] [--bw-mib N] "
-		                "[--host-mib N] [--load-ms N] [--gpus LIST]\n");
+		                "[--host-mib N] [--load-ms N] [--fabric-wait-ms N] [--gpus LIST]\n");
 		return 2;
 	}
 	jopen(NULL, '{');
@@ -1637,7 +1670,7 @@ int main(int argc, char **argv)
 	jstr("tier", o.active ? "active" : "passive");
 	if (load_nvml(err, sizeof(err)) < 0)
 		return nvml_failed(err);
-	if (o.active)
+	if (o.active && !o.fabric_wait_ms)
 		cuda_boot_start();
 	nr = nv.init();
 	t_nvml = now_ms() - t_start;
@@ -1654,6 +1687,10 @@ int main(int argc, char **argv)
 	if (count > MAX_GPUS)
 		count = MAX_GPUS;
 	n_gpus = count;
+	/* the fabric first, then CUDA (which fails until it is up) */
+	t_fabric = fabric_wait(count, o.fabric_wait_ms);
+	if (o.active && o.fabric_wait_ms)
+		cuda_boot_start();
 	jint("nvml_gpu_count", count);
 	jopen("gpus", '[');
 	for (unsigned i = 0; i < count; i++)
@@ -1684,6 +1721,7 @@ int main(int argc, char **argv)
 	}
 	jopen("timings_ms", '{');
 	jdbl("nvml_init", t_nvml);
+	jdbl("fabric_wait", t_fabric); /* the NVLink fabric coming up (--fabric-wait-ms) */
 	jdbl("cu_init", at.cuinit);
 	jdbl("cu_init_wait", at.cuinit_wait); /* what of cuInit the NVML facts did not hide */
 	jdbl("workers", at.workers);

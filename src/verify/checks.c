@@ -351,8 +351,10 @@ static void passive_gpu(const struct gb_verify_opts *o, struct gb_verify_result 
 			         gb_json_get_str(fab, "state_name") ? gb_json_get_str(fab, "state_name") : "?",
 			         "NVML GPU fabric state on NVSwitch systems: completed, status success");
 			if (c && c->state == GB_CHECK_FAIL)
-				set_hint(c, "the NVLink fabric is not ready: start nvidia-fabricmanager (same version "
-				            "as the driver) and wait for it");
+				set_hint(c,
+				         "the NVLink fabric is not ready (the probe waited for it: fabric.wait): check "
+				         "that nvidia-fabricmanager runs at the driver's version (journalctl -u "
+				         "nvidia-fabricmanager; NVLSM too on B200/B300)");
 		}
 	}
 	c = gb_verify_add(r, "gpu.mig", s);
@@ -941,8 +943,13 @@ static void active_checks(const struct gb_verify_opts *o, struct gb_verify_resul
 	check_peers(r, gb_json_get_array(r->probe, "peers"), gpus, act);
 }
 
+/* How long the probe waits for the NVLink fabric on an NVSwitch system
+ * (the fabric manager registers every GPU after it starts; CUDA fails with
+ * error 802 until then): docs/verification.md. */
+#define FABRIC_WAIT_MS "120000"
+
 struct probe_args {
-	char pattern[16], bw[16], load[16], gpus[128];
+	char pattern[16], bw[16], load[16], gpus[128], fabric[16];
 	char *args[16];
 };
 
@@ -972,7 +979,8 @@ static bool gpus_narrowed(const struct gb_verify_opts *o, struct gb_verify_resul
 }
 
 /* The probe's arguments, and what the environment removed from its run. */
-static void probe_args(const struct gb_verify_opts *o, bool active, struct gb_verify_result *r, struct probe_args *pa)
+static void probe_args(const struct gb_verify_opts *o, const struct gb_facts *f, bool active,
+                       struct gb_verify_result *r, struct probe_args *pa)
 {
 	size_t na = 0;
 	char cleaned[160];
@@ -985,6 +993,15 @@ static void probe_args(const struct gb_verify_opts *o, bool active, struct gb_ve
 		         cleaned);
 	pa->args[na++] = (char *)"--tier";
 	pa->args[na++] = (char *)(active ? "active" : "passive");
+	if (f->n_nvswitches > 0) {
+		gb_strscpy(pa->fabric, sizeof(pa->fabric), FABRIC_WAIT_MS);
+#ifdef GB_TEST_HOOKS
+		if (getenv("GPUBOOT_PROBE_FABRIC_WAIT_MS"))
+			gb_strscpy(pa->fabric, sizeof(pa->fabric), getenv("GPUBOOT_PROBE_FABRIC_WAIT_MS"));
+#endif
+		pa->args[na++] = (char *)"--fabric-wait-ms";
+		pa->args[na++] = pa->fabric;
+	}
 	if (active) {
 		if (o->fp64_gate)
 			pa->args[na++] = (char *)"--fp64";
@@ -1049,7 +1066,7 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 		}
 	}
 
-	probe_args(o, active, r, &pa);
+	probe_args(o, f, active, r, &pa);
 	tp = ctx->ops->now_monotonic_ns(ctx->ops);
 	rc = gb_probe_run(ctx, pa.args, o->probe_timeout_ms, &r->probe, &exit_code, err, sizeof(err));
 	if (rc == -ENOMEM)
@@ -1088,6 +1105,16 @@ int gb_verify(struct gb_ctx *ctx, const struct gb_facts *f, const struct gb_veri
 			         "NVML sees %.0f GPU(s) but PCI has %zu: a GPU failed to initialise (check dmesg for "
 			         "RmInitAdapter / XID 79) or is bound to another driver",
 			         v, f->n_gpus);
+	}
+	/* NVSwitches: how long the fabric took to come up before the checks */
+	if (f->n_nvswitches > 0 && gb_json_get_num(gb_json_get(r->probe, "timings_ms"), "fabric_wait", &v)) {
+		c = gb_verify_add(r, "fabric.wait", "system");
+		if (c)
+			set_text(
+			    c,
+			    "waited %.0f ms (at most %s) for the fabric manager to register every GPU with the NVLink "
+			    "fabric before the checks",
+			    v, pa.fabric);
 	}
 	for (size_t i = 0; gpus && i < gb_json_len(gpus); i++) {
 		passive_gpu(o, r, gb_json_idx(gpus, i), (unsigned)i, f);

@@ -320,7 +320,17 @@ nvmlReturn_t nvmlDeviceGetTemperature(void *d, int s, unsigned *t)
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(void *d, gb_nvml_fabric_info *fi)
 {
 	memset(fi, 0, sizeof(*fi));
-	fi->state = fake_is("fabric-incomplete") && idx(d) == 4 ? 2 : 3;
+	/* fabric-late: the fabric manager registers GPU 4 only ~0.3 s after the
+	 * first question (as after its start) */
+	static double first;
+	struct timespec ts;
+	double now;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	if (!first)
+		first = now;
+	fi->state =
+	    (fake_is("fabric-incomplete") || (fake_is("fabric-late") && now - first < 0.3)) && idx(d) == 4 ? 2 : 3;
 	return OK;
 }
 nvmlReturn_t nvmlDeviceGetNvLinkState(void *d, unsigned link, int *active)

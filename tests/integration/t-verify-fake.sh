@@ -119,8 +119,21 @@ GPUBOOT_FAKE_OPS="command:nvidia-container-cli:1" LD_LIBRARY_PATH=$FAKE expect_e
 GPUBOOT_FAKE_OPS="record=$TMP/ops.log" LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --tier full --profile inference --state-dir "$S" --run-dir "$S/run"
 [ "$(failed_checks)" = "cuda.installed@system" ] || fail "cuda.installed: $(failed_checks)"
 grep -q "CUDA 13.0 is not installed (/usr/local/cuda-12.2 12.2.2)" "$S/status.json" || fail "cuda.installed hint"
-# The NVLink fabric of an NVSwitch system not ready on one GPU.
+# The NVLink fabric of an NVSwitch system not ready on one GPU: the probe
+# waits for it, bounded (120 s; 0.5 s here), then the check fails, naming
+# the wait.
+export GPUBOOT_PROBE_FABRIC_WAIT_MS=500
 run_case fabric-incomplete 15 "fabric.state@gpu4"
+fw() { python3 -c "
+import json; d = json.load(open('$S/status.json'))
+c = [c for c in d['checks'] if c['name'] == 'fabric.wait'][0]
+print(int(c['text'].split()[1]))"; }
+[ "$(fw)" -ge 500 ] && [ "$(fw)" -lt 5000 ] || fail "fabric.wait of a fabric never up: $(fw) ms"
+# Registered late (0.3 s after the probe first asks, as right after the
+# fabric manager starts): the probe waits, CUDA starts after it, no failure.
+GPUBOOT_PROBE_FABRIC_WAIT_MS=5000 run_case fabric-late 0 ""
+[ "$(fw)" -ge 200 ] && [ "$(fw)" -lt 5000 ] || fail "fabric.wait of a late fabric: $(fw) ms"
+unset GPUBOOT_PROBE_FABRIC_WAIT_MS
 # The site skips a check: it stays in the document as skipped.
 mkdir -p "$M/etc/gpuboot"
 printf '[checks]\nskip = ecc\n' >"$M/etc/gpuboot/gpuboot.conf"
