@@ -257,6 +257,14 @@ DISTROS += [
 REPO_KEYS = {"debian13": None, "rhel10": None}
 
 
+# The last CUDA major NVIDIA supports on a release where a newer one dropped
+# it (0 elsewhere): "Support for Ubuntu 20.04 has been dropped starting with
+# this release" (CUDA 13.0, Deprecated or Dropped Operating Systems; NVIDIA's
+# CUDA Features Archive and the 13.1/13.2 notes repeat it; the 13.0 Linux
+# installation guide lists Ubuntu 22.04 and 24.04 only).
+CUDA_LAST_MAJOR = {("ubuntu", "20.04"): 12}
+
+
 def repo_key(repo, did):
     if repo in REPO_KEYS:
         return REPO_KEYS[repo]
@@ -443,7 +451,7 @@ def gen_data(data):
     for did, ver, repo, hwe, ga, hwek, suite in DISTROS:
         dd, dopen = DISTRO_DRIVERS.get((did, ver), (None, False))
         dopen = "true" if dopen else "false"
-        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(suite)}, {c_str(dd)}, {dopen}, {c_str(repo_key(repo, did))} }},")
+        out.append(f"\t{{ {c_str(did)}, {c_str(ver)}, {c_str(repo)}, {c_str(hwe)}, {c_str(ga)}, {c_str(hwek)}, {c_str(suite)}, {c_str(dd)}, {dopen}, {c_str(repo_key(repo, did))}, {CUDA_LAST_MAJOR.get((did, ver), 0)} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
     return "\n".join(out) + "\n"

@@ -97,6 +97,7 @@ struct gb_distro {
 	const char *distro_driver; /* the NVIDIA driver the distribution packages itself ("535.309.01"), or NULL */
 	bool distro_open; /* its open kernel module is usable there */
 	const char *key_pin; /* the pin (gb_repo_keys) its NVIDIA repository is signed with; NULL: none pinned */
+	unsigned cuda_last_major; /* the last CUDA major NVIDIA supports on it (Ubuntu 20.04: 12); 0 = any */
 };
 
 /* The catalog's own version and date (scripts/gen-catalog.py, from the

@@ -1019,6 +1019,15 @@ static void decide_nouveau(struct gb_plan *p)
 
 /* ---- CUDA ---- */
 
+/* "13.0" -> 13 */
+static unsigned cuda_major(const char *v)
+{
+	unsigned m = 0;
+	for (; *v >= '0' && *v <= '9' && m < 1000; v++)
+		m = m * 10 + (unsigned)(*v - '0');
+	return m;
+}
+
 static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site, char *err,
                        size_t errsz)
 {
@@ -1028,6 +1037,9 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 	                     : prof->cuda == GB_CUDA_PINNED ? prof->cuda_version
 	                                                    : NULL;
 	char skipped[160] = "";
+	const struct gb_distro *dd = find_distro(&p->in);
+	unsigned last_major = dd ? dd->cuda_last_major : 0;
+	char os_dropped[120] = "";
 	bool sbsa = streq(p->in.platform, "linux-sbsa");
 	char dropped[256] = "";
 	size_t nd = 0, n = 0;
@@ -1065,6 +1077,14 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 				       arch_name(oldest), oldest_by);
 				return 0;
 			}
+			if (last_major && cuda_major(r->version) > last_major) {
+				refuse(
+				    p, GB_EXIT_UNSUPPORTED,
+				    "pinned CUDA %s does not support %s %s: NVIDIA dropped it from CUDA %u.0 on (the "
+				    "release notes); pin CUDA %u.x, or move to a newer release",
+				    pinned, p->in.os_id, p->in.os_version, last_major + 1, last_major);
+				return 0;
+			}
 			p->cuda.release = r;
 			SAY(p->cuda.reason, "pinned to %s by %s; needs driver >= %s (plan: %s)", r->manifest,
 			    site && site->pinned_cuda[0] ? "the site configuration" : "the profile", r->min_driver,
@@ -1073,6 +1093,11 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 		}
 		if (gb_version_cmp(r->min_driver, p->driver.version) > 0 || r->oldest_arch > oldest)
 			continue;
+		if (last_major && cuda_major(r->version) > last_major) {
+			SAY(os_dropped, "; CUDA %u dropped %s %s (NVIDIA's CUDA %u.0 release notes)", last_major + 1,
+			    p->in.os_id, p->in.os_version, last_major + 1);
+			continue;
+		}
 		if (!r->manifest) {
 			size_t o = strlen(skipped);
 			snprintf(skipped + o, sizeof(skipped) - o, "%s%s", o ? ", " : "", r->version);
@@ -1081,9 +1106,9 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 		p->cuda.release = r;
 		SAY(p->cuda.reason,
 		    "newest CUDA with a verified manifest in the catalog that driver %s runs natively (needs >= %s) "
-		    "and that still supports %s: %s%s%s%s",
+		    "and that still supports %s: %s%s%s%s%s",
 		    p->driver.version, r->min_driver, arch_name(oldest), r->manifest, skipped[0] ? "; " : "", skipped,
-		    skipped[0] ? " would also run but their manifests are not in the catalog" : "");
+		    skipped[0] ? " would also run but their manifests are not in the catalog" : "", os_dropped);
 	}
 	if (!pinned && !p->cuda.release) {
 		refuse(

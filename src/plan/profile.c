@@ -71,6 +71,7 @@ static const char *const known_checks[] = {
 	"env.cleaned",
 	"ecc.uncorrected_errors",
 	"fabric.state",
+	"fabric.wait",
 	"gpu.compute_mode",
 	"gpu.count",
 	"gpu.identity",

@@ -384,6 +384,16 @@ jq_ 'd["driver"]["action_reason"]' | grep -q "R535 reached its end of life on 20
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:13 --target-gpu L4 --profile inference --method distro --json
 [ "$(jq_ 'd["driver"]["version"], [w["code"] for w in d["warnings"]]')" = "550.163.01 ['branch-eol']" ] || fail "trixie distro: $(jq_ 'd["warnings"]')"
 jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method runfile installs R580" || fail "trixie fix: $(jq_ 'd["warnings"]')"
+# CUDA 13 dropped Ubuntu 20.04 (NVIDIA's CUDA 13.0 notes): the newest CUDA
+# there is 12.x, said so; a pin of 13.0 is refused (exit 10).
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:20.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["cuda"]["version"]')" = "12.8.0" ] || fail "CUDA on 20.04: $(jq_ 'd["cuda"]')"
+jq_ 'd["cuda"]["reason"]' | grep -q "CUDA 13 dropped ubuntu 20.04 (NVIDIA's CUDA 13.0 release notes)" || fail "20.04 reason: $(jq_ 'd["cuda"]["reason"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.04 --target-gpu H100 --profile inference --json
+[ "$(jq_ 'd["cuda"]["version"]')" = "13.0.0" ] || fail "CUDA on 22.04: $(jq_ 'd["cuda"]')"
+printf '[cuda]\npolicy = 13.0\ncomponents = cuda_cudart\n' >"$TMP/cuda13.profile"
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:20.04 --target-gpu H100 --profile "$TMP/cuda13.profile" --json
+jq_ 'd["refusal"]["reason"]' | grep -q "pinned CUDA 13.0 does not support ubuntu 20.04: NVIDIA dropped it from CUDA 13.0 on" || fail "20.04 pin: $(jq_ 'd["refusal"]')"
 # A fresh branch and a fresh catalog: no warning (the fixtures' date);
 # the catalog (2026-12-04) 121 days later is stale, refusals included.
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H100 --profile inference --json
