@@ -488,7 +488,8 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 	const struct gb_branch *chosen = NULL;
 	char policy_buf[40];
 	const char *policy = gb_policy_to_string(prof, policy_buf, sizeof(policy_buf));
-	bool ubuntu_sb = p->in.secure_boot == 1 && streq(p->in.os_id, "ubuntu");
+	bool ubuntu_sb = p->in.secure_boot == 1 && streq(p->in.os_id, "ubuntu") &&
+	                 !(site && site->signing_key && site->signing_cert);
 	bool need_open = false, need_prop = false;
 	const char *need_open_by = NULL, *need_prop_by = NULL;
 	enum gb_branch_policy pol = prof->policy;
@@ -686,16 +687,33 @@ static int decide_site_key(struct gb_plan *p, const struct gb_site_config *site)
 static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *site, bool ubuntu)
 {
 	if (p->in.secure_boot == 1) {
-		if (ubuntu && p->in.kernel_flavour[0]) {
+		if (site && site->signing_key && site->signing_cert) {
+			return decide_site_key(p, site);
+		} else if (ubuntu && p->in.kernel_flavour[0] && streq(p->driver.action, "keep")) {
+			/* a kept driver's modules are loaded or load as they are */
 			p->secure_boot.strategy = "ubuntu-signed-modules";
 			SAY(p->secure_boot.package, "linux-modules-nvidia-%u-server%s-%s", p->driver.branch,
 			    streq(p->driver.flavor, "open") ? "-open" : "", p->in.kernel_flavour);
 			SAY(p->secure_boot.reason,
-			    "Secure Boot is on: Ubuntu's precompiled modules for the %s kernel are signed with "
-			    "Canonical's key, which shim trusts",
+			    "Secure Boot is on: the kept driver's modules (Ubuntu's precompiled modules for the %s "
+			    "kernel "
+			    "are signed with Canonical's key, which shim trusts)",
 			    p->in.kernel_flavour);
-		} else if (site && site->signing_key && site->signing_cert) {
-			return decide_site_key(p, site);
+		} else if (ubuntu && p->in.kernel_flavour[0]) {
+			/* Ubuntu's archive carries the driver at its own versions
+			 * (580.159.03-0ubuntu..., not the catalog's NVIDIA versions), and
+			 * no install method of this gpuboot installs from it yet (issue
+			 * #27): refused before any change, with what works today. */
+			refuse(
+			    p, GB_EXIT_UNSUPPORTED,
+			    "Secure Boot is on: the modules must be Ubuntu's precompiled ones signed with "
+			    "Canonical's key (linux-modules-nvidia-%u-server%s-%s with nvidia-driver-%u-server%s from "
+			    "Ubuntu's archive), which this gpuboot does not install yet; install those two packages "
+			    "first (gpuboot then keeps and verifies them), or set [secure_boot] signing_key and "
+			    "signing_cert (an enrolled MOK) in gpuboot.conf, or turn Secure Boot off",
+			    p->driver.branch, streq(p->driver.flavor, "open") ? "-open" : "", p->in.kernel_flavour,
+			    p->driver.branch, streq(p->driver.flavor, "open") ? "-open" : "");
+			return -1;
 		} else {
 			refuse(p, GB_EXIT_UNSUPPORTED,
 			       "Secure Boot is on and %s has no signed NVIDIA modules; set [secure_boot] signing_key "
@@ -1019,6 +1037,49 @@ static void decide_nouveau(struct gb_plan *p)
 
 /* ---- CUDA ---- */
 
+/* The profile's CUDA components found in the plan's release's manifest for
+ * the platform, each "name version"; the missing ones named in the reason. */
+static int cuda_components(struct gb_plan *p, const struct gb_profile *prof)
+{
+	bool sbsa = streq(p->in.platform, "linux-sbsa");
+	char dropped[256] = "";
+	size_t nd = 0, n = 0;
+
+	p->cuda.components = calloc(1, sizeof(char *));
+	if (!p->cuda.components)
+		return -ENOMEM;
+	for (char **c = prof->cuda_components; c && *c; c++) {
+		const struct gb_cuda_component *found = NULL;
+		for (size_t i = 0; i < gb_cuda_components_len; i++) {
+			const struct gb_cuda_component *x = &gb_cuda_components[i];
+			if (streq(x->release, p->cuda.release->manifest) && streq(x->name, *c) &&
+			    (sbsa ? x->sbsa : x->x86_64))
+				found = x;
+		}
+		if (found) {
+			char **nv = realloc(p->cuda.components, (n + 2) * sizeof(char *));
+			char buf[96];
+			if (!nv)
+				return -ENOMEM;
+			p->cuda.components = nv;
+			snprintf(buf, sizeof(buf), "%s %s", found->name, found->version);
+			nv[n] = strdup(buf);
+			nv[++n] = NULL;
+			if (!nv[n - 1])
+				return -ENOMEM;
+		} else {
+			size_t o = strlen(dropped);
+			snprintf(dropped + o, sizeof(dropped) - o, "%s%s", nd++ ? ", " : "", *c);
+		}
+	}
+	if (dropped[0]) {
+		size_t o = strlen(p->cuda.reason);
+		snprintf(p->cuda.reason + o, sizeof(p->cuda.reason) - o, "; not in %s for %s: %s",
+		         p->cuda.release->manifest, p->in.platform, dropped);
+	}
+	return 0;
+}
+
 /* "13.0" -> 13 */
 static unsigned cuda_major(const char *v)
 {
@@ -1040,9 +1101,6 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 	const struct gb_distro *dd = find_distro(&p->in);
 	unsigned last_major = dd ? dd->cuda_last_major : 0;
 	char os_dropped[120] = "";
-	bool sbsa = streq(p->in.platform, "linux-sbsa");
-	char dropped[256] = "";
-	size_t nd = 0, n = 0;
 
 	if (prof->cuda == GB_CUDA_NONE && !pinned) {
 		SAY(p->cuda.reason, "the profile installs no CUDA");
@@ -1122,39 +1180,7 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 		return -EINVAL;
 	}
 	SAY(p->cuda.version, "%s", p->cuda.release->manifest);
-	p->cuda.components = calloc(1, sizeof(char *));
-	if (!p->cuda.components)
-		return -ENOMEM;
-	for (char **c = prof->cuda_components; c && *c; c++) {
-		const struct gb_cuda_component *found = NULL;
-		for (size_t i = 0; i < gb_cuda_components_len; i++) {
-			const struct gb_cuda_component *x = &gb_cuda_components[i];
-			if (streq(x->release, p->cuda.release->manifest) && streq(x->name, *c) &&
-			    (sbsa ? x->sbsa : x->x86_64))
-				found = x;
-		}
-		if (found) {
-			char **nv = realloc(p->cuda.components, (n + 2) * sizeof(char *));
-			char buf[96];
-			if (!nv)
-				return -ENOMEM;
-			p->cuda.components = nv;
-			snprintf(buf, sizeof(buf), "%s %s", found->name, found->version);
-			nv[n] = strdup(buf);
-			nv[++n] = NULL;
-			if (!nv[n - 1])
-				return -ENOMEM;
-		} else {
-			size_t o = strlen(dropped);
-			snprintf(dropped + o, sizeof(dropped) - o, "%s%s", nd++ ? ", " : "", *c);
-		}
-	}
-	if (dropped[0]) {
-		size_t o = strlen(p->cuda.reason);
-		snprintf(p->cuda.reason + o, sizeof(p->cuda.reason) - o, "; not in %s for %s: %s",
-		         p->cuda.release->manifest, p->in.platform, dropped);
-	}
-	return 0;
+	return cuda_components(p, prof);
 }
 
 /* CUDA again, for the driver the plan now has (a kept one). Under --repair a

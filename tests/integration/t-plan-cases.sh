@@ -384,6 +384,17 @@ jq_ 'd["driver"]["action_reason"]' | grep -q "R535 reached its end of life on 20
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:13 --target-gpu L4 --profile inference --method distro --json
 [ "$(jq_ 'd["driver"]["version"], [w["code"] for w in d["warnings"]]')" = "550.163.01 ['branch-eol']" ] || fail "trixie distro: $(jq_ 'd["warnings"]')"
 jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method runfile installs R580" || fail "trixie fix: $(jq_ 'd["warnings"]')"
+# Ubuntu with Secure Boot: Ubuntu's signed precompiled modules come from
+# Ubuntu's archive, which no method installs from yet: the run is refused at
+# its plan (exit 10), naming the packages, and nothing is changed (before,
+# the install failed after prepare had written the nouveau blacklist).
+SBU=$TMP/sbu
+cp -a "$FIX/secureboot-ubuntu2204" "$SBU"
+expect_exit 10 "$GB" --root "$SBU" run --profile minimal --state-dir "$TMP/sbu-state"
+grep -q "install those two packages first (gpuboot then keeps and verifies them), or set \[secure_boot\] signing_key" "$TMP/err" ||
+	fail "Ubuntu Secure Boot refusal: $(cat "$TMP/err")"
+[ ! -e "$SBU/etc/modprobe.d/gpuboot-blacklist-nouveau.conf" ] || fail "a refused plan changed the machine"
+diff -r --no-dereference "$FIX/secureboot-ubuntu2204" "$SBU" >/dev/null || fail "a refused plan changed the root: $(diff -r --no-dereference "$FIX/secureboot-ubuntu2204" "$SBU" | head -3)"
 # CUDA 13 dropped Ubuntu 20.04 (NVIDIA's CUDA 13.0 notes): the newest CUDA
 # there is 12.x, said so; a pin of 13.0 is refused (exit 10).
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:20.04 --target-gpu H100 --profile inference --json

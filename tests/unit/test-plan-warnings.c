@@ -317,6 +317,30 @@ TEST(branch_eol_soon)
 	gb_plan_done(&p);
 }
 
+/* Ubuntu with Secure Boot: no install method installs Ubuntu's signed
+ * precompiled modules from its archive yet, so a plan that would install a
+ * driver there is refused before any change, naming the two packages; a
+ * driver already installed (Ubuntu's, loaded) is kept, not refused. */
+TEST(ubuntu_secure_boot)
+{
+	struct gb_plan_input in = machine("ubuntu", "22.04", "apt", 0x20b5);
+	struct gb_plan p;
+
+	in.secure_boot = 1;
+	gb_strscpy(in.kernel_flavour, sizeof(in.kernel_flavour), "azure");
+	plan(&in, LTS, NULL, today, &p);
+	CHECK_INT(p.refusal_code, 10);
+	CHECK(has(p.refusal, "linux-modules-nvidia-580-server-open-azure with nvidia-driver-580-server-open from "
+	                     "Ubuntu's archive), which this gpuboot does not install yet"));
+	gb_plan_done(&p);
+	installed(&in, "580.159.03", "open");
+	plan(&in, LTS, NULL, today, &p);
+	CHECK_INT(p.refusal_code, 0);
+	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.secure_boot.strategy && streq(p.secure_boot.strategy, "ubuntu-signed-modules"));
+	gb_plan_done(&p);
+}
+
 /* The catalog's date is the script's (data/SOURCES.md); older than 120 days
  * by the plan's date is warned, refusals included; 120 days is not. */
 TEST(catalog_stale)
