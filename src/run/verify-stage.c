@@ -93,7 +93,9 @@ int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *
 	                   check_passed(res, "driver.version_match") &&
 	                   (!o.expected_driver || check_passed(res, "driver.planned_version")) &&
 	                   /* a GPU the driver could not bring up, or that fell off the bus */
-	                   !check_failed(res, "gpu.count") && !check_failed(res, "driver.xid_critical");
+	                   !check_failed(res, "gpu.count") && !check_failed(res, "driver.xid_critical") &&
+	                   /* behind NVSwitches, no CUDA until the fabric is up (error 802) */
+	                   !check_failed(res, "fabric.state");
 	st->cuda_ready = !streq(tier, "passive") && check_passed(res, "cuda.context");
 	st->toolkit_ready =
 	    in->facts.nvidia.container_toolkit && (!streq(tier, "full") || check_passed(res, "container.gpu_visible"));

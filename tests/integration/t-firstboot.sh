@@ -106,14 +106,26 @@ nvidia_apt_archive() {
 	printf 'Package: linux-image-%s\nStatus: install ok installed\nVersion: 6.5.0-1020.20~22.04.1\n\nPackage: linux-image-gcp\nStatus: install ok installed\nVersion: 6.5.0.1020.20~22.04.1\n\n' \
 		"$R" >>"$M/var/lib/dpkg/status"
 	: >"$M/boot/vmlinuz-$R"
-	A=$TMP/$1.archive
+	A=$TMP/$1.archive main=cuda-drivers fl=proprietary
+	# HGX: the open module's metapackage (H100), and the fabric manager
+	[ -n "${HGX:-}" ] && main=nvidia-open fl=open
 	rm -rf "$A"
 	mkdir -p "$A"
-	tests/make-driver-tree "$A/cuda-drivers" "$DRV" proprietary "$R" usr/lib/x86_64-linux-gnu
-	mkdir -p "$A/cuda-drivers/lib/modules/$R/updates/dkms"
-	mv "$A/cuda-drivers/lib/modules/$R/kernel/drivers/video/"*.ko "$A/cuda-drivers/lib/modules/$R/updates/dkms/"
-	rm -rf "$A/cuda-drivers/lib/modules/$R/kernel"
-	printf 'Package: nvidia-driver-pinning-580\nVersion: %s-1\n\nPackage: cuda-drivers\nVersion: %s-0ubuntu1\n\n' "$DRV" "$DRV" >"$A/Packages"
+	tests/make-driver-tree "$A/$main" "$DRV" $fl "$R" usr/lib/x86_64-linux-gnu
+	mkdir -p "$A/$main/lib/modules/$R/updates/dkms"
+	mv "$A/$main/lib/modules/$R/kernel/drivers/video/"*.ko "$A/$main/lib/modules/$R/updates/dkms/"
+	rm -rf "$A/$main/lib/modules/$R/kernel"
+	printf 'Package: nvidia-driver-pinning-580\nVersion: %s-1\n\nPackage: %s\nVersion: %s-0ubuntu1\n\n' "$DRV" $main "$DRV" >"$A/Packages"
+	if [ -n "${HGX:-}" ]; then
+		# NVIDIA's nvidia-fabricmanager (R580 on: no branch in the name): the
+		# daemon and its unit where the package puts them
+		mkdir -p "$A/nvidia-fabricmanager/usr/bin" "$A/nvidia-fabricmanager/lib/systemd/system"
+		printf '#!/bin/sh\n' >"$A/nvidia-fabricmanager/usr/bin/nv-fabricmanager"
+		chmod 755 "$A/nvidia-fabricmanager/usr/bin/nv-fabricmanager"
+		printf '[Unit]\nDescription=NVIDIA fabric manager service\n[Service]\nExecStart=/usr/bin/nvidia-fabricmanager-start.sh --mode start\n' \
+			>"$A/nvidia-fabricmanager/lib/systemd/system/nvidia-fabricmanager.service"
+		printf 'Package: nvidia-fabricmanager\nVersion: %s-1\n\n' "$DRV" >>"$A/Packages"
+	fi
 	printf 'Package: linux-headers-%s\nVersion: 6.5.0-1020.20~22.04.1\n\nPackage: linux-headers-gcp\nVersion: 6.5.0.1020.20~22.04.1\n\n' "$R" >>"$A/Packages"
 }
 
@@ -395,6 +407,74 @@ image_boot ubuntu-runfile-image t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 # NVIDIA's apt repository (the packages method) on Ubuntu 22.04
 MTH=packages first_boot ubuntu-packages t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
 MTH=packages image_boot ubuntu-packages-image t4-nouveau-ubuntu2204 usr/lib/x86_64-linux-gnu
+# An HGX node (the captured HGX H100: 8 GPUs, 4 NVSwitches) with its driver
+# taken off (the module's proc and sys entries, the userspace, its fabric
+# manager), as a cloud
+# hands one out bare: the packages method installs the open module and the
+# fabric manager at the driver's version, the load starts the fabric
+# manager after the modules, verify waits for the fabric (120 s bound) and
+# judges it on all eight GPUs.
+hgx_fixture() {
+	F=$TMP/fixtures/hgx-bare
+	rm -rf "$F" && mkdir -p "$TMP/fixtures"
+	cp -a "$FIX/h100x8-ubuntu2204" "$F"
+	rm -rf "$F/proc/driver/nvidia" "$F/sys/module/nvidia" "$F/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01" \
+		"$F/usr/bin/nvidia-persistenced" "$F/usr/bin/nv-fabricmanager"
+}
+hgx_fixture
+MTH=packages HGX=1 FIX=$TMP/fixtures FAKE_NV_GPUS=8 bare_to_ready ubuntu-packages-hgx hgx-bare usr/lib/x86_64-linux-gnu
+M=$TMP/ubuntu-packages-hgx
+python3 - "$M.state/status.json" "$DRV" <<'PY' || fail "HGX: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); ver = sys.argv[2]
+assert d["facts"]["nvswitches"] and len(d["facts"]["nvswitches"]) == 4, d["facts"].get("nvswitches")
+assert d["plan"]["driver"]["packages"][-1] == "nvidia-fabricmanager", d["plan"]["driver"]["packages"]
+fm = [x for x in d["load"]["daemons"] if x["name"] == "nvidia-fabricmanager"]
+assert fm and fm[0]["state"] == "started" and fm[0]["version"] == ver, d["load"]["daemons"]
+checks = [c for c in d["checks"] if c["name"] == "fabric.state"]
+assert len(checks) == 8 and all(c["result"] == "pass" for c in checks), checks
+assert [c for c in d["checks"] if c["name"] == "fabric.wait"], "no fabric.wait"
+PY
+grep -q "^systemctl enable nvidia-fabricmanager.service" "$M.ops" && grep -q "^systemctl start nvidia-fabricmanager.service" "$M.ops" ||
+	fail "HGX: the fabric manager was not started: $(grep systemctl "$M.ops")"
+# modules first, then the fabric manager (before CUDA's first context: verify's probe)
+[ "$(grep -n '^module_load nvidia ' "$M.ops" | cut -d: -f1)" -lt "$(grep -n '^systemctl start nvidia-fabricmanager' "$M.ops" | cut -d: -f1)" ] ||
+	fail "HGX: the fabric manager started before the modules"
+rm -f "$M.ops"
+MTH=packages HGX=1 FIX=$TMP/fixtures FAKE_NV_GPUS=8 A=$TMP/ubuntu-packages-hgx.archive gb_run 0 usr/lib/x86_64-linux-gnu
+[ ! -s "$M.ops" ] || fail "HGX: the second run changed something: $(cat "$M.ops")"
+echo "row ubuntu-packages-hgx: bare to exit 0 with the fabric manager, then a run with no effect"
+# Its failure twins, each on a fresh bare HGX node: the repository without
+# the fabric manager at the driver's version (refused before anything is
+# installed), the fabric manager's start failing, the fabric not up within
+# the bound (0.5 s here): each its exit code, the cause named, no flag.
+hgx_twin() { # NAME EXIT [FAKE-RULES]
+	MTH=packages HGX=1 FIX=$TMP/fixtures
+	bare "twin-$1" hgx-bare usr/lib/x86_64-linux-gnu
+	nvidia_apt_archive "twin-$1"
+	[ "$1" = hgx-fm-version ] && sed -i "s/^Version: $DRV-1\$/Version: 580.95.05-1/" "$A/Packages"
+	FAKE_NV_GPUS=8 gb_run "$2" usr/lib/x86_64-linux-gnu "${3:-}"
+	no_flags "twin $1"
+	MTH=runfile HGX= FIX=$PWD/tests/fixtures
+}
+hgx_twin hgx-fm-version 1
+grep -q "nvidia-fabricmanager" "$TMP/err" || fail "twin hgx-fm-version: $(tail -3 "$TMP/err")"
+[ ! -e "$M/usr/bin/nv-fabricmanager" ] && [ ! -e "$M/lib/modules/$R/updates/dkms/nvidia.ko" ] || fail "twin hgx-fm-version: installed: $(tail -3 "$TMP/err"; ls "$M/usr/bin" "$M/lib/modules/$R/updates/dkms")"
+echo "twin hgx-fm-version: exit 1, nvidia-fabricmanager $DRV named, nothing installed"
+hgx_twin hgx-fm-start 1 "systemctl:start:5"
+grep -q '"name": "nvidia-fabricmanager",' "$M.state/status.json" && grep -q "systemctl enable --now nvidia-fabricmanager.service failed" "$M.state/status.json" ||
+	fail "twin hgx-fm-start: $(head -c 2000 "$M.state/status.json")"
+echo "twin hgx-fm-start: exit 1, the fabric manager's start named"
+FAKE_NV_SCENARIO=fabric-incomplete GPUBOOT_PROBE_FABRIC_WAIT_MS=500 hgx_twin hgx-fabric-down 15
+python3 - "$M.state/status.json" <<'PY' || fail "twin hgx-fabric-down: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+failed = [c["name"] + "@" + c["subject"].split()[0] for c in d["checks"] if c["result"] == "fail"]
+assert failed == ["fabric.state@gpu4"], failed
+w = [c for c in d["checks"] if c["name"] == "fabric.wait"][0]
+assert int(w["text"].split()[1]) >= 500, w
+PY
+echo "twin hgx-fabric-down: exit 15, fabric.state@gpu4 after the 0.5 s bound"
 # Debian 12's own driver (the distro method, DKMS), live and as the Packer example builds it
 MTH=distro DRV=$DEB_DRV first_boot debian-distro l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 MTH=distro DRV=$DEB_DRV image_boot debian-distro-image l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
