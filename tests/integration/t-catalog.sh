@@ -33,4 +33,33 @@ grep -q '^const char gb_catalog_date\[\] = "2026-12-09";$' "$TMP/d.c" || fail "r
 sed -i '/^Catalog date: /d' "$TMP/data/SOURCES.md"
 python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "SOURCES.md without a Catalog date passed"
 grep -q "no 'Catalog date: YYYY-MM-DD' line" "$TMP/err" || fail "no catalog date: $(cat "$TMP/err")"
+# One source of each fact: the script reads only data/ (its curated facts are
+# data/catalog.json, each section with what it rests on): a fact changed
+# there, and only there, changes the generated C; a section without its
+# source, or a source citing a day after the catalog's date, is refused; the
+# script itself holds no version, date or device ID.
+rm -rf "$TMP/data" && cp -a data "$TMP/data"
+python3 - "$TMP/data/catalog.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+[r for r in d["branches"]["rows"] if r["branch"] == 595][0]["end_of_life"] = "2027-06-30"
+[r for r in d["gpu_traits"]["rows"] if r["device"] == "2335"][0]["hgx8_nvswitches"] = 5
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+python3 scripts/gen-catalog.py --data "$TMP/data" --out "$TMP/p.c" --out-data "$TMP/d.c" || fail "the edited catalog.json refused"
+diff "$TMP/d.c" src/catalog/catalog-data.c | grep '^[<>]' >"$TMP/diff"
+[ "$(grep -c '^<' "$TMP/diff")" = 2 ] && grep -q '^< 	{ 595, GB_BRANCH_PRODUCTION, "2027-06-30", "4.15" },$' "$TMP/diff" &&
+	grep -q '^< 	{ 0x2335, "H200", false, false, false, 5, false, 143771 },$' "$TMP/diff" || fail "catalog.json's facts: $(cat "$TMP/diff")"
+python3 - "$TMP/data/catalog.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["distros"]["source"] = ""
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "a section without its source passed"
+grep -q "section distros missing, or without its source" "$TMP/err" || fail "sourceless section: $(cat "$TMP/err")"
+rm -rf "$TMP/data" && cp -a data "$TMP/data"
+sed -i 's/"source": "NVIDIA.s CUDA release notes, Table 3/"source": "read 2027-01-02: NVIDIA'"'"'s CUDA release notes, Table 3/' "$TMP/data/catalog.json"
+python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "catalog.json citing a later day passed"
+grep -q "catalog.json cites 2027-01-02, newer than its Catalog date" "$TMP/err" || fail "later day in catalog.json: $(cat "$TMP/err")"
+! grep -nE '"[0-9]{3}\.[0-9]+|20[0-9]{2}-[0-9]{2}-[0-9]{2}"|0x[0-9a-f]{4}[,)]' scripts/gen-catalog.py || fail "a fact typed into scripts/gen-catalog.py"
 echo ok
