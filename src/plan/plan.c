@@ -300,11 +300,12 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		SAY(p->driver.flavor_reason, "the profile asks for the proprietary module");
 	} else if (hb) {
 		p->driver.flavor = "proprietary";
+		p->driver.gsp_off = true;
 		SAY(p->driver.flavor_reason,
-		    "%s (%04x) is on the hold-back list: the cloud vendors' images ship it with the proprietary "
-		    "module, the stack they validate; that module also runs the GSP firmware on Turing and newer "
-		    "unless NVreg_EnableGpuFirmware=0 (NVIDIA README, GSP firmware), so this is not a way around GSP "
-		    "(module_flavor = open overrides)",
+		    "%s (%04x) is on the hold-back list: AWS's EKS AMI (Amazon Linux 2023) loads it with the "
+		    "proprietary module and the GSP firmware off, NVreg_EnableGpuFirmware=0 (g4dn, g5, g5g: a "
+		    "workaround for those instances' GSP issue, possible only on the proprietary module); gpuboot runs "
+		    "the same stack (module_flavor = open overrides)",
 		    hb->name, hb->device);
 	} else if (p->driver.branch < 560) {
 		p->driver.flavor = "proprietary";
@@ -1290,6 +1291,12 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 	for (size_t i = 0; i < p->n_gpus; i++)
 		gh200_580 |=
 		    is_grace_board(p->gpus[i].device) && p->gpus[i].arch == GB_ARCH_HOPPER && p->driver.branch >= 580;
+	/* the hold-back's stack: the GSP firmware off, where gpuboot installs it */
+	if (p->driver.gsp_off && streq(p->driver.flavor, "proprietary") &&
+	    (streq(p->driver.action, "install") || streq(p->driver.action, "replace")))
+		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia", "NVreg_EnableGpuFirmware=0",
+		          "the hold-back's stack (AWS's EKS AMI on g4dn, g5, g5g): the proprietary module with the GSP "
+		          "firmware off");
 	if (gh200_580)
 		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia",
 		          "NVreg_CoherentGPUMemoryMode=driver",

@@ -127,6 +127,7 @@ struct gb_plan {
 		char eol_why[GB_REASON], eol_fix[GB_REASON];
 		bool eol_replace; /* replaced only because the installed branch ended (lts) */
 		bool eol_keep; /* replacing it was refused: keep it (gb_plan_make's second pass) */
+		bool gsp_off; /* the hold-back decided the flavour: its stack turns the GSP firmware off */
 	} driver;
 	struct {
 		char version[16];

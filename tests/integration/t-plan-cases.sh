@@ -436,9 +436,25 @@ for os in rhel:10 debian:13; do
 	grep -q "key gpuboot does not pin yet, so it cannot be trusted; use --method runfile" "$TMP/err" || fail "$os packages: $(cat "$TMP/err")"
 	! grep -q "key pinned" "$TMP/out" || fail "$os: the plan promises a pinned key"
 done
-# The hold-back reason does not claim the proprietary module avoids GSP.
-expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu L4 --profile inference --json
-jq_ 'd["driver"]["module_flavor_reason"]' | grep -q "NVreg_EnableGpuFirmware=0" || fail "GSP reason: $(jq_ 'd["driver"]["module_flavor_reason"]')"
+# The hold-back is the vendor's exact stack (AWS's EKS AMI, nvidia-kmod-load.sh:
+# g4dn, g5, g5g): T4, A10G and T4G on the proprietary module with the GSP
+# firmware off (NVreg_EnableGpuFirmware=0, a module parameter of the plan,
+# the vendor named); L4 and L40S on the open module, as that AMI loads them.
+for g in T4 A10G; do
+	expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu $g --profile inference --json
+	[ "$(jq_ 'd["driver"]["module_flavor"], [(x["module"], x["params"]) for x in d["module_params"]]')" = "proprietary [('nvidia', 'NVreg_EnableGpuFirmware=0')]" ] ||
+		fail "$g hold-back: $(jq_ 'd["driver"]["module_flavor"], d["module_params"]')"
+	jq_ 'd["driver"]["module_flavor_reason"]' | grep -q "AWS's EKS AMI (Amazon Linux 2023) loads it with the proprietary module and the GSP firmware off, NVreg_EnableGpuFirmware=0" ||
+		fail "$g reason: $(jq_ 'd["driver"]["module_flavor_reason"]')"
+done
+for g in L4 L40S; do
+	expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu $g --profile inference --json
+	[ "$(jq_ 'd["driver"]["module_flavor"], d["module_params"]')" = "open []" ] || fail "$g: $(jq_ 'd["driver"]["module_flavor"], d["module_params"]')"
+done
+# module_flavor = open overrides the hold-back, and with it its parameter
+printf '[driver]\nmodule_flavor = open\n[cuda]\npolicy = none\n' >"$TMP/open.profile"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu T4 --profile "$TMP/open.profile" --json
+[ "$(jq_ 'd["driver"]["module_flavor"], d["module_params"]')" = "open []" ] || fail "T4 open: $(jq_ 'd["driver"]["module_flavor"], d["module_params"]')"
 # Gates the GPU cannot pass are refused at plan time, naming the gate and the figure.
 expect_exit 12 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu T4 --profile training
 grep -q "min_gpu_memory_gib = 16 cannot pass on Tesla T4 (15360 MiB" "$TMP/err" || fail "T4 gate: $(cat "$TMP/err")"
