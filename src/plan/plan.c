@@ -1291,9 +1291,10 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 	for (size_t i = 0; i < p->n_gpus; i++)
 		gh200_580 |=
 		    is_grace_board(p->gpus[i].device) && p->gpus[i].arch == GB_ARCH_HOPPER && p->driver.branch >= 580;
-	/* the hold-back's stack: the GSP firmware off, where gpuboot installs it */
-	if (p->driver.gsp_off && streq(p->driver.flavor, "proprietary") &&
-	    (streq(p->driver.action, "install") || streq(p->driver.action, "replace")))
+	/* the hold-back's stack: the GSP firmware off with the proprietary module,
+	 * whatever the action (a run resumed after its install keeps the driver
+	 * it installed, and must plan the same parameters) */
+	if (p->driver.gsp_off && streq(p->driver.flavor, "proprietary"))
 		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia", "NVreg_EnableGpuFirmware=0",
 		          "the hold-back's stack (AWS's EKS AMI on g4dn, g5, g5g): the proprietary module with the GSP "
 		          "firmware off");
