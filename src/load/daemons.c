@@ -61,29 +61,38 @@ static bool is_fm_package(const char *name)
 	return true;
 }
 
-/* The installed fabric manager's version ("580.95.05"), from dpkg's
- * database, else rpm's answer: -ENOENT when none is installed. */
-static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
+/* The version of the first installed package of dpkg's database that
+ * filter accepts (its upstream part when upstream: "580.95.05-1" is
+ * 580.95.05): 0 found, 1 not installed, -ENOENT no dpkg database. */
+static int dpkg_version(struct gb_ctx *ctx, bool (*filter)(const char *), bool upstream, char *buf, size_t n)
 {
 	_cleanup_free_ char *text = NULL;
 	struct gb_package *p = NULL;
 	size_t len, np = 0;
 	unsigned bad = 0;
-	int r;
+	int r = gb_root_read_file(ctx->root, "var/lib/dpkg/status", DPKG_STATUS_MAX, &text, &len);
 
-	r = gb_root_read_file(ctx->root, "var/lib/dpkg/status", DPKG_STATUS_MAX, &text, &len);
-	if (r == 0) {
-		r = gb_dpkg_status_parse(text, len, is_fm_package, &p, &np, &bad);
-		if (r < 0)
-			return r;
-		r = -ENOENT;
-		if (np > 0) {
-			_cleanup_free_ char *v = gb_package_driver_version(&p[0]);
-			r = v ? (gb_strscpy(buf, n, v) < 0 ? -EINVAL : 0) : -EINVAL;
-		}
-		gb_packages_free(p, np);
+	if (r < 0)
 		return r;
+	r = gb_dpkg_status_parse(text, len, filter, &p, &np, &bad);
+	if (r >= 0)
+		r = 1;
+	if (r >= 0 && np > 0) {
+		_cleanup_free_ char *v = upstream ? gb_package_driver_version(&p[0]) : strdup(p[0].version);
+		r = v ? (gb_strscpy(buf, n, v) < 0 ? -EINVAL : 0) : (upstream ? -EINVAL : -ENOMEM);
 	}
+	gb_packages_free(p, np);
+	return r;
+}
+
+/* The installed fabric manager's version ("580.95.05"), from dpkg's
+ * database, else rpm's answer: -ENOENT when none is installed. */
+static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
+{
+	int r = dpkg_version(ctx, is_fm_package, true, buf, n);
+
+	if (r >= 0)
+		return r == 1 ? -ENOENT : 0;
 	if (r != -ENOENT)
 		return r;
 	{
@@ -222,18 +231,10 @@ static bool is_nvlsm_package(const char *name)
 static int nvlsm(struct gb_ctx *ctx, struct gb_daemons_result *ret)
 {
 	struct gb_daemon_result *d = slot(ret, "nvlsm");
-	_cleanup_free_ char *text = NULL;
-	struct gb_package *p = NULL;
-	size_t len, np = 0;
-	unsigned bad = 0;
-	int r = gb_root_read_file(ctx->root, "var/lib/dpkg/status", DPKG_STATUS_MAX, &text, &len);
+	int r = dpkg_version(ctx, is_nvlsm_package, false, d->version, sizeof(d->version));
 
-	if (r == 0) {
-		r = gb_dpkg_status_parse(text, len, is_nvlsm_package, &p, &np, &bad);
-		if (r >= 0 && np > 0)
-			gb_strscpy(d->version, sizeof(d->version), p[0].version);
-		gb_packages_free(p, np);
-		r = r < 0 ? r : np > 0 ? 0 : -ENOENT;
+	if (r >= 0) {
+		r = r == 1 ? -ENOENT : 0;
 	} else if (r == -ENOENT) {
 		const char *argv[] = { "rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}\n", "nvlsm", NULL };
 		struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 60 * 1000 };
