@@ -13,6 +13,39 @@ struct gb_ctx;
 #define GB_INSTALL_NAME 96
 #define GB_INSTALL_VERSION 64
 
+/* One package a stage asks a package manager for, typed: the plan builds
+ * it, the install turns it into the package manager's words, and nothing
+ * parses a name back into parts (pkg-spec.c). Field order keeps
+ * { name, version, hold } initialisers meaning what they say. */
+enum gb_pkg_kind {
+	GB_PKG_NAME = 0, /* a package: name at version */
+	GB_PKG_STREAM, /* a dnf module stream (RHEL 8/9, Amazon Linux 2023): name the module, stream its stream;
+	                * enabled, then its metapackage installed at version */
+	GB_PKG_BRANCH_LOCK, /* the branch held by a versionlock glob (name: RHEL 10's "*nvidia*580*"); the
+	                     * engines lock the exact versions they install instead, so it installs nothing */
+};
+
+struct gb_pkg_spec {
+	char name[GB_INSTALL_NAME];
+	/* an exact distribution version ("535.261.03-1"), an upstream version
+	 * that the distribution version must carry ("535.261.03"), or "" for
+	 * whatever the archive offers */
+	char version[GB_INSTALL_VERSION];
+	bool hold; /* held (apt-mark hold) or locked (dnf versionlock, zypper addlock) after the install */
+	enum gb_pkg_kind kind;
+	char stream[64]; /* GB_PKG_STREAM: "580-open" */
+};
+
+/* The spec as the plan, the status and the tests spell it: "name",
+ * "@module:stream", "versionlock:glob". -ENAMETOOLONG when it does not fit. */
+int gb_pkg_spec_format(const struct gb_pkg_spec *s, char *out, size_t outsz);
+/* The reverse, for the tests' and tools' command lines (no stage parses a
+ * plan's package back): kind, name and stream from text; version and hold
+ * untouched. -EINVAL for "@" without ":" or an empty part, -ENAMETOOLONG. */
+int gb_pkg_spec_parse(const char *text, struct gb_pkg_spec *ret);
+/* Does a module stream install the open kernel module ("open", "580-open")? */
+bool gb_pkg_stream_open(const char *stream);
+
 /* Compare two version strings as rpm does (digit runs numerically, letter
  * runs as text, other bytes separate). <0, 0, >0. */
 int gb_rpmvercmp(const char *a, const char *b);

@@ -220,8 +220,13 @@ static int build_list(struct inst *s)
 	if (s->packages && (!s->in->packages || !s->in->n_packages || !s->in->repo))
 		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
 	if (s->in->packages) {
-		for (size_t i = 0; i < s->in->n_packages && r >= 0; i++)
-			r = add_pkg(s, s->in->packages[i].name, s->in->packages[i].version, s->in->packages[i].hold);
+		for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
+			const struct gb_pkg_spec *p = &s->in->packages[i];
+			if (p->kind != GB_PKG_NAME)
+				return FAIL(s, -EINVAL, "'%s' is a module stream or a version lock, which apt has not; "
+				            "make the plan for this system", p->name);
+			r = add_pkg(s, p->name, p->version, p->hold);
+		}
 	} else {
 		for (size_t i = 0; i < ARRAY_SIZE(debian_flavors) && r >= 0; i++)
 			if (streq(debian_flavors[i].flavor, flavor))

@@ -188,40 +188,31 @@ static int query(struct rinst *s, const char *const *argv, bool whole)
 	                        sizeof(s->ret->error));
 }
 
-/* "@nvidia-driver:595-open": enable the stream (dnf, where there are
- * streams), install its metapackage: nvidia-open for the open streams,
- * cuda-drivers for the proprietary ones (NVIDIA's driver installation
- * guide, Kernel Modules and Advanced Options). */
-static int add_module(struct rinst *s, const struct gb_install_pkg *p)
+/* A module stream (GB_PKG_STREAM, the plan's "@nvidia-driver:595-open"):
+ * enable the stream (dnf, where there are streams), install its
+ * metapackage: nvidia-open for the open streams, cuda-drivers for the
+ * proprietary ones (NVIDIA's driver installation guide, Kernel Modules and
+ * Advanced Options). */
+static int add_module(struct rinst *s, const struct gb_pkg_spec *p)
 {
-	const char *spec = p->name + 1, *colon = strchr(spec, ':');
 	bool streams = is_dnf(s) && (streq(s->ret->distro, "amzn") || s->major == 8 || s->major == 9);
-	char name[64], stream[64];
+	char spec[GB_INSTALL_NAME + 72];
 
-	if (!colon || (size_t)(colon - spec) >= sizeof(name) || strlen(colon + 1) >= sizeof(stream))
-		return FAIL(s, -EINVAL, "'%s' is not a module stream (@MODULE:STREAM)", p->name);
-	memcpy(name, spec, (size_t)(colon - spec));
-	name[colon - spec] = '\0';
-	gb_strscpy(stream, sizeof(stream), colon + 1);
-	if (!gb_rpm_name_valid(name) || !gb_rpm_name_valid(stream))
-		return FAIL(s, -EINVAL, "'%s' is not a module stream (@MODULE:STREAM)", p->name);
+	if (gb_pkg_spec_format(p, spec, sizeof(spec)) < 0 || !gb_rpm_name_valid(p->name) ||
+	    !gb_rpm_name_valid(p->stream))
+		return FAIL(s, -EINVAL, "'%s' '%s' is not a module stream (MODULE:STREAM)", p->name, p->stream);
 	if (s->in->userspace_only)
-		return FAIL(s, -EINVAL, "'%s' is a kernel module stream; this install is userspace only", p->name);
+		return FAIL(s, -EINVAL, "'%s' is a kernel module stream; this install is userspace only", spec);
 	if (!streams)
 		return FAIL(s, -EINVAL,
 		            "%s %s has no module streams: the plan's %s is for RHEL 8/9 and Amazon Linux 2023; "
 		            "make the plan for this system",
-		            s->ret->distro, s->ret->codename, p->name);
-	if (s->module[0] && !(streq(s->module, name) && streq(s->stream, stream)))
-		return FAIL(s, -EINVAL, "Two module streams in one plan: @%s:%s and %s", s->module, s->stream, p->name);
-	gb_strscpy(s->module, sizeof(s->module), name);
-	gb_strscpy(s->stream, sizeof(s->stream), stream);
-	return add_pkg(s,
-	               gb_startswith(stream, "open") ||
-	                       (strlen(stream) > 5 && streq(stream + strlen(stream) - 5, "-open"))
-	                   ? "nvidia-open"
-	                   : "cuda-drivers",
-	               p->version, p->hold);
+		            s->ret->distro, s->ret->codename, spec);
+	if (s->module[0] && !(streq(s->module, p->name) && streq(s->stream, p->stream)))
+		return FAIL(s, -EINVAL, "Two module streams in one plan: @%s:%s and %s", s->module, s->stream, spec);
+	gb_strscpy(s->module, sizeof(s->module), p->name);
+	gb_strscpy(s->stream, sizeof(s->stream), p->stream);
+	return add_pkg(s, gb_pkg_stream_open(p->stream) ? "nvidia-open" : "cuda-drivers", p->version, p->hold);
 }
 
 /* The kernels: as given, or every lib/modules/<kver> with boot/vmlinuz-<kver>. */
@@ -279,16 +270,16 @@ static int build_list(struct rinst *s)
 	if (!s->in->packages || !s->in->n_packages || !s->in->repo)
 		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
 	for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
-		const struct gb_install_pkg *p = &s->in->packages[i];
+		const struct gb_pkg_spec *p = &s->in->packages[i];
 		/* the toolkit is installed at the plan's version or not at all */
 		if (s->in->userspace_only && p->hold && !p->version[0])
 			return FAIL(s, -EINVAL,
 			            "%s has no version: a userspace install is locked at the plan's exact version; "
 			            "give the version (the plan's toolkit.version)",
 			            p->name);
-		if (p->name[0] == '@')
+		if (p->kind == GB_PKG_STREAM)
 			r = add_module(s, p);
-		else if (gb_startswith(p->name, "versionlock:"))
+		else if (p->kind == GB_PKG_BRANCH_LOCK)
 			continue; /* a branch glob: gpuboot locks the exact versions instead */
 		else
 			r = add_pkg(s, p->name, p->version, p->hold);

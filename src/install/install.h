@@ -50,23 +50,15 @@ struct gb_apt_repo {
 	enum gb_repo_signing signing; /* dnf and zypper: what the repo file has them check */
 };
 
-/* One package to install. version: an exact distribution version
- * ("535.261.03-1"), an upstream version that the distribution version
- * must carry ("535.261.03" matches "535.261.03-1" and "1:535.261.03-2"),
- * or "" for whatever the archive offers. */
-struct gb_install_pkg {
-	char name[GB_INSTALL_NAME];
-	char version[GB_INSTALL_VERSION];
-	bool hold; /* apt-mark hold after the install */
-};
 
 struct gb_install_input {
 	enum gb_install_method method;
 	const char *flavor; /* "open" | "proprietary" (the kernel module package) */
 	const char *driver_version; /* "535.261.03": upstream version of every driver package */
-	/* The driver packages; NULL: the distribution's list for flavor (see
-	 * docs/install.md). Headers for the kernels are always added. */
-	const struct gb_install_pkg *packages;
+	/* The driver packages (effect/pkg.h's typed spec); NULL: the
+	 * distribution's list for flavor (see docs/install.md). Headers for
+	 * the kernels are always added. */
+	const struct gb_pkg_spec *packages;
 	size_t n_packages;
 	/* The kernels to build for; NULL: every kernel installed in the root
 	 * (lib/modules/<kver> with boot/vmlinuz-<kver>). */

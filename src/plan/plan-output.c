@@ -80,8 +80,11 @@ static json_object *driver_json(const struct gb_plan *p)
 	gb_json_add(d, "method", gb_json_new_string(p->driver.method));
 	gb_json_add(d, "repository", jstr(p->driver.repo));
 	gb_json_add(d, "repository_arch", jstr(p->driver.repo_arch));
-	for (size_t i = 0; i < p->driver.n_packages; i++)
-		gb_json_append(pk, gb_json_new_string(p->driver.packages[i]));
+	for (size_t i = 0; i < p->driver.n_packages; i++) {
+		char spec[GB_INSTALL_NAME + 72];
+		gb_pkg_spec_format(&p->driver.packages[i], spec, sizeof(spec));
+		gb_json_append(pk, gb_json_new_string(spec));
+	}
 	gb_json_add(d, "packages", pk);
 	gb_json_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
 	gb_json_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
@@ -275,8 +278,11 @@ static void print_driver(const struct gb_plan *p, FILE *out)
 	snprintf(buf, sizeof(buf), "%s%s%s%s%s", p->driver.method, p->driver.repo[0] ? " " : "", p->driver.repo,
 	         p->driver.repo_arch[0] ? " " : "", p->driver.repo_arch);
 	row(out, "method", buf, p->driver.method_reason);
-	for (size_t i = 0; i < p->driver.n_packages; i++)
-		row(out, i ? "" : "packages", p->driver.packages[i], NULL);
+	for (size_t i = 0; i < p->driver.n_packages; i++) {
+		char spec[GB_INSTALL_NAME + 72];
+		gb_pkg_spec_format(&p->driver.packages[i], spec, sizeof(spec));
+		row(out, i ? "" : "packages", spec, NULL);
+	}
 	if (rf) {
 		snprintf(buf, sizeof(buf), "%llu bytes, sha256 %s", rf->size, rf->sha256);
 		row(out, "runfile", rf->url, buf);

@@ -732,6 +732,30 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 	return p->in.secure_boot == 1 && streq(p->secure_boot.strategy, "ubuntu-signed-modules");
 }
 
+/* One package of the driver's list, held with the driver and installed at
+ * its exact version, unless it keeps versions of its own (NVIDIA's pinning
+ * package, NVLSM, infiniband-diags); a branch lock or a module stream as
+ * its kind says (effect/pkg.h). */
+static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind, bool own_version, const char *fmt,
+                                       ...) __attribute__((format(printf, 4, 5)));
+static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind, bool own_version, const char *fmt,
+                                       ...)
+{
+	struct gb_pkg_spec *s;
+	va_list ap;
+
+	if (p->driver.n_packages >= ARRAY_SIZE(p->driver.packages))
+		return NULL;
+	s = &p->driver.packages[p->driver.n_packages++];
+	*s = (struct gb_pkg_spec){ .hold = true, .kind = kind };
+	va_start(ap, fmt);
+	vsnprintf(s->name, sizeof(s->name), fmt, ap);
+	va_end(ap);
+	if (!own_version)
+		gb_strscpy(s->version, sizeof(s->version), p->driver.version);
+	return s;
+}
+
 /* Debian's own packages (contrib, non-free, non-free-firmware): the module
  * built by DKMS, the GSP firmware, the userspace at the same version. */
 static void method_distro(struct gb_plan *p)
@@ -748,8 +772,8 @@ static void method_distro(struct gb_plan *p)
 	    "%s: %s %s's own NVIDIA packages from contrib and non-free (those components added to the existing "
 	    "sources), the %s module built by DKMS for each installed kernel, held at %s",
 	    p->in.method_by, p->in.os_id, p->in.os_version, p->driver.flavor, p->driver.version);
-	for (size_t i = 0; i < ARRAY_SIZE(pkgs) && p->driver.n_packages < ARRAY_SIZE(p->driver.packages); i++)
-		SAY(p->driver.packages[p->driver.n_packages++], "%s", pkgs[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(pkgs); i++)
+		add_package(p, GB_PKG_NAME, false, "%s", pkgs[i]);
 }
 
 /* Whether the machine needs the fabric manager, and why (a literal). */
@@ -780,21 +804,13 @@ static void add_fabricmanager(struct gb_plan *p, bool rpm, bool ubuntu_archive)
 	else
 		SAY(p->fm_package, "%s",
 		    rpm && p->driver.branch < 580 ? "nvidia-fabric-manager" : "nvidia-fabricmanager");
-	SAY(p->driver.packages[p->driver.n_packages++], "%s", p->fm_package);
+	add_package(p, GB_PKG_NAME, false, "%s", p->fm_package);
 	/* NVLSM and the InfiniBand tools it needs, at their own versions (NVIDIA's
 	 * driver container installs "nvlsm infiniband-diags" unpinned) */
 	if (p->nvlsm && p->driver.n_packages + 2 <= ARRAY_SIZE(p->driver.packages)) {
-		SAY(p->driver.packages[p->driver.n_packages++], "nvlsm");
-		SAY(p->driver.packages[p->driver.n_packages++], "infiniband-diags");
+		add_package(p, GB_PKG_NAME, true, "nvlsm");
+		add_package(p, GB_PKG_NAME, true, "infiniband-diags");
 	}
-}
-
-bool gb_plan_package_follows_driver(const char *name)
-{
-	/* NVIDIA's pinning package carries its own version scheme, NVLSM and
-	 * infiniband-diags theirs */
-	return !gb_startswith(name, "nvidia-driver-pinning-") && !streq(name, "nvlsm") &&
-	       !streq(name, "infiniband-diags");
 }
 
 /* NVLSM: the fabric manager of a board whose switches sit behind its
@@ -847,9 +863,9 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		SAY(p->driver.method_reason,
 		    "Ubuntu's archive: signed precompiled modules plus nvidia-driver-%u-server%s", p->driver.branch,
 		    streq(p->driver.flavor, "open") ? "-open" : "");
-		SAY(p->driver.packages[p->driver.n_packages++], "%s", p->secure_boot.package);
-		SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-%u-server%s", p->driver.branch,
-		    streq(p->driver.flavor, "open") ? "-open" : "");
+		add_package(p, GB_PKG_NAME, false, "%s", p->secure_boot.package);
+		add_package(p, GB_PKG_NAME, false, "nvidia-driver-%u-server%s", p->driver.branch,
+		            streq(p->driver.flavor, "open") ? "-open" : "");
 		add_fabricmanager(p, false, true);
 	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
 		p->driver.method = "runfile";
@@ -867,18 +883,18 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		    "(key pinned by fingerprint)",
 		    p->in.os_id, p->in.os_version, p->driver.repo, p->driver.repo_arch);
 		if (apt) {
-			SAY(p->driver.packages[p->driver.n_packages++], "nvidia-driver-pinning-%u", p->driver.branch);
-			SAY(p->driver.packages[p->driver.n_packages++], "%s",
-			    streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			/* NVIDIA's pinning package carries its own version scheme */
+			add_package(p, GB_PKG_NAME, true, "nvidia-driver-pinning-%u", p->driver.branch);
+			add_package(p, GB_PKG_NAME, false, "%s", streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
 		} else if (streq(d->repo, "rhel10")) {
 			/* RHEL 10 has no module streams: the packages, then a versionlock on the
 			 * branch (NVIDIA's driver installation guide r620, Kernel Modules, Table 5). */
-			SAY(p->driver.packages[p->driver.n_packages++], "%s",
-			    streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
-			SAY(p->driver.packages[p->driver.n_packages++], "versionlock:*nvidia*%u*", p->driver.branch);
+			add_package(p, GB_PKG_NAME, false, "%s", streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			add_package(p, GB_PKG_BRANCH_LOCK, false, "*nvidia*%u*", p->driver.branch);
 		} else {
-			SAY(p->driver.packages[p->driver.n_packages++], "@nvidia-driver:%u-%s", p->driver.branch,
-			    streq(p->driver.flavor, "open") ? "open" : "dkms");
+			struct gb_pkg_spec *m = add_package(p, GB_PKG_STREAM, false, "nvidia-driver");
+			if (m)
+				SAY(m->stream, "%u-%s", p->driver.branch, streq(p->driver.flavor, "open") ? "open" : "dkms");
 		}
 		add_fabricmanager(p, dnf, false);
 	} else {

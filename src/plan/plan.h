@@ -10,6 +10,7 @@
 
 #include "catalog/catalog.h"
 #include "detect/detect.h"
+#include "effect/pkg.h"
 #include "profile.h"
 
 #define GB_PLAN_MAX_GPUS 16
@@ -115,7 +116,7 @@ struct gb_plan {
 		const struct gb_runfile *runfile;
 		char repo[32], repo_arch[16];
 		char repo_key[32]; /* the pin its key is checked against (gb_repo_keys), with repo */
-		char packages[8][80];
+		struct gb_pkg_spec packages[8]; /* typed (effect/pkg.h): the install reads them as they are */
 		size_t n_packages;
 		char reason[GB_REASON], flavor_reason[GB_REASON], method_reason[GB_REASON];
 		/* The newest branch alive today of the lts kind (else production)
@@ -201,10 +202,6 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 
 /* Decide. Returns 0 (a refusal is a decision too: see plan->refusal_code),
  * or -EINVAL with err for a configuration error (exit 2), or -ENOMEM. */
-/* Whether a package of the plan's list is installed at the driver's
- * version (not NVIDIA's pinning package, NVLSM, infiniband-diags). */
-bool gb_plan_package_follows_driver(const char *name);
-
 int gb_plan_make(const struct gb_plan_input *in, const struct gb_profile *profile, const struct gb_site_config *site,
                  const struct gb_gpu_overrides *ov, const char *today, struct gb_plan *ret, char *err, size_t errsz);
 void gb_plan_done(struct gb_plan *p);

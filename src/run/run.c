@@ -714,7 +714,6 @@ static int install_distro(struct run *r, char *err, size_t errsz, json_object **
 {
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO };
 	struct gb_install_result *res = calloc(1, sizeof(*res));
-	struct gb_install_pkg pkgs[ARRAY_SIZE(r->plan.driver.packages)];
 	char id[80], uri[600], key[700];
 	struct gb_apt_repo repo = { .id = id, .uri = uri, .key_url = key, .key_pin = "cuda-deb" };
 	const struct gb_repo_key *pin;
@@ -740,16 +739,9 @@ static int install_distro(struct run *r, char *err, size_t errsz, json_object **
 		}
 		snprintf(key, sizeof(key), "%s%s", uri, pin->file);
 		repo.ca_file = ca_file(r);
-		for (size_t i = 0; i < r->plan.driver.n_packages; i++) {
-			const char *n = r->plan.driver.packages[i];
-			pkgs[i] = (struct gb_install_pkg){ .hold = true };
-			gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), n);
-			if (gb_plan_package_follows_driver(n))
-				gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.driver.version);
-		}
 		in.method = GB_INSTALL_PACKAGES;
 		in.repo = &repo;
-		in.packages = pkgs;
+		in.packages = r->plan.driver.packages;
 		in.n_packages = r->plan.driver.n_packages;
 	}
 	k = gb_install(r->ctx, &in, r->journal, res);
@@ -840,7 +832,7 @@ static int install_toolkit(struct run *r, char *err, size_t errsz, json_object *
 {
 	static const char *const names[] = { "nvidia-container-toolkit", "nvidia-container-toolkit-base",
 		                             "libnvidia-container-tools", "libnvidia-container1" };
-	struct gb_install_pkg pkgs[ARRAY_SIZE(names)];
+	struct gb_pkg_spec pkgs[ARRAY_SIZE(names)];
 	struct gb_install_result *res = calloc(1, sizeof(*res));
 	char uri[600], key[700], pin[256];
 	bool aarch64 = streq(r->plan.in.arch, "aarch64"), rpm = rpm_family(r);
@@ -868,7 +860,7 @@ static int install_toolkit(struct run *r, char *err, size_t errsz, json_object *
 	         rpm ? (aarch64 ? "aarch64" : "x86_64") : (aarch64 ? "arm64" : "amd64"));
 	snprintf(pin, sizeof(pin), "%s %s %s %s", names[0], names[1], names[2], names[3]);
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		pkgs[i] = (struct gb_install_pkg){ .hold = true };
+		pkgs[i] = (struct gb_pkg_spec){ .hold = true };
 		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
 		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.toolkit.version);
 	}

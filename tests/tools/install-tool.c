@@ -36,14 +36,14 @@ struct tool {
 	char comp_buf[GB_CUDA_MAX_COMPONENTS][1200];
 	struct gb_install_input in;
 	const char *kernels[MAX_ARGS];
-	struct gb_install_pkg pkgs[MAX_ARGS];
+	struct gb_pkg_spec pkgs[MAX_ARGS];
 	size_t n_pkgs;
 };
 
 static int parse_package(struct tool *t, const char *arg)
 {
 	char buf[256], *eq, *colon;
-	struct gb_install_pkg *p;
+	struct gb_pkg_spec *p;
 	if (t->n_pkgs >= MAX_ARGS || gb_strscpy(buf, sizeof(buf), arg) < 0)
 		return -EINVAL;
 	p = &t->pkgs[t->n_pkgs++];
@@ -58,7 +58,7 @@ static int parse_package(struct tool *t, const char *arg)
 		if (gb_strscpy(p->version, sizeof(p->version), eq + 1) < 0)
 			return -EINVAL;
 	}
-	return gb_strscpy(p->name, sizeof(p->name), buf) < 0 ? -EINVAL : 0;
+	return gb_pkg_spec_parse(buf, p) < 0 ? -EINVAL : 0;
 }
 
 /* NAME:VERSION:ARCHIVE */

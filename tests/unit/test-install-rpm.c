@@ -347,7 +347,7 @@ struct run {
 static void run_install(struct run *x, const struct family *f, const char *spec, const char *key,
                         const char *const *names, const char *version)
 {
-	struct gb_install_pkg pkgs[4];
+	struct gb_pkg_spec pkgs[4];
 	char id[64], uri[160], key_url[4400], abs[4200], err[512], p[4400];
 	struct gb_apt_repo repo = { .id = id, .uri = uri, .key_url = key_url, .key_pin = "cuda-rpm" };
 	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
@@ -359,8 +359,8 @@ static void run_install(struct run *x, const struct family *f, const char *spec,
 	json_object *plan = json_object_new_object();
 
 	for (size_t i = 0; names[i] && i < ARRAY_SIZE(pkgs); i++, in.n_packages++) {
-		pkgs[i] = (struct gb_install_pkg){ .hold = true };
-		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
+		pkgs[i] = (struct gb_pkg_spec){ .hold = true };
+		CHECK(gb_pkg_spec_parse(names[i], &pkgs[i]) == 0);
 		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), version);
 	}
 	snprintf(id, sizeof(id), "cuda-%s-x86_64", f->repo);
@@ -1045,7 +1045,7 @@ static void run_in(struct run *x, const char *spec, const struct gb_install_inpu
 static void run_toolkit(struct run *x, const char *spec, const char *arch, const char *const *names,
                         const char *version)
 {
-	struct gb_install_pkg pkgs[6];
+	struct gb_pkg_spec pkgs[6];
 	char uri[160], key_url[4400], abs[4200];
 	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
 		                    .uri = uri,
@@ -1061,8 +1061,8 @@ static void run_toolkit(struct run *x, const char *spec, const char *arch, const
 		                       .lock_timeout_ms = 3000 };
 
 	for (size_t i = 0; names[i] && i < ARRAY_SIZE(pkgs); i++, in.n_packages++) {
-		pkgs[i] = (struct gb_install_pkg){ .hold = true };
-		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
+		pkgs[i] = (struct gb_pkg_spec){ .hold = true };
+		CHECK(gb_pkg_spec_parse(names[i], &pkgs[i]) == 0);
 		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), version);
 	}
 	snprintf(uri, sizeof(uri), "https://nvidia.github.io/libnvidia-container/stable/rpm/%s/", arch);
@@ -1372,6 +1372,44 @@ static void make_ctk_pubkey_line(void)
 	CHECK(gb_startswith(ctk_pubkey_line, "f796ecb0-"));
 	gb_pgp_key_free(&k);
 	free(asc);
+}
+
+/* The typed package spec and its spelling in the plan: every kind round
+ * trips; a stream without its parts, or too long a name, is no spec. */
+TEST(pkg_spec)
+{
+	static const char *const good[] = { "nvidia-open", "@nvidia-driver:595-open", "versionlock:*nvidia*580*",
+		                            "@nvidia-driver:580-dkms" };
+	struct gb_pkg_spec s;
+	char out[GB_INSTALL_NAME + 72], lng[GB_INSTALL_NAME + 8];
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		memset(&s, 0, sizeof(s));
+		CHECK_INT(gb_pkg_spec_parse(good[i], &s), 0);
+		CHECK_INT(gb_pkg_spec_format(&s, out, sizeof(out)), 0);
+		CHECK_STREQ(out, good[i]);
+	}
+	CHECK_INT(gb_pkg_spec_parse("@nvidia-driver:595-open", &s), 0);
+	CHECK_INT(s.kind, GB_PKG_STREAM);
+	CHECK_STREQ(s.name, "nvidia-driver");
+	CHECK_STREQ(s.stream, "595-open");
+	CHECK(gb_pkg_stream_open(s.stream));
+	CHECK(gb_pkg_stream_open("open"));
+	CHECK(!gb_pkg_stream_open("580-dkms"));
+	CHECK(!gb_pkg_stream_open("-open"));
+	CHECK_INT(gb_pkg_spec_parse("versionlock:*nvidia*580*", &s), 0);
+	CHECK_INT(s.kind, GB_PKG_BRANCH_LOCK);
+	CHECK_STREQ(s.name, "*nvidia*580*");
+	CHECK_INT(gb_pkg_spec_parse("@nvidia-driver", &s), -EINVAL);
+	CHECK_INT(gb_pkg_spec_parse("@:595-open", &s), -EINVAL);
+	CHECK_INT(gb_pkg_spec_parse("@nvidia-driver:", &s), -EINVAL);
+	CHECK_INT(gb_pkg_spec_parse("versionlock:", &s), -EINVAL);
+	CHECK_INT(gb_pkg_spec_parse("", &s), -EINVAL);
+	memset(lng, 'a', sizeof(lng) - 1);
+	lng[sizeof(lng) - 1] = '\0';
+	CHECK_INT(gb_pkg_spec_parse(lng, &s), -ENAMETOOLONG);
+	CHECK_INT(gb_pkg_spec_parse("nvidia-open", &s), 0);
+	CHECK_INT(gb_pkg_spec_format(&s, out, 4), -ENAMETOOLONG);
 }
 
 int main(void)

@@ -322,7 +322,7 @@ int main(void)
 			    !(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"))) {
 				bool listed = false;
 				for (size_t k = 0; k < p.driver.n_packages; k++)
-					listed |= p.fm_package[0] && streq(p.driver.packages[k], p.fm_package);
+					listed |= p.fm_package[0] && streq(p.driver.packages[k].name, p.fm_package);
 				CHECK(listed || streq(in.fabricmanager_installed, p.driver.version));
 				CHECK(streq(p.driver.method, "packages") || !listed);
 				fm_installed += listed;
