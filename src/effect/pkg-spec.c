@@ -14,15 +14,9 @@ int gb_pkg_spec_format(const struct gb_pkg_spec *s, char *out, size_t outsz)
 {
 	int n;
 	switch (s->kind) {
-	case GB_PKG_STREAM:
-		n = snprintf(out, outsz, "@%s:%s", s->name, s->stream);
-		break;
-	case GB_PKG_BRANCH_LOCK:
-		n = snprintf(out, outsz, BRANCH_LOCK "%s", s->name);
-		break;
-	default:
-		n = snprintf(out, outsz, "%s", s->name);
-		break;
+	case GB_PKG_STREAM: n = snprintf(out, outsz, "@%s:%s", s->name, s->stream); break;
+	case GB_PKG_BRANCH_LOCK: n = snprintf(out, outsz, BRANCH_LOCK "%s", s->name); break;
+	default: n = snprintf(out, outsz, "%s", s->name); break;
 	}
 	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
 }

@@ -223,8 +223,10 @@ static int build_list(struct inst *s)
 		for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
 			const struct gb_pkg_spec *p = &s->in->packages[i];
 			if (p->kind != GB_PKG_NAME)
-				return FAIL(s, -EINVAL, "'%s' is a module stream or a version lock, which apt has not; "
-				            "make the plan for this system", p->name);
+				return FAIL(s, -EINVAL,
+				            "'%s' is a module stream or a version lock, which apt has not; "
+				            "make the plan for this system",
+				            p->name);
 			r = add_pkg(s, p->name, p->version, p->hold);
 		}
 	} else {

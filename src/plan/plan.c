@@ -736,10 +736,9 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
  * its exact version, unless it keeps versions of its own (NVIDIA's pinning
  * package, NVLSM, infiniband-diags); a branch lock or a module stream as
  * its kind says (effect/pkg.h). */
-static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind, bool own_version, const char *fmt,
-                                       ...) __attribute__((format(printf, 4, 5)));
-static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind, bool own_version, const char *fmt,
-                                       ...)
+static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind, bool own_version, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind, bool own_version, const char *fmt, ...)
 {
 	struct gb_pkg_spec *s;
 	va_list ap;
@@ -885,16 +884,19 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		if (apt) {
 			/* NVIDIA's pinning package carries its own version scheme */
 			add_package(p, GB_PKG_NAME, true, "nvidia-driver-pinning-%u", p->driver.branch);
-			add_package(p, GB_PKG_NAME, false, "%s", streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			add_package(p, GB_PKG_NAME, false, "%s",
+			            streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
 		} else if (streq(d->repo, "rhel10")) {
 			/* RHEL 10 has no module streams: the packages, then a versionlock on the
 			 * branch (NVIDIA's driver installation guide r620, Kernel Modules, Table 5). */
-			add_package(p, GB_PKG_NAME, false, "%s", streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			add_package(p, GB_PKG_NAME, false, "%s",
+			            streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
 			add_package(p, GB_PKG_BRANCH_LOCK, false, "*nvidia*%u*", p->driver.branch);
 		} else {
 			struct gb_pkg_spec *m = add_package(p, GB_PKG_STREAM, false, "nvidia-driver");
 			if (m)
-				SAY(m->stream, "%u-%s", p->driver.branch, streq(p->driver.flavor, "open") ? "open" : "dkms");
+				SAY(m->stream, "%u-%s", p->driver.branch,
+				    streq(p->driver.flavor, "open") ? "open" : "dkms");
 		}
 		add_fabricmanager(p, dnf, false);
 	} else {

@@ -207,7 +207,8 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	plan(&in, LTS, NULL, today, &p);
 	CHECK_INT(p.refusal_code, 0);
 	CHECK(p.driver.action && streq(p.driver.action, "replace"));
-	CHECK(p.driver.n_packages > 0 && streq(p.driver.packages[p.driver.n_packages - 1].name, "nvidia-fabricmanager"));
+	CHECK(p.driver.n_packages > 0 &&
+	      streq(p.driver.packages[p.driver.n_packages - 1].name, "nvidia-fabricmanager"));
 	gb_plan_done(&p);
 	/* the runfile method brings none: the replacement would be refused */
 	gb_strscpy(in.method, sizeof(in.method), "runfile");
