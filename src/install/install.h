@@ -50,7 +50,6 @@ struct gb_apt_repo {
 	enum gb_repo_signing signing; /* dnf and zypper: what the repo file has them check */
 };
 
-
 struct gb_install_input {
 	enum gb_install_method method;
 	const char *flavor; /* "open" | "proprietary" (the kernel module package) */

@@ -639,7 +639,7 @@ static void packages_script(char *spec, size_t sz)
 TEST(packages)
 {
 	static const struct gb_pkg_spec pk[] = { { "nvidia-driver-pinning-580", "", true },
-		                                    { "cuda-drivers", "580.173.02", true } };
+		                                 { "cuda-drivers", "580.173.02", true } };
 	struct gb_apt_repo repo = {
 		.id = "cuda-debian12-x86_64", .uri = REPO_URI, .key_url = REPO_URI "3bf863cc.pub", .key_pin = "cuda-deb"
 	};
