@@ -9,7 +9,7 @@ WARN       := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -
               -Wmissing-prototypes -Wno-missing-field-initializers -Wvla -Wpointer-arith
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE -DGPUBOOT_VERSION='"$(VERSION)"' -Isrc $(WARN)
 
-LIB_DIRS   := shared catalog effect detect plan verify status fetch run prepare install load repair
+LIB_DIRS   := shared catalog effect detect plan verify status fetch run prepare install toolkit load repair
 LIB_SRC    := $(sort $(wildcard $(patsubst %,src/%/*.c,$(LIB_DIRS))))
 LIB_ASM    := src/verify/probe-blob.S
 PROBE      := build/probe/gpuboot-probe

@@ -11,7 +11,7 @@ import sys
 
 ORDER = ["shared", "catalog", "effect",
          # the stages, in the pipeline's order
-         "detect", "plan", "prepare", "fetch", "install", "load", "verify", "repair", "status",
+         "detect", "plan", "prepare", "fetch", "install", "toolkit", "load", "verify", "repair", "status",
          "run", "cmd", "tools"]
 RANK = {d: i for i, d in enumerate(ORDER)}
 TOP = len(ORDER)  # src/main.c

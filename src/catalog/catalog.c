@@ -112,6 +112,9 @@ const struct gb_repo_key gb_repo_keys[] = {
 };
 const size_t gb_repo_keys_len = ARRAY_SIZE(gb_repo_keys);
 
+const char *const gb_ctk_packages[4] = { "nvidia-container-toolkit", "nvidia-container-toolkit-base",
+	                                 "libnvidia-container-tools", "libnvidia-container1" };
+
 const struct gb_repo_key *gb_repo_key_find(const char *name)
 {
 	for (size_t i = 0; name && i < gb_repo_keys_len; i++)

@@ -175,6 +175,16 @@ extern const size_t gb_repo_keys_len;
 /* The pinned key called NAME, NULL when there is none. */
 const struct gb_repo_key *gb_repo_key_find(const char *name);
 
+/* NVIDIA's hosts, and where its repositories sit below them; a mirror (the
+ * site's, --upstream) serves the same paths below its own root. */
+#define GB_NVIDIA_CUDA_HOST "https://developer.download.nvidia.com/"
+#define GB_NVIDIA_CUDA_REPOS "compute/cuda/repos/" /* then <repository>/<arch>/, its key beside */
+#define GB_NVIDIA_CTK_HOST "https://nvidia.github.io/"
+#define GB_NVIDIA_CTK_REPO "libnvidia-container/" /* then stable/{deb,rpm}/<arch>/; its key: gpgkey */
+/* The Container Toolkit's four packages, installed and held at one version
+ * (NVIDIA's Container Toolkit install guide). */
+extern const char *const gb_ctk_packages[4];
+
 /* ---- distributions (distro.c): one row per os-release ID ---- */
 
 enum gb_os_family {

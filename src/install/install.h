@@ -121,6 +121,28 @@ struct gb_install_result {
 int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                struct gb_install_result *ret);
 
+/* Where NVIDIA's repositories are fetched from: a mirror serving NVIDIA's
+ * layout below its root (the site's mirror, --upstream), NULL for NVIDIA's
+ * hosts; the CA bundle for the keys' downloads, NULL for the system's. */
+struct gb_install_source {
+	const char *mirror;
+	const char *ca_file;
+};
+
+/* The address of path below the mirror when it is an http(s) URL, else
+ * below host ("https://developer.download.nvidia.com/"). -ENAMETOOLONG. */
+int gb_repo_url(const char *mirror, const char *host, const char *path, char *out, size_t outsz);
+
+struct gb_plan;
+/* Install the plan's driver by its method, distro or packages
+ * (install-plan.c): the input from the plan (NVIDIA's repository from the
+ * catalog, the plan's typed packages), then gb_install. *ret_json: the
+ * result for the status document (also on failure, when there is one).
+ * gb_install's returns, and -ENOKEY (no key pinned for the plan's
+ * repository), with err. */
+int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
+                    struct gb_journal *j, json_object **ret_json, char *err, size_t errsz);
+
 /* The result for the status document: {method, image, distro, codename,
  * sources_changed, packages_changed, recovered, packages[{name, wanted, version,
  * suite, before, after, held}], modules[{kernel, path}], error}. */

@@ -18,7 +18,7 @@
 #include "exit-codes.h"
 #include "run.h"
 #include "catalog/catalog.h"
-#include "install/ctk.h"
+#include "toolkit/ctk.h"
 #include "effect/effect.h"
 #include "install/install.h"
 #include "load/load.h"
@@ -689,67 +689,16 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	return code;
 }
 
-/* Where NVIDIA's apt repositories are: a mirror serves NVIDIA's layout
- * below its root ([site] mirror, --mirror), as does --upstream; else
- * NVIDIA's hosts. */
-static void repo_base(const struct run *r, const char *path, const char *upstream, char *out, size_t outsz)
+/* Where NVIDIA's repositories are fetched from: a mirror serving NVIDIA's
+ * layout below its root ([site] mirror, --mirror), or --upstream standing
+ * in for NVIDIA's hosts; else NVIDIA's hosts. */
+static struct gb_install_source install_source(const struct run *r)
 {
 	const char *m = r->ctx->opt.mirror ? r->ctx->opt.mirror : r->in.site.mirror;
 	if (!m || !(gb_startswith(m, "https://") || gb_startswith(m, "http://")))
-		m = r->ctx->opt.upstream; /* --upstream stands in for NVIDIA's hosts, same layout */
-	if (m && (gb_startswith(m, "https://") || gb_startswith(m, "http://")))
-		snprintf(out, outsz, "%s%s%s", m, m[strlen(m) - 1] == '/' ? "" : "/", path);
-	else
-		snprintf(out, outsz, "%s%s", upstream, path);
-}
-
-static const char *ca_file(const struct run *r)
-{
-	return r->ctx->opt.ca_file ? r->ctx->opt.ca_file : r->in.site.ca_file;
-}
-
-/* The distribution's own packages (Debian: distro method), or NVIDIA's
- * repository (the packages method on apt). */
-static int install_distro(struct run *r, char *err, size_t errsz, json_object **ret_json)
-{
-	struct gb_install_input in = { .method = GB_INSTALL_DISTRO };
-	struct gb_install_result *res = calloc(1, sizeof(*res));
-	char id[80], uri[600], key[700];
-	struct gb_apt_repo repo = { .id = id, .uri = uri, .key_url = key, .key_pin = "cuda-deb" };
-	const struct gb_repo_key *pin;
-	int k;
-
-	if (!res)
-		return -ENOMEM;
-	in.flavor = r->plan.driver.flavor;
-	in.driver_version = r->plan.driver.version;
-	if (streq(r->plan.driver.method, "packages")) {
-		snprintf(id, sizeof(id), "cuda-%s-%s", r->plan.driver.repo, r->plan.driver.repo_arch);
-		repo_base(r, "compute/cuda/repos/", "https://developer.download.nvidia.com/", uri, sizeof(uri) - 80);
-		snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "%s/%s/", r->plan.driver.repo,
-		         r->plan.driver.repo_arch);
-		/* the catalog's pin for this repository; the plan chose packages only
-		 * where there is one */
-		repo.key_pin = r->plan.driver.repo_key;
-		pin = gb_repo_key_find(repo.key_pin);
-		if (!pin) {
-			snprintf(err, errsz, "no key is pinned for NVIDIA's %s repository", r->plan.driver.repo);
-			free(res);
-			return -ENOKEY;
-		}
-		snprintf(key, sizeof(key), "%s%s", uri, pin->file);
-		repo.ca_file = ca_file(r);
-		in.method = GB_INSTALL_PACKAGES;
-		in.repo = &repo;
-		in.packages = r->plan.driver.packages;
-		in.n_packages = r->plan.driver.n_packages;
-	}
-	k = gb_install(r->ctx, &in, r->journal, res);
-	*ret_json = gb_install_result_to_json(res);
-	if (k < 0)
-		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
-	free(res);
-	return k;
+		m = r->ctx->opt.upstream;
+	return (struct gb_install_source){ .mirror = m,
+		                           .ca_file = r->ctx->opt.ca_file ? r->ctx->opt.ca_file : r->in.site.ca_file };
 }
 
 /* NVIDIA's .run, verified by the fetch stage, unpacked by gpuboot. */
@@ -788,6 +737,13 @@ static int install_runfile(struct run *r, char *err, size_t errsz, json_object *
 	return k;
 }
 
+/* The driver by the plan's method: the distribution's packages or NVIDIA's repository. */
+static int install_plan(struct run *r, char *err, size_t errsz, json_object **ret_json)
+{
+	struct gb_install_source src = install_source(r);
+	return gb_install_plan(r->ctx, &r->plan, &src, r->journal, ret_json, err, errsz);
+}
+
 /* CUDA's components, verified by the fetch stage, into usr/local/cuda-X.Y. */
 static int install_cuda(struct run *r, char *err, size_t errsz, json_object **ret_json)
 {
@@ -817,57 +773,6 @@ static int install_cuda(struct run *r, char *err, size_t errsz, json_object **re
 		return -ENOMEM;
 	k = gb_install_cuda(r->ctx, &in, r->journal, res);
 	*ret_json = gb_cuda_result_to_json(res);
-	if (k < 0)
-		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
-	free(res);
-	return k;
-}
-
-/* The Container Toolkit from NVIDIA's repository: its four packages at one
- * version, pinned and held (apt) or locked (dnf versionlock, zypper
- * addlock), userspace only. NVIDIA's rpm repository (one for every rpm
- * distribution, stable/rpm/<arch>/) signs its repomd.xml, not each
- * package. */
-static int install_toolkit(struct run *r, char *err, size_t errsz, json_object **ret_json)
-{
-	static const char *const names[] = { "nvidia-container-toolkit", "nvidia-container-toolkit-base",
-		                             "libnvidia-container-tools", "libnvidia-container1" };
-	struct gb_pkg_spec pkgs[ARRAY_SIZE(names)];
-	struct gb_install_result *res = calloc(1, sizeof(*res));
-	char uri[600], key[700], pin[256];
-	bool aarch64 = streq(r->plan.in.arch, "aarch64"), rpm = rpm_family(r);
-	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
-		                    .uri = uri,
-		                    .key_url = key,
-		                    .key_pin = "container-toolkit",
-		                    .ca_file = ca_file(r),
-		                    .signing = rpm ? GB_REPO_SIGNS_METADATA : GB_REPO_SIGNS_PACKAGES };
-	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
-		                       .repo = &repo,
-		                       .packages = pkgs,
-		                       .n_packages = ARRAY_SIZE(names),
-		                       .userspace_only = true,
-		                       .pin_name = "nvidia-container-toolkit",
-		                       .pin_packages = pin,
-		                       .pin_version = r->plan.toolkit.version };
-	int k;
-
-	if (!res)
-		return -ENOMEM;
-	repo_base(r, "libnvidia-container/", "https://nvidia.github.io/", uri, sizeof(uri) - 40);
-	snprintf(key, sizeof(key), "%sgpgkey", uri);
-	snprintf(uri + strlen(uri), sizeof(uri) - strlen(uri), "stable/%s/%s/", rpm ? "rpm" : "deb",
-	         rpm ? (aarch64 ? "aarch64" : "x86_64") : (aarch64 ? "arm64" : "amd64"));
-	snprintf(pin, sizeof(pin), "%s %s %s %s", names[0], names[1], names[2], names[3]);
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		pkgs[i] = (struct gb_pkg_spec){ .hold = true };
-		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), names[i]);
-		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), r->plan.toolkit.version);
-	}
-	gb_journal_set_scope(r->journal, "toolkit");
-	k = gb_install(r->ctx, &in, r->journal, res);
-	gb_journal_set_scope(r->journal, NULL);
-	*ret_json = gb_install_result_to_json(res);
 	if (k < 0)
 		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
 	free(res);
@@ -930,7 +835,7 @@ static int stage_install(struct run *r, struct gb_stage *st)
 	}
 	if (driver_installs(r)) {
 		k = streq(r->plan.driver.method, "runfile") ? install_runfile(r, err, sizeof(err), &part)
-		                                            : install_distro(r, err, sizeof(err), &part);
+		                                            : install_plan(r, err, sizeof(err), &part);
 		gb_json_add(out, "driver", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the driver", err);
@@ -955,7 +860,12 @@ static int stage_install(struct run *r, struct gb_stage *st)
 	}
 	if (!code && toolkit_installs(r)) {
 		part = NULL;
-		k = install_toolkit(r, err, sizeof(err), &part);
+		k = gb_toolkit_install(r->ctx, r->journal,
+		                       &(struct gb_toolkit_input){ .version = r->plan.toolkit.version,
+		                                                   .arch = r->plan.in.arch,
+		                                                   .rpm = rpm_family(r),
+		                                                   .src = install_source(r) },
+		                       &part, err, sizeof(err));
 		gb_json_add(out, "toolkit", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the Container Toolkit", err);

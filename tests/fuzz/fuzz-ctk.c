@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "install/ctk.h"
+#include "toolkit/ctk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

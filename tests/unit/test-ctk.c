@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "install/ctk.h"
+#include "toolkit/ctk.h"
 #include "effect/journal.h"
 #include "shared/fileio.h"
 #include "shared/json-util.h"

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "install/install.h"
+
 struct gb_ctx;
 struct gb_journal;
 
@@ -147,3 +149,16 @@ const char *gb_ctk_cdi_unit_text(void);
 /* A runtime path gpuboot writes into JSON, TOML and unit files: absolute,
  * printable, no quote, backslash or whitespace, at most 255 bytes. */
 bool gb_ctk_path_valid(const char *p);
+
+/* toolkit.c: the toolkit's packages, from NVIDIA's repository for the
+ * plan's package family and arch, at version, held, userspace only
+ * (gb_install); *ret_json: the install result for the status document.
+ * gb_install's returns, with err. */
+struct gb_toolkit_input {
+	const char *version; /* the plan's toolkit.version */
+	const char *arch; /* the machine's: "x86_64" | "aarch64" */
+	bool rpm; /* dnf or zypper: NVIDIA's rpm repository; else its apt one */
+	struct gb_install_source src;
+};
+int gb_toolkit_install(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_toolkit_input *in,
+                       json_object **ret_json, char *err, size_t errsz);

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* The plan's driver as the install stage's input: the distribution's own
+ * packages (the distro method), or NVIDIA's repository (the packages
+ * method on apt, dnf or zypper), its address and key pin from the catalog
+ * and the plan, the packages as the plan typed them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "install.h"
+#include "plan/plan.h"
+#include "shared/macro.h"
+#include "shared/util.h"
+
+int gb_repo_url(const char *mirror, const char *host, const char *path, char *out, size_t outsz)
+{
+	int n;
+	if (mirror && (gb_startswith(mirror, "https://") || gb_startswith(mirror, "http://")))
+		n = snprintf(out, outsz, "%s%s%s", mirror, mirror[strlen(mirror) - 1] == '/' ? "" : "/", path);
+	else
+		n = snprintf(out, outsz, "%s%s", host, path);
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+/* NVIDIA's repository of the plan: cuda-<repo>-<arch>, below the mirror
+ * or NVIDIA's host, its key beside it as the catalog's pin names it. */
+static int plan_repo(const struct gb_plan *p, const struct gb_install_source *src, struct gb_apt_repo *repo,
+                     char id[80], char uri[600], char key[700], char *err, size_t errsz)
+{
+	const struct gb_repo_key *pin = gb_repo_key_find(p->driver.repo_key);
+	char path[160];
+
+	/* the plan chose packages only where a key is pinned */
+	if (!pin) {
+		snprintf(err, errsz, "no key is pinned for NVIDIA's %s repository", p->driver.repo);
+		return -ENOKEY;
+	}
+	snprintf(id, 80, "cuda-%s-%s", p->driver.repo, p->driver.repo_arch);
+	snprintf(path, sizeof(path), GB_NVIDIA_CUDA_REPOS "%s/%s/", p->driver.repo, p->driver.repo_arch);
+	if (gb_repo_url(src->mirror, GB_NVIDIA_CUDA_HOST, path, uri, 600) < 0 ||
+	    snprintf(key, 700, "%s%s", uri, pin->file) >= 700) {
+		snprintf(err, errsz, "the mirror's address is too long: %s", src->mirror);
+		return -ENAMETOOLONG;
+	}
+	*repo =
+	    (struct gb_apt_repo){ .id = id, .uri = uri, .key_url = key, .key_pin = pin->name, .ca_file = src->ca_file };
+	return 0;
+}
+
+int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
+                    struct gb_journal *j, json_object **ret_json, char *err, size_t errsz)
+{
+	struct gb_install_input in = { .method = GB_INSTALL_DISTRO,
+		                       .flavor = p->driver.flavor,
+		                       .driver_version = p->driver.version };
+	struct gb_install_result *res;
+	struct gb_apt_repo repo;
+	char id[80], uri[600], key[700];
+	int k;
+
+	*ret_json = NULL;
+	if (streq(p->driver.method, "packages")) {
+		k = plan_repo(p, src, &repo, id, uri, key, err, errsz);
+		if (k < 0)
+			return k;
+		in.method = GB_INSTALL_PACKAGES;
+		in.repo = &repo;
+		in.packages = p->driver.packages;
+		in.n_packages = p->driver.n_packages;
+	}
+	res = calloc(1, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	k = gb_install(ctx, &in, j, res);
+	*ret_json = gb_install_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
+	free(res);
+	return k;
+}
