@@ -166,7 +166,7 @@ def load_catalog(data):
     path = os.path.join(data, "catalog.json")
     with open(path, encoding="utf-8") as f:
         CAT = json.load(f)
-    for sec in ("arch_by_family", "cc_by_chip", "cc_by_family", "branches", "proprietary_removed_from", "cuda",
+    for sec in ("arch_by_family", "cc_by_chip", "cc_by_family", "branches", "proprietary_removed_from", "open_module_from", "cuda",
                 "distros", "gpu_traits"):
         if sec not in CAT or not CAT[sec].get("source"):
             sys.exit(f"gen-catalog: {path}: section {sec} missing, or without its source")
@@ -240,6 +240,7 @@ def gen_data(data):
     out.append("};")
     out.append("const size_t gb_branches_len = sizeof(gb_branches) / sizeof(gb_branches[0]);")
     out.append(f"const unsigned gb_proprietary_removed_from = {CAT['proprietary_removed_from']['branch']};")
+    out.append(f"const unsigned gb_open_module_from = {CAT['open_module_from']['branch']};")
     out.append("")
 
     # Runfiles: NVIDIA's own downloads only (no Vulkan betas, no betas).

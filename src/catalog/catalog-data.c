@@ -59,6 +59,7 @@ const struct gb_branch gb_branches[] = {
 };
 const size_t gb_branches_len = sizeof(gb_branches) / sizeof(gb_branches[0]);
 const unsigned gb_proprietary_removed_from = 620;
+const unsigned gb_open_module_from = 515;
 
 const struct gb_runfile gb_runfiles[] = {
 	{ "304.134", "x86_64", "LEGACY", "42213765cd28078314657d3c1ba382584f09e5e57598240596021f4f76c0c443", 42217254ull, "https://download.nvidia.com/XFree86/Linux-x86_64/304.134/NVIDIA-Linux-x86_64-304.134-no-compat32.run" },

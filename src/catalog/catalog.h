@@ -111,6 +111,9 @@ extern const size_t gb_branches_len;
 /* The first branch without the proprietary kernel module (R620: NVIDIA's r620
  * Driver Installation Guide, 4.1 "Proprietary Kernel Modules Removed"). */
 extern const unsigned gb_proprietary_removed_from;
+/* The first branch with the open kernel module (R515: NVIDIA's
+ * open-gpu-kernel-modules, first release 515.43.04). */
+extern const unsigned gb_open_module_from;
 extern const struct gb_runfile gb_runfiles[];
 extern const size_t gb_runfiles_len;
 extern const struct gb_cuda_release gb_cuda_releases[];

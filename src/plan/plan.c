@@ -275,6 +275,13 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		}
 		p->driver.flavor = "proprietary";
 		SAY(p->driver.flavor_reason, "%s predates Turing: the open module does not support it", need_prop_by);
+	} else if (prof->flavor == GB_FLAVOR_OPEN && p->driver.branch < gb_open_module_from) {
+		/* refused here, before prepare changes anything, not by the install after it */
+		refuse(
+		    p, GB_EXIT_UNSUPPORTED,
+		    "the profile asks for the open module, which R%u does not have (NVIDIA's open kernel modules begin "
+		    "with R%u); use module_flavor = auto or a branch from R%u on",
+		    p->driver.branch, gb_open_module_from, gb_open_module_from);
 	} else if (prof->flavor == GB_FLAVOR_OPEN) {
 		p->driver.flavor = "open";
 		SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");

@@ -18,6 +18,7 @@ grep -q '{ 580, GB_BRANCH_LTSB, "2028-06-30", "4.15" }' src/catalog/catalog-data
 grep -q '{ 620, GB_BRANCH_LTSB, "2029-09-30", "4.15" }' src/catalog/catalog-data.c || fail "R620 ends September 2029"
 grep -q '{ 610, GB_BRANCH_NEW_FEATURE, "2026-08-31", "4.15" }' src/catalog/catalog-data.c || fail "R610 ends August 2026"
 grep -q '^const unsigned gb_proprietary_removed_from = 620;' src/catalog/catalog-data.c || fail "R620 has no proprietary module"
+grep -q "^const unsigned gb_open_module_from = 515;" src/catalog/catalog-data.c || fail "the open module begins with R515"
 # The catalog's date is data/SOURCES.md's "Catalog date", the day its newest
 # source was read: the script refuses a SOURCES.md that cites a newer day,
 # and one without the line (the plan's catalog-stale warning measures it).

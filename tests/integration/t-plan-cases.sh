@@ -30,6 +30,16 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 -
 	fail "HGX x8, ubuntu 24.04: $(j 'd["driver"]["packages"]')"
 j '[x["reason"] for x in d["daemons"]][1]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): .*nvidia-fabricmanager is installed with the driver at its version 580.173.02 and held there" ||
 	fail "HGX x8: $(j 'd["daemons"]')"
+# The open kernel modules begin with R515 (the catalog's open_module_from):
+# a profile asking for them on a pinned older branch is refused by the plan,
+# before prepare changes anything (it was the runfile install's refusal).
+printf '[driver]\nbranch = R470\nmodule_flavor = open\n[cuda]\npolicy = none\n' >"$TMP/r470open.profile"
+expect_exit 10 "$GB" --root "$FIX/t4-nouveau-ubuntu2204" plan --profile "$TMP/r470open.profile"
+grep -q "the profile asks for the open module, which R470 does not have (NVIDIA's open kernel modules begin with R515)" "$TMP/out" ||
+	fail "R470 open: $(cat "$TMP/out" "$TMP/err")"
+printf '[driver]\nbranch = R535\nmodule_flavor = open\n[cuda]\npolicy = none\n' >"$TMP/r535open.profile"
+expect_exit 0 "$GB" --root "$FIX/t4-nouveau-ubuntu2204" plan --profile "$TMP/r535open.profile" --json
+[ "$(j 'd["driver"]["module_flavor"]')" = "open" ] || fail "R535 open: $(j 'd["driver"]')"
 printf '[driver]\nbranch = R570\n[cuda]\npolicy = none\n' >"$TMP/r570.profile"
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.04 --target-gpu 2330x8 --profile "$TMP/r570.profile" --json
 [ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-fabricmanager-570" ] || fail "R570 apt: $(j 'd["driver"]["packages"]')"
