@@ -270,3 +270,17 @@ struct gb_loader {
 };
 extern const struct gb_loader gb_loaders[];
 extern const size_t gb_loaders_len;
+
+/* ---- kernel modules (distro.c): where NVIDIA's module lands ---- */
+
+/* What put NVIDIA's module below lib/modules/<release>/. */
+enum gb_module_source {
+	GB_MODULES_ANY = 0, /* any of them: every directory, in depmod's order of precedence (detect) */
+	GB_MODULES_DEB, /* DKMS on Debian and Ubuntu (their packages, NVIDIA's DKMS packages) */
+	GB_MODULES_RPM, /* DKMS and kmod packages on RHEL, Amazon Linux; SUSE's KMPs: a few levels deep */
+	GB_MODULES_RUNFILE, /* nvidia-installer, or the DKMS it ran */
+};
+/* The directories below lib/modules/<release>/ where source puts nvidia.ko,
+ * in the order looked in; NULL-terminated. Each file may carry any of the
+ * kernel's module suffixes (gb_kmod_suffixes, shared/util.h). */
+const char *const *gb_module_dirs(enum gb_module_source source);

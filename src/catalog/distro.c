@@ -198,3 +198,26 @@ const struct gb_loader gb_loaders[] = {
 	{ "lib/ld-musl-aarch64.so.1", "aarch64", "musl" },
 };
 const size_t gb_loaders_len = ARRAY_SIZE(gb_loaders);
+
+/* Where NVIDIA's module lands below lib/modules/<release>/: DKMS's
+ * updates/dkms on Debian and Ubuntu; DKMS and kmod packages' extra/ on RHEL
+ * and Amazon Linux, SUSE's KMPs' updates/; nvidia-installer's
+ * kernel/drivers/video (video/ on its oldest layouts, extra/nvidia where a
+ * distribution's kmod build puts it). */
+static const char *const module_dirs_any[] = {
+	"updates/dkms", "updates", "extra", "extra/nvidia", "kernel/drivers/video", NULL,
+};
+static const char *const module_dirs_deb[] = { "updates/dkms", NULL };
+static const char *const module_dirs_rpm[] = { "extra", "updates", NULL };
+static const char *const module_dirs_runfile[] = { "kernel/drivers/video", "updates/dkms", "extra", "video", NULL };
+
+const char *const *gb_module_dirs(enum gb_module_source source)
+{
+	switch (source) {
+	case GB_MODULES_DEB: return module_dirs_deb;
+	case GB_MODULES_RPM: return module_dirs_rpm;
+	case GB_MODULES_RUNFILE: return module_dirs_runfile;
+	case GB_MODULES_ANY: break;
+	}
+	return module_dirs_any;
+}

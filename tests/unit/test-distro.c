@@ -278,6 +278,42 @@ TEST(target_os_arch)
 	CHECK_INT(gb_plan_input_target_os("debian:12:", &in, err, sizeof(err)), -EINVAL);
 }
 
+/* The kernel's module suffixes, one list (install once knew no .ko.gz). */
+TEST(kmod_suffixes)
+{
+	CHECK_STREQ(gb_kmod_suffix("nvidia.ko"), ".ko");
+	CHECK_STREQ(gb_kmod_suffix("nvidia.ko.xz"), ".ko.xz");
+	CHECK_STREQ(gb_kmod_suffix("nvidia.ko.zst"), ".ko.zst");
+	CHECK_STREQ(gb_kmod_suffix("nvidia-current-open.ko.gz"), ".ko.gz");
+	CHECK(gb_kmod_suffix("nvidia.ko.bz2") == NULL);
+	CHECK(gb_kmod_suffix("nvidia") == NULL);
+	CHECK(gb_kmod_suffix(".ko") == NULL);
+	CHECK(gb_kmod_suffix(NULL) == NULL);
+	CHECK_STREQ(gb_kmod_suffixes[0], ".ko");
+}
+
+/* Where each method's module lands, and detect looks in each. */
+TEST(module_dirs)
+{
+	static const enum gb_module_source methods[] = { GB_MODULES_DEB, GB_MODULES_RPM, GB_MODULES_RUNFILE };
+	const char *const *any = gb_module_dirs(GB_MODULES_ANY);
+
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_DEB)[0], "updates/dkms");
+	CHECK(gb_module_dirs(GB_MODULES_DEB)[1] == NULL);
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_RPM)[0], "extra");
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_RPM)[1], "updates");
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_RUNFILE)[0], "kernel/drivers/video");
+	CHECK_STREQ(any[0], "updates/dkms"); /* depmod's order: updates/ first */
+	/* every method's directory is one detect looks in (the runfile's oldest video/ aside) */
+	for (size_t m = 0; m < ARRAY_SIZE(methods); m++)
+		for (const char *const *d = gb_module_dirs(methods[m]); *d; d++) {
+			bool found = streq(*d, "video");
+			for (const char *const *a = any; *a; a++)
+				found |= streq(*a, *d);
+			CHECK(found);
+		}
+}
+
 int main(void)
 {
 	unit_run_tests();
