@@ -244,3 +244,56 @@ bool gb_os_release_plausible(const struct gb_os *os, const char *version);
 enum gb_pkgmgr gb_pkgmgr_from_string(const char *name);
 const char *gb_pkgmgr_to_string(enum gb_pkgmgr pm);
 const char *gb_os_family_to_string(enum gb_os_family f);
+
+/* ---- machine architectures (distro.c): one row per CPU architecture, the
+ * one table every spelling of it is asked of ---- */
+
+struct gb_cpu_arch {
+	const char *name; /* the kernel's (uname -m, /proc/sys/kernel/arch), the runfiles' rows: "aarch64" */
+	const char *deb; /* Debian's and Ubuntu's (dpkg, the Container Toolkit's stable/deb/<deb>/): "arm64" */
+	const char *rpm; /* rpm's (the Container Toolkit's stable/rpm/<rpm>/): "aarch64" */
+	const char *cuda_repo; /* NVIDIA's CUDA repository directory (repos/<distro>/<cuda_repo>/), CUDA's
+	                        * targets/<cuda_repo>-linux and the redistributables' install input: "sbsa" */
+	const char *platform; /* the CUDA redistributables' platform (redistrib JSON): "linux-sbsa" */
+	const char *runfile_dir; /* the driver runfile's directory (XFree86/<runfile_dir>/): "aarch64" */
+	bool supported; /* NVIDIA's data-center drivers are built for it: gpuboot plans for it */
+};
+extern const struct gb_cpu_arch gb_cpu_arches[];
+extern const size_t gb_cpu_arches_len;
+
+/* The row of a kernel architecture name ("aarch64"), NULL when none. */
+const struct gb_cpu_arch *gb_cpu_arch_find(const char *name);
+/* The row of a name a user types: the kernel's or Debian's ("arm64"). */
+const struct gb_cpu_arch *gb_cpu_arch_parse(const char *word);
+/* The row of a CUDA repository directory ("sbsa"), NULL when none. */
+const struct gb_cpu_arch *gb_cpu_arch_by_cuda_repo(const char *dir);
+/* The row a plan is made for: name's when it is supported, else x86_64's
+ * (the default target; never NULL). */
+const struct gb_cpu_arch *gb_cpu_arch_target(const char *name);
+/* Is a CUDA component published for a redistributable platform
+ * ("linux-sbsa")? false for a platform the catalog keeps none of. */
+bool gb_cuda_component_for(const struct gb_cuda_component *c, const char *platform);
+
+/* The dynamic loaders whose path the ABI fixes: a root's architecture and
+ * libc when the kernel does not say them (detect). In the order looked for. */
+struct gb_loader {
+	const char *path; /* below the root: "lib/ld-linux-aarch64.so.1" */
+	const char *arch; /* a gb_cpu_arches name */
+	const char *libc; /* "glibc" | "musl" */
+};
+extern const struct gb_loader gb_loaders[];
+extern const size_t gb_loaders_len;
+
+/* ---- kernel modules (distro.c): where NVIDIA's module lands ---- */
+
+/* What put NVIDIA's module below lib/modules/<release>/. */
+enum gb_module_source {
+	GB_MODULES_ANY = 0, /* any of them: every directory, in depmod's order of precedence (detect) */
+	GB_MODULES_DEB, /* DKMS on Debian and Ubuntu (their packages, NVIDIA's DKMS packages) */
+	GB_MODULES_RPM, /* DKMS and kmod packages on RHEL, Amazon Linux; SUSE's KMPs: a few levels deep */
+	GB_MODULES_RUNFILE, /* nvidia-installer, or the DKMS it ran */
+};
+/* The directories below lib/modules/<release>/ where source puts nvidia.ko,
+ * in the order looked in; NULL-terminated. Each file may carry any of the
+ * kernel's module suffixes (gb_kmod_suffixes, shared/util.h). */
+const char *const *gb_module_dirs(enum gb_module_source source);

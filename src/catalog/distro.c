@@ -132,3 +132,92 @@ const char *gb_os_family_to_string(enum gb_os_family f)
 	}
 	return "";
 }
+
+/* One row per CPU architecture: its name as the kernel, dpkg, rpm, NVIDIA's
+ * CUDA repositories, the CUDA redistributables and the driver runfiles
+ * spell it. ppc64le is known (a root's loader names it) but not planned
+ * for: NVIDIA's data-center drivers are not built for it. */
+const struct gb_cpu_arch gb_cpu_arches[] = {
+	{ "x86_64", "amd64", "x86_64", "x86_64", "linux-x86_64", "Linux-x86_64", true },
+	{ "aarch64", "arm64", "aarch64", "sbsa", "linux-sbsa", "aarch64", true },
+	{ "ppc64le", "ppc64el", "ppc64le", "ppc64le", "linux-ppc64le", NULL, false },
+};
+const size_t gb_cpu_arches_len = ARRAY_SIZE(gb_cpu_arches);
+
+const struct gb_cpu_arch *gb_cpu_arch_find(const char *name)
+{
+	for (size_t i = 0; name && i < gb_cpu_arches_len; i++)
+		if (streq(gb_cpu_arches[i].name, name))
+			return &gb_cpu_arches[i];
+	return NULL;
+}
+
+const struct gb_cpu_arch *gb_cpu_arch_parse(const char *word)
+{
+	const struct gb_cpu_arch *a = gb_cpu_arch_find(word);
+
+	for (size_t i = 0; !a && word && i < gb_cpu_arches_len; i++)
+		if (streq(gb_cpu_arches[i].deb, word))
+			a = &gb_cpu_arches[i];
+	return a;
+}
+
+const struct gb_cpu_arch *gb_cpu_arch_by_cuda_repo(const char *dir)
+{
+	for (size_t i = 0; dir && i < gb_cpu_arches_len; i++)
+		if (streq(gb_cpu_arches[i].cuda_repo, dir))
+			return &gb_cpu_arches[i];
+	return NULL;
+}
+
+const struct gb_cpu_arch *gb_cpu_arch_target(const char *name)
+{
+	const struct gb_cpu_arch *a = gb_cpu_arch_find(name);
+	return a && a->supported ? a : &gb_cpu_arches[0];
+}
+
+bool gb_cuda_component_for(const struct gb_cuda_component *c, const char *platform)
+{
+	const char *repo = NULL;
+
+	for (size_t i = 0; platform && i < gb_cpu_arches_len; i++)
+		if (streq(gb_cpu_arches[i].platform, platform))
+			repo = gb_cpu_arches[i].cuda_repo;
+	/* the redistrib JSON's platforms the catalog keeps (scripts/gen-catalog.py) */
+	return repo && (streq(repo, "sbsa") ? c->sbsa : streq(repo, "x86_64") ? c->x86_64 : false);
+}
+
+/* glibc's loaders (the FHS path, then Debian's multiarch one), then musl's. */
+const struct gb_loader gb_loaders[] = {
+	{ "lib64/ld-linux-x86-64.so.2", "x86_64", "glibc" },
+	{ "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "x86_64", "glibc" },
+	{ "lib/ld-linux-aarch64.so.1", "aarch64", "glibc" },
+	{ "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "aarch64", "glibc" },
+	{ "lib64/ld64.so.2", "ppc64le", "glibc" },
+	{ "lib/ld-musl-x86_64.so.1", "x86_64", "musl" },
+	{ "lib/ld-musl-aarch64.so.1", "aarch64", "musl" },
+};
+const size_t gb_loaders_len = ARRAY_SIZE(gb_loaders);
+
+/* Where NVIDIA's module lands below lib/modules/<release>/: DKMS's
+ * updates/dkms on Debian and Ubuntu; DKMS and kmod packages' extra/ on RHEL
+ * and Amazon Linux, SUSE's KMPs' updates/; nvidia-installer's
+ * kernel/drivers/video (video/ on its oldest layouts, extra/nvidia where a
+ * distribution's kmod build puts it). */
+static const char *const module_dirs_any[] = {
+	"updates/dkms", "updates", "extra", "extra/nvidia", "kernel/drivers/video", NULL,
+};
+static const char *const module_dirs_deb[] = { "updates/dkms", NULL };
+static const char *const module_dirs_rpm[] = { "extra", "updates", NULL };
+static const char *const module_dirs_runfile[] = { "kernel/drivers/video", "updates/dkms", "extra", "video", NULL };
+
+const char *const *gb_module_dirs(enum gb_module_source source)
+{
+	switch (source) {
+	case GB_MODULES_DEB: return module_dirs_deb;
+	case GB_MODULES_RPM: return module_dirs_rpm;
+	case GB_MODULES_RUNFILE: return module_dirs_runfile;
+	case GB_MODULES_ANY: break;
+	}
+	return module_dirs_any;
+}

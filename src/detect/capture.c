@@ -43,15 +43,7 @@ static bool through_link(const char *dir, const char *p)
 /* A kernel module is tens of MiB: kept by name only (empty). */
 static bool is_kernel_module(const char *p)
 {
-	static const char *const suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
-	size_t l = strlen(p);
-
-	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
-		size_t s = strlen(suffixes[i]);
-		if (l > s && streq(p + l - s, suffixes[i]))
-			return true;
-	}
-	return false;
+	return gb_kmod_suffix(p) != NULL;
 }
 
 int gb_capture_write(struct gb_root *root, const char *dir)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect.h"
 #include "shared/log.h"
@@ -62,16 +63,6 @@ int gb_kernel_flavour(const char *release, char **ret)
 	return 0;
 }
 
-static const struct {
-	const char *loader;
-	const char *arch;
-} loader_arch[] = {
-	{ "lib64/ld-linux-x86-64.so.2", "x86_64" }, { "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "x86_64" },
-	{ "lib/ld-linux-aarch64.so.1", "aarch64" }, { "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "aarch64" },
-	{ "lib64/ld64.so.2", "ppc64le" },           { "lib/ld-musl-x86_64.so.1", "x86_64" },
-	{ "lib/ld-musl-aarch64.so.1", "aarch64" },
-};
-
 static bool arch_valid(const char *a)
 {
 	if (!a || !*a || strlen(a) > 32)
@@ -106,9 +97,9 @@ static char *detect_arch(struct gb_ctx *ctx, struct gb_facts *f)
 	}
 	/* Older kernels: the name of the root's dynamic loader is fixed by the ABI. */
 	if (gb_detect_loader(ctx, &path))
-		for (size_t i = 0; i < ARRAY_SIZE(loader_arch); i++)
-			if (streq(loader_arch[i].loader, path))
-				return dup_fact(f, loader_arch[i].arch);
+		for (size_t i = 0; i < gb_loaders_len; i++)
+			if (streq(gb_loaders[i].path, path))
+				return dup_fact(f, gb_loaders[i].arch);
 	/* Last, and only for the live machine: ask the kernel. */
 	if (ctx->root->is_host) {
 		struct utsname u;
@@ -331,13 +322,9 @@ int gb_detect_kernel(struct gb_ctx *ctx, struct gb_facts *f)
 	}
 
 	f->cpu.arch = detect_arch(ctx, f);
-	if (f->cpu.arch) {
-		if (streq(f->cpu.arch, "x86_64"))
-			f->cpu.nvidia_platform = "linux-x86_64";
-		else if (streq(f->cpu.arch, "aarch64"))
-			f->cpu.nvidia_platform = "linux-sbsa";
-		else if (streq(f->cpu.arch, "ppc64le"))
-			f->cpu.nvidia_platform = "linux-ppc64le";
+	{
+		const struct gb_cpu_arch *a = gb_cpu_arch_find(f->cpu.arch);
+		f->cpu.nvidia_platform = a ? a->platform : NULL;
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect.h"
 #include "shared/log.h"
@@ -75,16 +76,6 @@ static int kmod_get(struct gb_kmod **k)
 	return 0;
 }
 
-/* Where the module of each kind of install lies below lib/modules/<release>/,
- * in depmod's order of precedence (updates/ first). */
-static const char *const module_dirs[] = {
-	"updates/dkms", /* DKMS: Debian, Ubuntu, NVIDIA's DKMS packages */
-	"updates",      "extra", /* DKMS and kmod packages on RHEL, Amazon Linux, SUSE */
-	"extra/nvidia", "kernel/drivers/video", /* the runfile */
-};
-
-static const char *const module_suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
-
 /* nvidia.ko, or Debian's renamed nvidia-current.ko, nvidia-current-open.ko,
  * nvidia-tesla-470.ko...; not their companions (-uvm, -modeset, -drm,
  * -peermem). Returns the suffix or NULL. */
@@ -92,16 +83,9 @@ static const char *module_name_match(const char *name)
 {
 	static const char *const companions[] = { "-uvm", "-modeset", "-drm", "-peermem" };
 	char stem[128];
-	const char *suffix = NULL;
+	const char *suffix = gb_kmod_suffix(name);
 	size_t l;
 
-	for (size_t i = 0; i < ARRAY_SIZE(module_suffixes); i++) {
-		const char *s = strstr(name, module_suffixes[i]);
-		if (s && streq(s, module_suffixes[i])) {
-			suffix = module_suffixes[i];
-			break;
-		}
-	}
 	if (!suffix || gb_strscpy(stem, sizeof(stem), name) < 0)
 		return NULL;
 	stem[strlen(name) - strlen(suffix)] = '\0';
@@ -224,12 +208,14 @@ static int find_in_modules_dep(struct gb_ctx *ctx, const char *release, char *re
 	return -ENOENT;
 }
 
+/* Where each kind of install puts the module (gb_module_dirs), in depmod's
+ * order of precedence (updates/ first). */
 static int find_in_dirs(struct gb_ctx *ctx, const char *release, char *ret, size_t size)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(module_dirs); i++) {
+	for (const char *const *m = gb_module_dirs(GB_MODULES_ANY); *m; m++) {
 		char dir[256], **names = NULL;
 		bool found = false;
-		snprintf(dir, sizeof(dir), "lib/modules/%s/%s", release, module_dirs[i]);
+		snprintf(dir, sizeof(dir), "lib/modules/%s/%s", release, *m);
 		if (gb_root_list_dir(ctx->root, dir, &names, NULL) < 0)
 			continue;
 		for (char **n = names; *n && !found; n++)

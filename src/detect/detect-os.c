@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect.h"
 #include "shared/log.h"
@@ -201,26 +202,14 @@ int gb_os_release_read(struct gb_ctx *ctx, struct gb_os_release *ret)
 	return gb_os_release_words(text, len, ret);
 }
 
-static const struct {
-	const char *path;
-	const char *libc;
-} loaders[] = {
-	{ "lib64/ld-linux-x86-64.so.2", "glibc" },
-	{ "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "glibc" },
-	{ "lib/ld-linux-aarch64.so.1", "glibc" },
-	{ "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "glibc" },
-	{ "lib64/ld64.so.2", "glibc" },
-	{ "lib/ld-musl-x86_64.so.1", "musl" },
-	{ "lib/ld-musl-aarch64.so.1", "musl" },
-};
-
+/* The first of the catalog's loaders the root has (gb_loaders). */
 const char *gb_detect_loader(struct gb_ctx *ctx, const char **ret_path)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(loaders); i++)
-		if (gb_root_lexists(ctx->root, loaders[i].path)) {
+	for (size_t i = 0; i < gb_loaders_len; i++)
+		if (gb_root_lexists(ctx->root, gb_loaders[i].path)) {
 			if (ret_path)
-				*ret_path = loaders[i].path;
-			return loaders[i].libc;
+				*ret_path = gb_loaders[i].path;
+			return gb_loaders[i].libc;
 		}
 	return NULL;
 }

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "install.h"
 #include "effect/journal.h"
@@ -72,7 +73,8 @@ static bool chars_ok(const char *s, const char *allowed, size_t max)
 /* "13.0.0" -> "13.0"; component names and versions as NVIDIA spells them. */
 static int check_input(struct cuda *s)
 {
-	const char *v = s->in->version, *arch = s->in->arch ? s->in->arch : "x86_64";
+	const char *v = s->in->version, *arch = s->in->arch ? s->in->arch : gb_cpu_arch_target(NULL)->cuda_repo;
+	const struct gb_cpu_arch *cpu = gb_cpu_arch_by_cuda_repo(arch);
 	size_t a, b;
 	size_t o;
 
@@ -81,7 +83,7 @@ static int check_input(struct cuda *s)
 		return FAIL(s, -EINVAL, "'%s' is not a CUDA version (X.Y or X.Y.Z)", v ? v : "");
 	snprintf(s->xy, sizeof(s->xy), "%.*s", (int)(a + 1 + b), v);
 	snprintf(s->name, sizeof(s->name), "cuda-%s", s->xy);
-	if (!streq(arch, "x86_64") && !streq(arch, "sbsa"))
+	if (!cpu || !cpu->supported)
 		return FAIL(s, -EINVAL, "'%s' is not a CUDA redistributable architecture (x86_64, sbsa)", arch);
 	snprintf(s->target, sizeof(s->target), "%s-linux", arch);
 	if (s->in->n_components == 0 || s->in->n_components > GB_CUDA_MAX_COMPONENTS || !s->in->components)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect/detect.h"
 #include "install-internal.h"
@@ -241,19 +242,20 @@ static int build_list(struct inst *s)
 	return r < 0 ? r : add_headers(s);
 }
 
-/* The module DKMS built for kver, below the root; "" when none. */
+/* The module DKMS built for kver, below the root (gb_module_dirs, any of
+ * the kernel's module suffixes); "" when none. */
 static void find_module(struct inst *s, const char *kver, char *out, size_t outsz)
 {
-	static const char *const ext[] = { ".ko", ".ko.xz", ".ko.zst" };
 	const char *const *names = s->packages ? nvidia_repo_modules : &s->module;
 	size_t n = s->packages ? ARRAY_SIZE(nvidia_repo_modules) : 1;
 	out[0] = '\0';
-	for (size_t k = 0; k < n && !out[0]; k++)
-		for (size_t i = 0; i < ARRAY_SIZE(ext) && !out[0]; i++) {
-			snprintf(out, outsz, "lib/modules/%s/updates/dkms/%s%s", kver, names[k], ext[i]);
-			if (!gb_root_exists(s->ctx->root, out))
-				out[0] = '\0';
-		}
+	for (const char *const *d = gb_module_dirs(GB_MODULES_DEB); *d && !out[0]; d++)
+		for (size_t k = 0; k < n && !out[0]; k++)
+			for (size_t i = 0; gb_kmod_suffixes[i] && !out[0]; i++) {
+				snprintf(out, outsz, "lib/modules/%s/%s/%s%s", kver, *d, names[k], gb_kmod_suffixes[i]);
+				if (!gb_root_exists(s->ctx->root, out))
+					out[0] = '\0';
+			}
 }
 
 /* Everything in place (versions, holds, modules): nothing to run. */

@@ -412,13 +412,12 @@ static int family_locked(struct rinst *s, bool *ret)
  * RHEL and Amazon Linux, SUSE's KMPs under updates/; a few levels deep. */
 static bool find_ko(struct rinst *s, const char *dir, unsigned depth, char *out, size_t outsz)
 {
-	static const char *const names[] = { "nvidia.ko", "nvidia.ko.xz", "nvidia.ko.zst" };
 	char **ents = NULL, sub[512];
 	size_t n = 0;
 	bool found = false;
 
-	for (size_t i = 0; i < ARRAY_SIZE(names) && !found; i++) {
-		snprintf(out, outsz, "%s/%s", dir, names[i]);
+	for (size_t i = 0; gb_kmod_suffixes[i] && !found; i++) {
+		snprintf(out, outsz, "%s/nvidia%s", dir, gb_kmod_suffixes[i]);
 		found = gb_root_exists(s->ctx->root, out);
 	}
 	if (found || depth == 0 || gb_root_list_dir(s->ctx->root, dir, &ents, &n) < 0) {
@@ -435,14 +434,16 @@ static bool find_ko(struct rinst *s, const char *dir, unsigned depth, char *out,
 	return found;
 }
 
+/* In each of gb_module_dirs(GB_MODULES_RPM) in turn. */
 static void find_module(struct rinst *s, const char *kver, char *out, size_t outsz)
 {
 	char dir[GB_INSTALL_KVER + 32];
-	snprintf(dir, sizeof(dir), "lib/modules/%s/extra", kver);
-	if (find_ko(s, dir, 4, out, outsz))
-		return;
-	snprintf(dir, sizeof(dir), "lib/modules/%s/updates", kver);
-	(void)find_ko(s, dir, 4, out, outsz);
+	out[0] = '\0';
+	for (const char *const *d = gb_module_dirs(GB_MODULES_RPM); *d; d++) {
+		snprintf(dir, sizeof(dir), "lib/modules/%s/%s", kver, *d);
+		if (find_ko(s, dir, 4, out, outsz))
+			return;
+	}
 }
 
 /* The module stream's state: enabled already, or another stream enabled

@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "install-internal.h"
 #include "install.h"
@@ -164,15 +165,14 @@ out:
 }
 
 /* nvidia.ko for kver where the installer (kernel/drivers/video, video) or
- * DKMS (updates/dkms, extra) puts it. */
+ * DKMS (updates/dkms, extra) puts it: gb_module_dirs, any of the kernel's
+ * module suffixes. */
 static void find_module(struct rf *s, const char *kver, char *out, size_t outsz)
 {
-	static const char *const dirs[] = { "kernel/drivers/video", "updates/dkms", "extra", "video" };
-	static const char *const ext[] = { ".ko", ".ko.xz", ".ko.zst" };
 	out[0] = '\0';
-	for (size_t d = 0; d < ARRAY_SIZE(dirs) && !out[0]; d++)
-		for (size_t e = 0; e < ARRAY_SIZE(ext) && !out[0]; e++) {
-			snprintf(out, outsz, "lib/modules/%s/%s/nvidia%s", kver, dirs[d], ext[e]);
+	for (const char *const *d = gb_module_dirs(GB_MODULES_RUNFILE); *d && !out[0]; d++)
+		for (size_t e = 0; gb_kmod_suffixes[e] && !out[0]; e++) {
+			snprintf(out, outsz, "lib/modules/%s/%s/nvidia%s", kver, *d, gb_kmod_suffixes[e]);
 			if (!gb_root_exists(s->ctx->root, out))
 				out[0] = '\0';
 		}

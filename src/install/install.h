@@ -232,7 +232,7 @@ struct gb_cuda_input {
 	const struct gb_cuda_component_in *components;
 	size_t n_components;
 	unsigned threads; /* unpacking threads; 0: one per component, at most the online CPUs and 8 */
-	const char *arch; /* "x86_64" (default) | "sbsa": targets/<arch>-linux */
+	const char *arch; /* a supported gb_cpu_arch's cuda_repo, "x86_64" (default) | "sbsa": targets/<arch>-linux */
 };
 
 struct gb_cuda_result {

@@ -161,6 +161,7 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 {
 	char buf[96], *id, *ver, *arch;
 	const struct gb_os *os;
+	const struct gb_cpu_arch *target = NULL;
 
 	if (gb_strscpy(buf, sizeof(buf), spec) < 0)
 		goto bad;
@@ -186,13 +187,13 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 			goto bad;
 	if (!*ver)
 		goto bad;
-	if (arch && streq(arch, "arm64"))
-		arch = (char *)"aarch64"; /* Debian's and Ubuntu's name for it */
-	if (arch && streq(arch, "amd64"))
-		arch = (char *)"x86_64";
-	if (arch && !streq(arch, "x86_64") && !streq(arch, "aarch64")) {
-		snprintf(err, errsz, "--target-os '%s': arch must be x86_64 or aarch64 (arm64)", spec);
-		return -EINVAL;
+	if (arch) { /* the kernel's name, or Debian's and Ubuntu's ("arm64") */
+		const struct gb_cpu_arch *a = gb_cpu_arch_parse(arch);
+		if (!a || !a->supported) {
+			snprintf(err, errsz, "--target-os '%s': arch must be x86_64 or aarch64 (arm64)", spec);
+			return -EINVAL;
+		}
+		target = a;
 	}
 	if (!gb_os_release_plausible(os, ver)) {
 		snprintf(err, errsz, "--target-os '%s': '%s' is not a release of %s (%s)", spec, ver, id,
@@ -200,20 +201,16 @@ int gb_plan_input_target_os(const char *spec, struct gb_plan_input *in, char *er
 		return -EINVAL;
 	}
 	/* Without an explicit arch, the target's is this machine's. */
-	if (!arch && (streq(in->arch, "x86_64") || streq(in->arch, "aarch64")))
-		arch = in->arch;
-	in->arch_explicit = arch != NULL && arch != in->arch;
+	in->arch_explicit = target != NULL;
+	if (!target)
+		target = gb_cpu_arch_target(in->arch);
 	cp(in->os_id, sizeof(in->os_id), id);
 	cp(in->os_version, sizeof(in->os_version), ver);
 	cp(in->os_id_like, sizeof(in->os_id_like), os->like);
 	cp(in->pkgmgr, sizeof(in->pkgmgr), gb_pkgmgr_to_string(os->pkgmgr));
 	cp(in->libc, sizeof(in->libc), os->libc);
-	{
-		char a[16];
-		cp(a, sizeof(a), arch ? arch : "x86_64");
-		cp(in->arch, sizeof(in->arch), a);
-		cp(in->platform, sizeof(in->platform), streq(a, "aarch64") ? "linux-sbsa" : "linux-x86_64");
-	}
+	cp(in->arch, sizeof(in->arch), target->name);
+	cp(in->platform, sizeof(in->platform), target->platform);
 	/* The image's kernel is not known: decided at first boot. */
 	in->kernel_known = false;
 	in->kernel_release[0] = in->kernel_flavour[0] = '\0';
@@ -292,7 +289,7 @@ int gb_plan_input_target_gpu(const char *spec, struct gb_plan_input *in, char *e
 				in->kernel_release[0] = in->kernel_flavour[0] = '\0';
 			}
 			cp(in->arch, sizeof(in->arch), "aarch64");
-			cp(in->platform, sizeof(in->platform), "linux-sbsa");
+			cp(in->platform, sizeof(in->platform), gb_cpu_arch_find("aarch64")->platform);
 		}
 		in->n_nvswitches = count >= 8 && t ? t->hgx8_nvswitches : 0;
 	}

@@ -117,7 +117,7 @@ static bool eol_replaces(struct gb_plan *p, const struct gb_profile *prof, enum 
 static void keep_driver(struct gb_plan *p)
 {
 	const struct gb_branch *b;
-	const char *arch = streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64";
+	const char *arch = gb_cpu_arch_target(p->in.arch)->name;
 
 	SAY(p->driver.version, "%s", p->in.installed.version);
 	p->driver.branch = gb_plan_version_branch(p->in.installed.version);

@@ -492,7 +492,7 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 {
 	unsigned lo = 0, hi = 0, pinned_gpu = 0;
 	const char *lo_by = NULL, *hi_by = NULL;
-	const char *rarch = streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64";
+	const char *rarch = gb_cpu_arch_target(p->in.arch)->name;
 	const struct gb_branch *chosen = NULL;
 	char policy_buf[40];
 	const char *policy = gb_policy_to_string(prof, policy_buf, sizeof(policy_buf));
@@ -634,6 +634,7 @@ static const struct gb_distro *find_distro(const struct gb_plan_input *in)
 
 static bool platform_check(struct gb_plan *p)
 {
+	const struct gb_cpu_arch *arch = gb_cpu_arch_find(p->in.arch);
 	const struct gb_os *os;
 
 	if (streq(p->in.libc, "musl")) {
@@ -643,7 +644,7 @@ static bool platform_check(struct gb_plan *p)
 		       p->in.os_id[0] ? p->in.os_id : "this system");
 		return false;
 	}
-	if (!streq(p->in.arch, "x86_64") && !streq(p->in.arch, "aarch64")) {
+	if (!arch || !arch->supported) {
 		refuse(p, GB_EXIT_UNSUPPORTED,
 		       "CPU architecture '%s' is not supported: NVIDIA's data-center drivers are built for x86_64 and "
 		       "aarch64",
@@ -883,7 +884,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		p->driver.method = "packages";
 		SAY(p->driver.repo, "%s", d->repo);
 		SAY(p->driver.repo_key, "%s", d->key_pin);
-		SAY(p->driver.repo_arch, "%s", streq(p->in.arch, "aarch64") ? "sbsa" : "x86_64");
+		SAY(p->driver.repo_arch, "%s", gb_cpu_arch_target(p->in.arch)->cuda_repo);
 		SAY(p->driver.method_reason,
 		    "NVIDIA publishes a repository for %s %s: developer.download.nvidia.com/compute/cuda/repos/%s/%s/ "
 		    "(key pinned by fingerprint)",
@@ -923,7 +924,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 static void plan_newer_kernel(struct gb_plan *p, const struct gb_distro *d, bool grace, const char *kmin,
                               const char *why)
 {
-	const char *debarch = streq(p->in.arch, "aarch64") ? "arm64" : "amd64";
+	const char *debarch = gb_cpu_arch_target(p->in.arch)->deb;
 	p->kernel.action = "install-hwe";
 	p->kernel.reboot_required = true;
 	if (d->hwe_suite) {
@@ -1067,7 +1068,6 @@ static void decide_nouveau(struct gb_plan *p)
  * the platform, each "name version"; the missing ones named in the reason. */
 static int cuda_components(struct gb_plan *p, const struct gb_profile *prof)
 {
-	bool sbsa = streq(p->in.platform, "linux-sbsa");
 	char dropped[256] = "";
 	size_t nd = 0, n = 0;
 
@@ -1079,7 +1079,7 @@ static int cuda_components(struct gb_plan *p, const struct gb_profile *prof)
 		for (size_t i = 0; i < gb_cuda_components_len; i++) {
 			const struct gb_cuda_component *x = &gb_cuda_components[i];
 			if (streq(x->release, p->cuda.release->manifest) && streq(x->name, *c) &&
-			    (sbsa ? x->sbsa : x->x86_64))
+			    gb_cuda_component_for(x, p->in.platform))
 				found = x;
 		}
 		if (found) {

@@ -81,13 +81,10 @@ static void release_of(const char *root, const char *fallback, char *buf, size_t
 static bool is_nvidia_file(const char *name)
 {
 	static const char *const stems[] = { "nvidia", "nvidia-current", "nvidia-current-open" };
-	static const char *const suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
-	for (size_t i = 0; i < ARRAY_SIZE(stems); i++)
-		for (size_t j = 0; j < ARRAY_SIZE(suffixes); j++) {
-			size_t l = strlen(stems[i]);
-			if (strneq(name, stems[i], l) && streq(name + l, suffixes[j]))
-				return true;
-		}
+	const char *suffix = gb_kmod_suffix(name);
+	for (size_t i = 0; suffix && i < ARRAY_SIZE(stems); i++)
+		if ((size_t)(suffix - name) == strlen(stems[i]) && strneq(name, stems[i], strlen(stems[i])))
+			return true;
 	return false;
 }
 

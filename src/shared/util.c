@@ -145,6 +145,20 @@ const char *gb_startswith(const char *s, const char *prefix)
 	return strncmp(s, prefix, n) == 0 ? s + n : NULL;
 }
 
+const char *const gb_kmod_suffixes[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz", NULL };
+
+const char *gb_kmod_suffix(const char *name)
+{
+	size_t l = name ? strlen(name) : 0;
+
+	for (size_t i = 0; gb_kmod_suffixes[i]; i++) {
+		size_t s = strlen(gb_kmod_suffixes[i]);
+		if (l > s && strcmp(name + l - s, gb_kmod_suffixes[i]) == 0)
+			return name + l - s;
+	}
+	return NULL;
+}
+
 int gb_strscpy(char *dst, size_t dstsz, const char *src)
 {
 	size_t n;

@@ -27,6 +27,13 @@ bool gb_next_word(const char **s, const char *sep, char *buf, size_t bufsz);
 /* Does s start with prefix? Returns the rest or NULL. */
 const char *gb_startswith(const char *s, const char *prefix);
 
+/* Every suffix a kernel module's file can have (".ko", ".ko.xz", ".ko.zst",
+ * ".ko.gz": kmod reads each), uncompressed first; NULL-terminated. */
+extern const char *const gb_kmod_suffixes[];
+/* The suffix of a module file's name ("nvidia.ko.xz": ".ko.xz"), NULL when
+ * it has none of them. */
+const char *gb_kmod_suffix(const char *name);
+
 /* Lowercase hex of n bytes into out (2n+1 bytes at most outsz; cut to fit,
  * always NUL-terminated). */
 void gb_hex_encode(const void *data, size_t n, char *out, size_t outsz);

@@ -163,6 +163,157 @@ TEST(os_release_words)
 	CHECK_STREQ(osr.id, "");
 }
 
+/* The architectures: each spelling from one row, and what asks them. */
+TEST(cpu_arches)
+{
+	static const struct {
+		const char *name, *deb, *rpm, *cuda_repo, *platform;
+	} want[] = {
+		{ "x86_64", "amd64", "x86_64", "x86_64", "linux-x86_64" },
+		{ "aarch64", "arm64", "aarch64", "sbsa", "linux-sbsa" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		const struct gb_cpu_arch *a = gb_cpu_arch_find(want[i].name);
+		CHECK(a != NULL && a->supported);
+		if (!a)
+			continue;
+		CHECK_STREQ(a->deb, want[i].deb);
+		CHECK_STREQ(a->rpm, want[i].rpm);
+		CHECK_STREQ(a->cuda_repo, want[i].cuda_repo);
+		CHECK_STREQ(a->platform, want[i].platform);
+		CHECK(gb_cpu_arch_parse(want[i].deb) == a);
+		CHECK(gb_cpu_arch_parse(want[i].name) == a);
+		CHECK(gb_cpu_arch_by_cuda_repo(want[i].cuda_repo) == a);
+		CHECK(gb_cpu_arch_target(want[i].name) == a);
+	}
+	/* ppc64le is known (detect names its platform), never planned for: the target is x86_64's */
+	CHECK(gb_cpu_arch_find("ppc64le") && !gb_cpu_arch_find("ppc64le")->supported);
+	CHECK_STREQ(gb_cpu_arch_target("ppc64le")->name, "x86_64");
+	CHECK_STREQ(gb_cpu_arch_target(NULL)->name, "x86_64");
+	CHECK_STREQ(gb_cpu_arch_target("")->cuda_repo, "x86_64");
+	CHECK(gb_cpu_arch_find("arm64") == NULL); /* the kernel's names only */
+	CHECK(gb_cpu_arch_parse("sbsa") == NULL);
+	CHECK(gb_cpu_arch_parse(NULL) == NULL && gb_cpu_arch_by_cuda_repo("linux-sbsa") == NULL);
+	/* every spelling names one row */
+	for (size_t i = 0; i < gb_cpu_arches_len; i++)
+		for (size_t k = i + 1; k < gb_cpu_arches_len; k++) {
+			CHECK(!streq(gb_cpu_arches[i].name, gb_cpu_arches[k].name));
+			CHECK(!streq(gb_cpu_arches[i].deb, gb_cpu_arches[k].deb));
+			CHECK(!streq(gb_cpu_arches[i].cuda_repo, gb_cpu_arches[k].cuda_repo));
+			CHECK(!streq(gb_cpu_arches[i].platform, gb_cpu_arches[k].platform));
+		}
+	/* each loader names a row and a libc */
+	for (size_t i = 0; i < gb_loaders_len; i++) {
+		CHECK(gb_cpu_arch_find(gb_loaders[i].arch) != NULL);
+		CHECK(streq(gb_loaders[i].libc, "glibc") || streq(gb_loaders[i].libc, "musl"));
+	}
+}
+
+/* Every runfile row is named by its architecture, and lies in its directory
+ * where XFree86/ has one (tesla/<version>/ has none). */
+TEST(cpu_arch_runfiles)
+{
+	size_t seen[2] = { 0, 0 };
+
+	for (size_t i = 0; i < gb_runfiles_len; i++) {
+		const struct gb_runfile *rf = &gb_runfiles[i];
+		const struct gb_cpu_arch *a = gb_cpu_arch_find(rf->arch);
+		char dir[64], name[64];
+		CHECK(a != NULL && a->supported && a->runfile_dir);
+		if (!a || !a->runfile_dir)
+			continue;
+		snprintf(dir, sizeof(dir), "/XFree86/%s/%s/", a->runfile_dir, rf->version);
+		snprintf(name, sizeof(name), "/NVIDIA-Linux-%s-%s", a->name, rf->version);
+		CHECK(!strstr(rf->url, "/XFree86/") || strstr(rf->url, dir) != NULL);
+		CHECK(strstr(rf->url, name) != NULL);
+		seen[a == gb_cpu_arch_find("aarch64")]++;
+	}
+	CHECK(seen[0] > 0 && seen[1] > 0);
+}
+
+/* The CUDA components by platform: the flags the catalog keeps. */
+TEST(cuda_component_platform)
+{
+	const struct gb_cuda_component both = { "12.8.0", "cuda_cudart", "12.8.57", true, true };
+	const struct gb_cuda_component x86 = { "12.8.0", "cuda_x", "1", true, false };
+	const struct gb_cuda_component arm = { "12.8.0", "cuda_a", "1", false, true };
+
+	CHECK(gb_cuda_component_for(&both, "linux-x86_64") && gb_cuda_component_for(&both, "linux-sbsa"));
+	CHECK(gb_cuda_component_for(&x86, "linux-x86_64") && !gb_cuda_component_for(&x86, "linux-sbsa"));
+	CHECK(!gb_cuda_component_for(&arm, "linux-x86_64") && gb_cuda_component_for(&arm, "linux-sbsa"));
+	CHECK(!gb_cuda_component_for(&both, "linux-ppc64le") && !gb_cuda_component_for(&both, NULL));
+}
+
+/* --target-os's arch: the kernel's name or Debian's, the platform from the same row. */
+TEST(target_os_arch)
+{
+	struct gb_plan_input in;
+	char err[256];
+
+	memset(&in, 0, sizeof(in));
+	CHECK_INT(gb_plan_input_target_os("ubuntu:22.04:arm64", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.arch, "aarch64");
+	CHECK_STREQ(in.platform, "linux-sbsa");
+	CHECK(in.arch_explicit);
+	memset(&in, 0, sizeof(in));
+	CHECK_INT(gb_plan_input_target_os("rhel:9:amd64", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.arch, "x86_64");
+	CHECK_STREQ(in.platform, "linux-x86_64");
+	/* no arch: this machine's when planned for, else x86_64 */
+	memset(&in, 0, sizeof(in));
+	snprintf(in.arch, sizeof(in.arch), "aarch64");
+	CHECK_INT(gb_plan_input_target_os("debian:12", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.arch, "aarch64");
+	CHECK_STREQ(in.platform, "linux-sbsa");
+	CHECK(!in.arch_explicit);
+	memset(&in, 0, sizeof(in));
+	snprintf(in.arch, sizeof(in.arch), "ppc64le");
+	CHECK_INT(gb_plan_input_target_os("debian:12", &in, err, sizeof(err)), 0);
+	CHECK_STREQ(in.arch, "x86_64");
+	CHECK_STREQ(in.platform, "linux-x86_64");
+	CHECK_INT(gb_plan_input_target_os("debian:12:ppc64le", &in, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "arch must be x86_64 or aarch64 (arm64)") != NULL);
+	CHECK_INT(gb_plan_input_target_os("debian:12:sbsa", &in, err, sizeof(err)), -EINVAL);
+	CHECK_INT(gb_plan_input_target_os("debian:12:", &in, err, sizeof(err)), -EINVAL);
+}
+
+/* The kernel's module suffixes, one list (install once knew no .ko.gz). */
+TEST(kmod_suffixes)
+{
+	CHECK_STREQ(gb_kmod_suffix("nvidia.ko"), ".ko");
+	CHECK_STREQ(gb_kmod_suffix("nvidia.ko.xz"), ".ko.xz");
+	CHECK_STREQ(gb_kmod_suffix("nvidia.ko.zst"), ".ko.zst");
+	CHECK_STREQ(gb_kmod_suffix("nvidia-current-open.ko.gz"), ".ko.gz");
+	CHECK(gb_kmod_suffix("nvidia.ko.bz2") == NULL);
+	CHECK(gb_kmod_suffix("nvidia") == NULL);
+	CHECK(gb_kmod_suffix(".ko") == NULL);
+	CHECK(gb_kmod_suffix(NULL) == NULL);
+	CHECK_STREQ(gb_kmod_suffixes[0], ".ko");
+}
+
+/* Where each method's module lands, and detect looks in each. */
+TEST(module_dirs)
+{
+	static const enum gb_module_source methods[] = { GB_MODULES_DEB, GB_MODULES_RPM, GB_MODULES_RUNFILE };
+	const char *const *any = gb_module_dirs(GB_MODULES_ANY);
+
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_DEB)[0], "updates/dkms");
+	CHECK(gb_module_dirs(GB_MODULES_DEB)[1] == NULL);
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_RPM)[0], "extra");
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_RPM)[1], "updates");
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_RUNFILE)[0], "kernel/drivers/video");
+	CHECK_STREQ(any[0], "updates/dkms"); /* depmod's order: updates/ first */
+	/* every method's directory is one detect looks in (the runfile's oldest video/ aside) */
+	for (size_t m = 0; m < ARRAY_SIZE(methods); m++)
+		for (const char *const *d = gb_module_dirs(methods[m]); *d; d++) {
+			bool found = streq(*d, "video");
+			for (const char *const *a = any; *a; a++)
+				found |= streq(*a, *d);
+			CHECK(found);
+		}
+}
+
 int main(void)
 {
 	unit_run_tests();
