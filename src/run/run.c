@@ -246,7 +246,7 @@ static void module_dir(const struct run *r, char *out, size_t outsz)
 		snprintf(out, outsz, "%.*s", (int)(slash - p), p);
 		return;
 	}
-	snprintf(out, outsz, "lib/modules/%s/updates/dkms", kver);
+	snprintf(out, outsz, "lib/modules/%s/%s", kver, gb_module_dirs(GB_MODULES_DEB)[0]);
 }
 
 /* Secure Boot with a site key: every NVIDIA module of the kernel signed
@@ -751,7 +751,7 @@ static int install_cuda(struct run *r, char *err, size_t errsz, json_object **re
 	char names[64][2][96];
 	struct gb_cuda_input in = { .version = r->plan.cuda.version,
 		                    .components = comps,
-		                    .arch = streq(r->plan.in.arch, "aarch64") ? "sbsa" : "x86_64" };
+		                    .arch = gb_cpu_arch_target(r->plan.in.arch)->cuda_repo };
 	struct gb_cuda_result *res;
 	int k;
 

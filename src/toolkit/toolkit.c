@@ -22,7 +22,7 @@ int gb_toolkit_install(struct gb_ctx *ctx, struct gb_journal *j, const struct gb
 	struct gb_pkg_spec pkgs[ARRAY_SIZE(gb_ctk_packages)];
 	struct gb_install_result *res;
 	char uri[600], key[700], pin[256], path[96];
-	bool aarch64 = streq(tin->arch, "aarch64");
+	const struct gb_cpu_arch *arch = gb_cpu_arch_target(tin->arch);
 	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
 		                    .uri = uri,
 		                    .key_url = key,
@@ -41,7 +41,7 @@ int gb_toolkit_install(struct gb_ctx *ctx, struct gb_journal *j, const struct gb
 
 	*ret_json = NULL;
 	snprintf(path, sizeof(path), GB_NVIDIA_CTK_REPO "stable/%s/%s/", tin->rpm ? "rpm" : "deb",
-	         tin->rpm ? (aarch64 ? "aarch64" : "x86_64") : (aarch64 ? "arm64" : "amd64"));
+	         tin->rpm ? arch->rpm : arch->deb);
 	k = gb_repo_url(tin->src.mirror, GB_NVIDIA_CTK_HOST, GB_NVIDIA_CTK_REPO "gpgkey", key, sizeof(key));
 	if (k >= 0)
 		k = gb_repo_url(tin->src.mirror, GB_NVIDIA_CTK_HOST, path, uri, sizeof(uri));
