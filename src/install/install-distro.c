@@ -33,7 +33,6 @@
 #define QUERY_TIMEOUT_MS (2 * 60 * 1000)
 #define UPDATE_TIMEOUT_MS (15 * 60 * 1000)
 #define MARK_TIMEOUT_MS (2 * 60 * 1000)
-#define DEFAULT_LOCK_MS (5 * 60 * 1000)
 #define DEFAULT_APT_MS (60 * 60 * 1000)
 
 #define PIN_DIR "etc/apt/preferences.d"
@@ -61,16 +60,9 @@ static const char *const debian_userspace[] = { "firmware-nvidia-gsp", "nvidia-s
 static const char *const debian_pin_sources = "src:nvidia-graphics-drivers src:nvidia-open-gpu-kernel-modules";
 
 struct inst {
-	struct gb_ctx *ctx;
-	struct gb_journal *j;
-	const struct gb_install_input *in;
-	struct gb_install_result *ret;
-	struct gb_cmd_result *res; /* one buffer for every command */
-	const char *chroot_dir; /* NULL on the live machine */
+	struct gb_pkg_engine e; /* first: the walk's state (install-internal.h) */
 	const char *module; /* the module file DKMS builds, without .ko (distro) */
 	bool packages; /* the packages method (NVIDIA's repository) */
-	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
-	size_t n_kernels;
 	char interrupted[160]; /* why dpkg needs repairing first (dpkg_audit), "" when it does not */
 	char unreachable[256]; /* the first source apt-get update could not fetch, "" when none */
 	struct {
@@ -82,18 +74,18 @@ struct inst {
 	size_t n_undo;
 };
 
-#define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
+#define FAIL(s, r, ...) (snprintf((s)->e.ret->error, sizeof((s)->e.ret->error), __VA_ARGS__), (r))
 
 static int os_release(struct inst *s)
 {
 	struct gb_os_release osr;
-	int r = gb_os_release_read(s->ctx, &osr);
+	int r = gb_os_release_read(s->e.ctx, &osr);
 	const struct gb_os *os;
 
 	if (r < 0)
-		return FAIL(s, r, "Failed to read os-release in %s: %s", s->ctx->root->path, strerror(-r));
-	gb_strscpy(s->ret->distro, sizeof(s->ret->distro), osr.id);
-	gb_strscpy(s->ret->codename, sizeof(s->ret->codename), osr.version_codename);
+		return FAIL(s, r, "Failed to read os-release in %s: %s", s->e.ctx->root->path, strerror(-r));
+	gb_strscpy(s->e.ret->distro, sizeof(s->e.ret->distro), osr.id);
+	gb_strscpy(s->e.ret->codename, sizeof(s->e.ret->codename), osr.version_codename);
 	os = gb_os_find(osr.id);
 	if (s->packages && os && os->pkgmgr == GB_PKGMGR_APT)
 		return 0;
@@ -101,44 +93,35 @@ static int os_release(struct inst *s)
 		return FAIL(s, -EOPNOTSUPP,
 		            "The packages method on %s ('%s') needs dnf or zypper, which this version does not drive; "
 		            "use the runfile method",
-		            s->ctx->root->path, s->ret->distro);
-	if (!streq(s->ret->distro, "debian") || !gb_deb_name_valid(s->ret->codename))
+		            s->e.ctx->root->path, s->e.ret->distro);
+	if (!streq(s->e.ret->distro, "debian") || !gb_deb_name_valid(s->e.ret->codename))
 		return FAIL(s, -EOPNOTSUPP,
 		            "The distro method installs Debian's packages; %s is '%s' '%s' (use the packages or "
 		            "runfile method)",
-		            s->ctx->root->path, s->ret->distro, s->ret->codename);
+		            s->e.ctx->root->path, s->e.ret->distro, s->e.ret->codename);
 	return 0;
-}
-
-/* The kernels: as given, or every lib/modules/<kver> with its boot/vmlinuz. */
-static int find_kernels(struct inst *s)
-{
-	return gb_install_kernels(s->ctx, s->in, s->kernels, &s->n_kernels, s->ret->error, sizeof(s->ret->error));
 }
 
 static int add_pkg(struct inst *s, const char *name, const char *version, bool hold)
 {
 	struct gb_install_pkg_result *p;
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		if (streq(s->ret->pkgs[i].name, name))
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		if (streq(s->e.ret->pkgs[i].name, name))
 			return 0;
-	if (s->ret->n_pkgs >= GB_INSTALL_MAX_PKGS)
+	if (s->e.ret->n_pkgs >= GB_INSTALL_MAX_PKGS)
 		return FAIL(s, -E2BIG, "More than %d packages to install", GB_INSTALL_MAX_PKGS);
 	if (!gb_deb_name_valid(name) || (version[0] && !gb_deb_version_valid(version)))
 		return FAIL(s, -EINVAL, "'%s' '%s' is not a package name and version", name, version);
-	p = &s->ret->pkgs[s->ret->n_pkgs++];
+	p = &s->e.ret->pkgs[s->e.ret->n_pkgs++];
 	gb_strscpy(p->name, sizeof(p->name), name);
 	gb_strscpy(p->wanted, sizeof(p->wanted), version);
 	p->hold = hold;
 	return 0;
 }
 
-/* Run a read-only query (chrooted in an image): not an effect, not
- * journaled. Its output is in s->res. */
 static int query(struct inst *s, const char *const *argv)
 {
-	return gb_install_query(s->ctx, s->chroot_dir, argv, QUERY_TIMEOUT_MS, true, s->res, s->ret->error,
-	                        sizeof(s->ret->error));
+	return gb_pkg_query(&s->e, argv, true);
 }
 
 /* dpkg-query for every package (and extra names); before or after. */
@@ -149,16 +132,16 @@ static int query_installed(struct inst *s, const char *const *extra, size_t n_ex
 	size_t n = 4;
 	int r;
 
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		argv[n++] = s->ret->pkgs[i].name;
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		argv[n++] = s->e.ret->pkgs[i].name;
 	for (size_t i = 0; i < n_extra && n < ARRAY_SIZE(argv) - 1; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
 	r = query(s, argv); /* exit status 1 when one is unknown: the lines say which */
-	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
-		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
-		r = after ? gb_dpkg_query_parse(s->res->output, p->name, p->after, &p->held_after)
-		          : gb_dpkg_query_parse(s->res->output, p->name, p->before, &p->held_before);
+	for (size_t i = 0; r >= 0 && i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
+		r = after ? gb_dpkg_query_parse(s->e.res->output, p->name, p->after, &p->held_after)
+		          : gb_dpkg_query_parse(s->e.res->output, p->name, p->before, &p->held_before);
 		if (r < 0)
 			(void)FAIL(s, r, "dpkg-query printed an invalid version for %s", p->name);
 	}
@@ -176,27 +159,27 @@ static int add_headers(struct inst *s)
 	bool held;
 	int r;
 
-	for (size_t i = 0; i < s->n_kernels; i++) {
-		snprintf(names[2 * i], GB_INSTALL_NAME, "linux-image-%s", s->kernels[i]);
+	for (size_t i = 0; i < s->e.n_kernels; i++) {
+		snprintf(names[2 * i], GB_INSTALL_NAME, "linux-image-%s", s->e.kernels[i]);
 		_cleanup_free_ char *f = NULL;
-		if (gb_kernel_flavour(s->kernels[i], &f) < 0)
+		if (gb_kernel_flavour(s->e.kernels[i], &f) < 0)
 			return FAIL(s, -ENOMEM, "out of memory");
 		if (!f || gb_strscpy(flav[i], sizeof(flav[i]), f) < 0 || !gb_deb_name_valid(f))
 			flav[i][0] = '\0';
-		snprintf(names[2 * i + 1], GB_INSTALL_NAME, "linux-image-%s", flav[i][0] ? flav[i] : s->kernels[i]);
+		snprintf(names[2 * i + 1], GB_INSTALL_NAME, "linux-image-%s", flav[i][0] ? flav[i] : s->e.kernels[i]);
 		extra[2 * i] = names[2 * i];
 		extra[2 * i + 1] = names[2 * i + 1];
 	}
-	r = query_installed(s, extra, 2 * s->n_kernels, false);
-	for (size_t i = 0; r >= 0 && i < s->n_kernels; i++) {
-		if (gb_dpkg_query_parse(s->res->output, names[2 * i], v, &held) < 0 || !v[0])
+	r = query_installed(s, extra, 2 * s->e.n_kernels, false);
+	for (size_t i = 0; r >= 0 && i < s->e.n_kernels; i++) {
+		if (gb_dpkg_query_parse(s->e.res->output, names[2 * i], v, &held) < 0 || !v[0])
 			return FAIL(s, -ENOPKG,
 			            "The kernel %s is not from a package (%s is not installed): no headers package "
 			            "can match it; install a Debian kernel or use the runfile method",
-			            s->kernels[i], names[2 * i]);
-		snprintf(name, sizeof(name), "linux-headers-%s", s->kernels[i]);
+			            s->e.kernels[i], names[2 * i]);
+		snprintf(name, sizeof(name), "linux-headers-%s", s->e.kernels[i]);
 		r = add_pkg(s, name, v, false);
-		if (r >= 0 && flav[i][0] && gb_dpkg_query_parse(s->res->output, names[2 * i + 1], v, &held) == 0 &&
+		if (r >= 0 && flav[i][0] && gb_dpkg_query_parse(s->e.res->output, names[2 * i + 1], v, &held) == 0 &&
 		    v[0]) {
 			snprintf(name, sizeof(name), "linux-headers-%s", flav[i]);
 			r = add_pkg(s, name, v, false);
@@ -207,8 +190,8 @@ static int add_headers(struct inst *s)
 
 static int build_list(struct inst *s)
 {
-	const char *flavor = s->in->flavor ? s->in->flavor : "open";
-	const char *ver = s->in->driver_version ? s->in->driver_version : "";
+	const char *flavor = s->e.in->flavor ? s->e.in->flavor : "open";
+	const char *ver = s->e.in->driver_version ? s->e.in->driver_version : "";
 	int r = 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(debian_flavors); i++)
@@ -218,11 +201,11 @@ static int build_list(struct inst *s)
 		return FAIL(s, -EINVAL, "Unknown module flavour '%s' (open or proprietary)", flavor);
 	if (ver[0] && !gb_deb_version_valid(ver))
 		return FAIL(s, -EINVAL, "'%s' is not a driver version", ver);
-	if (s->packages && (!s->in->packages || !s->in->n_packages || !s->in->repo))
+	if (s->packages && (!s->e.in->packages || !s->e.in->n_packages || !s->e.in->repo))
 		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
-	if (s->in->packages) {
-		for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
-			const struct gb_pkg_spec *p = &s->in->packages[i];
+	if (s->e.in->packages) {
+		for (size_t i = 0; i < s->e.in->n_packages && r >= 0; i++) {
+			const struct gb_pkg_spec *p = &s->e.in->packages[i];
 			if (p->kind != GB_PKG_NAME)
 				return FAIL(s, -EINVAL,
 				            "'%s' is a module stream or a version lock, which apt has not; "
@@ -237,7 +220,7 @@ static int build_list(struct inst *s)
 		for (size_t i = 0; i < ARRAY_SIZE(debian_userspace) && r >= 0; i++)
 			r = add_pkg(s, debian_userspace[i], ver, true);
 	}
-	if (r >= 0 && s->in->userspace_only)
+	if (r >= 0 && s->e.in->userspace_only)
 		return query_installed(s, NULL, 0, false);
 	return r < 0 ? r : add_headers(s);
 }
@@ -253,7 +236,7 @@ static void find_module(struct inst *s, const char *kver, char *out, size_t outs
 		for (size_t k = 0; k < n && !out[0]; k++)
 			for (size_t i = 0; gb_kmod_suffixes[i] && !out[0]; i++) {
 				snprintf(out, outsz, "lib/modules/%s/%s/%s%s", kver, *d, names[k], gb_kmod_suffixes[i]);
-				if (!gb_root_exists(s->ctx->root, out))
+				if (!gb_root_exists(s->e.ctx->root, out))
 					out[0] = '\0';
 			}
 }
@@ -262,13 +245,13 @@ static void find_module(struct inst *s, const char *kver, char *out, size_t outs
 static bool satisfied(struct inst *s)
 {
 	char ko[256];
-	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
-		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		if (!gb_deb_version_matches(p->before, p->wanted) || (p->hold && !p->held_before))
 			return false;
 	}
-	for (size_t i = 0; i < s->n_kernels; i++) {
-		find_module(s, s->kernels[i], ko, sizeof(ko));
+	for (size_t i = 0; i < s->e.n_kernels; i++) {
+		find_module(s, s->e.kernels[i], ko, sizeof(ko));
 		if (!ko[0])
 			return false;
 	}
@@ -284,28 +267,28 @@ static int sources_edit(struct inst *s, const char *path, bool deb822, unsigned 
 	bool changed = false;
 	char hex[65];
 	mode_t mode = 0644;
-	int r = gb_root_read_file(s->ctx->root, path, GB_APT_SOURCES_MAX, &text, &len);
+	int r = gb_root_read_file(s->e.ctx->root, path, GB_APT_SOURCES_MAX, &text, &len);
 
 	if (r == -ENOENT)
 		return 0;
 	if (r >= 0)
-		r = deb822 ? gb_apt_sources_deb822(text, len, s->ret->codename, &out, &out_len, &n, &changed)
-		           : gb_apt_sources_oneline(text, len, s->ret->codename, &out, &out_len, &n, &changed);
+		r = deb822 ? gb_apt_sources_deb822(text, len, s->e.ret->codename, &out, &out_len, &n, &changed)
+		           : gb_apt_sources_oneline(text, len, s->e.ret->codename, &out, &out_len, &n, &changed);
 	if (r < 0)
-		return FAIL(s, r, "Failed to read the apt sources '%s' in %s: %s", path, s->ctx->root->path,
+		return FAIL(s, r, "Failed to read the apt sources '%s' in %s: %s", path, s->e.ctx->root->path,
 		            strerror(-r));
 	*entries += n;
 	if (!changed)
 		return 0;
-	(void)gb_root_sha256(s->ctx->root, path, hex, &mode);
-	r = gb_journal_write_file(s->j, STAGE, path, out, out_len, mode & 07777);
+	(void)gb_root_sha256(s->e.ctx->root, path, hex, &mode);
+	r = gb_journal_write_file(s->e.j, STAGE, path, out, out_len, mode & 07777);
 	if (r < 0)
-		return FAIL(s, r, "Failed to write '%s' in %s: %s", path, s->ctx->root->path, strerror(-r));
+		return FAIL(s, r, "Failed to write '%s' in %s: %s", path, s->e.ctx->root->path, strerror(-r));
 	if (r == 0 && s->n_undo < ARRAY_SIZE(s->undo)) { /* written by this run: kept to undo */
 		s->undo[s->n_undo].path = path, s->undo[s->n_undo].len = len, s->undo[s->n_undo].mode = mode & 07777;
 		s->undo[s->n_undo++].text = TAKE_PTR(text);
 	}
-	s->ret->sources_changed = true;
+	s->e.ret->sources_changed = true;
 	return 0;
 }
 
@@ -321,7 +304,7 @@ static int sources_enable(struct inst *s)
 		return FAIL(s, -ENOENT,
 		            "No Debian archive entry for %s with 'main' in etc/apt/sources.list.d/debian.sources or "
 		            "etc/apt/sources.list under %s",
-		            s->ret->codename, s->ctx->root->path);
+		            s->e.ret->codename, s->e.ctx->root->path);
 	return 0;
 }
 
@@ -376,31 +359,24 @@ static int name_full_disk(struct inst *s, int r)
 	char mnt[4096], needs[256], where[4200];
 	unsigned long long avail;
 
-	if (r >= 0 || !(strstr(s->res->output, "No space left on device") ||
-	                strstr(s->res->output, "You don't have enough free space")))
+	if (r >= 0 || !(strstr(s->e.res->output, "No space left on device") ||
+	                strstr(s->e.res->output, "You don't have enough free space")))
 		return r;
-	snprintf(where, sizeof(where), "%s/var/cache/apt/archives", s->chroot_dir ? s->chroot_dir : "");
+	snprintf(where, sizeof(where), "%s/var/cache/apt/archives", s->e.chroot_dir ? s->e.chroot_dir : "");
 	if (access(where, F_OK) < 0)
-		snprintf(where, sizeof(where), "%s", s->chroot_dir ? s->chroot_dir : "/");
+		snprintf(where, sizeof(where), "%s", s->e.chroot_dir ? s->e.chroot_dir : "/");
 	fs_of(where, mnt, sizeof(mnt), &avail);
-	apt_needs(s->res->output, needs, sizeof(needs));
-	snprintf(s->ret->error, sizeof(s->ret->error),
+	apt_needs(s->e.res->output, needs, sizeof(needs));
+	snprintf(s->e.ret->error, sizeof(s->e.ret->error),
 	         "No space left on device: the filesystem mounted at %s (holding %s) is full, %llu MiB free%s%s; free "
 	         "space there or grow it, then run again: dpkg is repaired and the install continues",
-	         mnt, s->chroot_dir ? s->chroot_dir : "/", avail >> 20, needs[0] ? "; apt: " : "", needs);
+	         mnt, s->e.chroot_dir ? s->e.chroot_dir : "/", avail >> 20, needs[0] ? "; apt: " : "", needs);
 	return -ENOSPC;
 }
 
 static int effect(struct inst *s, const char *id, const char *const *argv, unsigned timeout_ms)
 {
-	const struct gb_install_effect e = { .ctx = s->ctx,
-		                             .j = s->j,
-		                             .chroot_dir = s->chroot_dir,
-		                             .lock_wait = gb_pkg_lock_wait,
-		                             .lock_ms =
-		                                 s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
-		                             .res = s->res };
-	return name_full_disk(s, gb_install_effect(&e, id, argv, timeout_ms, s->ret->error, sizeof(s->ret->error)));
+	return name_full_disk(s, gb_pkg_effect(&s->e, id, argv, timeout_ms));
 }
 
 /* apt-get update exits 0 when a source cannot be reached ("W: Failed to
@@ -408,8 +384,8 @@ static int effect(struct inst *s, const char *id, const char *const *argv, unsig
  * it then does not know is blamed on the source, not on the archive. */
 static void update_failures(struct inst *s)
 {
-	const char *w = strstr(s->res->output, "W: Failed to fetch ");
-	const char *e = w ? w : strstr(s->res->output, "E: Failed to fetch ");
+	const char *w = strstr(s->e.res->output, "W: Failed to fetch ");
+	const char *e = w ? w : strstr(s->e.res->output, "E: Failed to fetch ");
 
 	s->unreachable[0] = '\0';
 	if (e) {
@@ -432,41 +408,42 @@ static int update_refused(struct inst *s, int r)
 	char keyring[256], sources[256], id[300], line[200] = "";
 
 	for (size_t i = 0; i < ARRAY_SIZE(signs) && !why; i++)
-		why = strstr(s->res->output, signs[i]);
+		why = strstr(s->e.res->output, signs[i]);
 	if (!why)
 		return r;
 	/* the line that says it */
-	while (why > s->res->output && why[-1] != '\n')
+	while (why > s->e.res->output && why[-1] != '\n')
 		why--;
 	snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "\n"), why);
 	if (s->packages) {
 		const char *paths[2];
-		gb_apt_repo_paths(s->in->repo->id, keyring, sizeof(keyring), sources, sizeof(sources));
+		gb_apt_repo_paths(s->e.in->repo->id, keyring, sizeof(keyring), sources, sizeof(sources));
 		paths[0] = sources, paths[1] = keyring;
 		for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
 			int k;
 			snprintf(id, sizeof(id), "file:%s", paths[i]);
-			if (!gb_journal_step_changed(s->j, id))
+			if (!gb_journal_step_changed(s->e.j, id))
 				continue; /* there before this run: not ours to take out */
 			snprintf(id, sizeof(id), "remove:%s", paths[i]);
-			(void)gb_journal_begin(s->j, STAGE, id, "file", NULL);
-			k = gb_root_unlink(s->ctx->root, paths[i]);
-			(void)gb_journal_end(s->j, id, k, NULL);
+			(void)gb_journal_begin(s->e.j, STAGE, id, "file", NULL);
+			k = gb_root_unlink(s->e.ctx->root, paths[i]);
+			(void)gb_journal_end(s->e.j, id, k, NULL);
 		}
-		s->ret->sources_changed = false;
+		s->e.ret->sources_changed = false;
 	}
 	for (size_t i = 0; i < s->n_undo; i++) {
 		int k;
 		snprintf(id, sizeof(id), "restore:%s", s->undo[i].path);
-		(void)gb_journal_begin(s->j, STAGE, id, "file", NULL);
-		k = gb_root_write_file(s->ctx->root, s->undo[i].path, s->undo[i].text, s->undo[i].len, s->undo[i].mode);
-		(void)gb_journal_end(s->j, id, k, NULL);
+		(void)gb_journal_begin(s->e.j, STAGE, id, "file", NULL);
+		k = gb_root_write_file(s->e.ctx->root, s->undo[i].path, s->undo[i].text, s->undo[i].len,
+		                       s->undo[i].mode);
+		(void)gb_journal_end(s->e.j, id, k, NULL);
 	}
 	if (s->n_undo)
-		s->ret->sources_changed = false;
+		s->e.ret->sources_changed = false;
 	return FAIL(s, -EKEYREJECTED,
 	            "apt refused %s's index (%s): nothing was installed%s; check the mirror or the network path",
-	            s->packages ? s->in->repo->uri : s->ret->codename, line,
+	            s->packages ? s->e.in->repo->uri : s->e.ret->codename, line,
 	            s->packages ? ", and the repository's keyring and sources entry this run added were removed"
 	            : s->n_undo ? ", and the components this run enabled in Debian's sources were taken out again"
 	                        : "");
@@ -480,13 +457,13 @@ static int resolve(struct inst *s)
 	char missing[512] = "";
 	size_t o = 0;
 
-	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
-		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		const char *argv[] = { "apt-cache", "madison", p->name, NULL };
 		int n, r = query(s, argv);
 		if (r < 0)
 			return r;
-		n = gb_apt_madison_parse(s->res->output, p->name, v, ARRAY_SIZE(v));
+		n = gb_apt_madison_parse(s->e.res->output, p->name, v, ARRAY_SIZE(v));
 		for (int k = 0; k < n && !p->resolved[0]; k++)
 			if (gb_deb_version_matches(v[k].version, p->wanted)) {
 				memcpy(p->resolved, v[k].version, sizeof(p->resolved));
@@ -504,7 +481,7 @@ static int resolve(struct inst *s)
 		            s->unreachable, missing);
 	if (missing[0])
 		return FAIL(s, -ENOPKG, "Not in %s (after apt-get update%s): %s; nothing was installed",
-		            s->packages ? s->in->repo->uri : s->ret->codename,
+		            s->packages ? s->e.in->repo->uri : s->e.ret->codename,
 		            s->packages ? "" : ", with contrib non-free non-free-firmware", missing);
 	return 0;
 }
@@ -514,11 +491,11 @@ static int resolve(struct inst *s)
  * the kernel module, neither while apt resolves nor later. */
 static int write_pin(struct inst *s)
 {
-	const char *name = s->in->pin_name ? s->in->pin_name : "nvidia";
-	const char *pkgs = s->in->pin_packages ? s->in->pin_packages
-	                   : s->packages       ? nvidia_repo_pin
-	                                       : debian_pin_sources;
-	const char *ver = s->in->pin_version ? s->in->pin_version : s->in->driver_version;
+	const char *name = s->e.in->pin_name ? s->e.in->pin_name : "nvidia";
+	const char *pkgs = s->e.in->pin_packages ? s->e.in->pin_packages
+	                   : s->packages         ? nvidia_repo_pin
+	                                         : debian_pin_sources;
+	const char *ver = s->e.in->pin_version ? s->e.in->pin_version : s->e.in->driver_version;
 	char text[1024], path[128];
 	int r;
 	if (!ver || !ver[0])
@@ -531,7 +508,7 @@ static int write_pin(struct inst *s)
 	         "# kernel module and userspace). docs/install.md says how to undo it.\n"
 	         "Package: %s\nPin: version %s-*\nPin-Priority: 1001\n",
 	         ver, pkgs, ver);
-	r = gb_journal_write_file(s->j, STAGE, path, text, strlen(text), 0644);
+	r = gb_journal_write_file(s->e.j, STAGE, path, text, strlen(text), 0644);
 	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", path, strerror(-r)) : 0;
 }
 
@@ -540,7 +517,7 @@ static int write_pin(struct inst *s)
  * dots and pluses bracketed). */
 static int write_uu_blacklist(struct inst *s)
 {
-	const char *name = s->in->pin_name ? s->in->pin_name : "nvidia";
+	const char *name = s->e.in->pin_name ? s->e.in->pin_name : "nvidia";
 	char text[4096], path[160];
 	size_t o;
 	int r;
@@ -551,9 +528,9 @@ static int write_uu_blacklist(struct inst *s)
 	                     "// Written by gpuboot: unattended-upgrades leaves these packages alone;\n"
 	                     "// gpuboot's apt pin and holds keep them at one version.\n"
 	                     "Unattended-Upgrade::Package-Blacklist {\n");
-	for (size_t i = 0; i < s->ret->n_pkgs && o < sizeof(text) - 256; i++) {
-		const char *p = s->ret->pkgs[i].name;
-		if (!s->ret->pkgs[i].hold)
+	for (size_t i = 0; i < s->e.ret->n_pkgs && o < sizeof(text) - 256; i++) {
+		const char *p = s->e.ret->pkgs[i].name;
+		if (!s->e.ret->pkgs[i].hold)
 			continue;
 		o += (size_t)snprintf(text + o, sizeof(text) - o, "    \"^");
 		for (; *p && o < sizeof(text) - 64; p++)
@@ -561,13 +538,8 @@ static int write_uu_blacklist(struct inst *s)
 		o += (size_t)snprintf(text + o, sizeof(text) - o, "$\";\n");
 	}
 	o += (size_t)snprintf(text + o, sizeof(text) - o, "};\n");
-	r = gb_journal_write_file(s->j, STAGE, path, text, strlen(text), 0644);
+	r = gb_journal_write_file(s->e.j, STAGE, path, text, strlen(text), 0644);
 	return r < 0 ? FAIL(s, r, "Failed to write '%s': %s", path, strerror(-r)) : 0;
-}
-
-static int write_blacklist(struct inst *s)
-{
-	return s->in->userspace_only ? 0 : gb_install_write_blacklist(s->j, s->ret->error, sizeof(s->ret->error));
 }
 
 /* argv: the verb, then name=version (or names, for apt-mark) of the
@@ -575,8 +547,8 @@ static int write_blacklist(struct inst *s)
 static size_t pkg_argv(struct inst *s, const char **argv, size_t n, char (*buf)[GB_INSTALL_NAME + GB_INSTALL_VERSION],
                        int which)
 {
-	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
-		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		if (which == 0)
 			snprintf(buf[i], sizeof(buf[i]), "%s=%s", p->name, p->resolved);
 		else if ((which == 1 && p->hold) || (which == 2 && p->held_before && !streq(p->before, p->resolved)))
@@ -599,24 +571,23 @@ static int dpkg_audit(struct inst *s)
 	const char *argv[] = { "dpkg", "--audit", NULL };
 	char **names = NULL;
 	size_t n = 0, pending = 0;
-	int r = gb_root_list_dir(s->ctx->root, "var/lib/dpkg/updates", &names, &n);
+	int r = gb_root_list_dir(s->e.ctx->root, "var/lib/dpkg/updates", &names, &n);
 
 	s->interrupted[0] = '\0';
 	if (r < 0 && r != -ENOENT)
-		return FAIL(s, r, "Failed to list var/lib/dpkg/updates in %s: %s", s->ctx->root->path, strerror(-r));
+		return FAIL(s, r, "Failed to list var/lib/dpkg/updates in %s: %s", s->e.ctx->root->path, strerror(-r));
 	for (size_t i = 0; i < n; i++)
 		pending += strspn(names[i], "0123456789") == strlen(names[i]); /* dpkg's own: digits; not tmp.i */
 	gb_strv_free(names);
-	r = gb_install_query(s->ctx, s->chroot_dir, argv, QUERY_TIMEOUT_MS, false, s->res, s->ret->error,
-	                     sizeof(s->ret->error));
+	r = gb_pkg_query(&s->e, argv, false);
 	if (r < 0)
 		return r;
 	if (pending)
 		snprintf(s->interrupted, sizeof(s->interrupted),
 		         "dpkg was interrupted (%zu record(s) in var/lib/dpkg/updates)", pending);
-	else if (s->res->output_len > 0 && strspn(s->res->output, " \t\n") < s->res->output_len) {
+	else if (s->e.res->output_len > 0 && strspn(s->e.res->output, " \t\n") < s->e.res->output_len) {
 		char first[96];
-		gb_strscpy(first, sizeof(first), s->res->output);
+		gb_strscpy(first, sizeof(first), s->e.res->output);
 		first[strcspn(first, "\n")] = '\0';
 		snprintf(s->interrupted, sizeof(s->interrupted), "dpkg --audit: %s", first);
 	}
@@ -661,34 +632,34 @@ static int dpkg_recover(struct inst *s)
 		                                      "-o",
 		                                      "Dpkg::Options::=--force-confold",
 		                                      NULL };
-	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
+	unsigned apt_ms = s->e.in->apt_timeout_ms ? s->e.in->apt_timeout_ms : DEFAULT_APT_MS;
 	char id[128], found[sizeof(s->interrupted)], how[96] = "dpkg --configure -a";
 	size_t n;
 	int r;
 
 	gb_strscpy(found, sizeof(found), s->interrupted);
 	gb_log_warning("%s in %s: repairing it the package manager's way (dpkg --configure -a)", found,
-	               s->ctx->root->path);
-	gb_journal_repeat_id(s->j, "dpkg-configure-a", id, sizeof(id));
+	               s->e.ctx->root->path);
+	gb_journal_repeat_id(s->e.j, "dpkg-configure-a", id, sizeof(id));
 	r = effect(s, id, configure, apt_ms);
 	if (r == -EIO) {
 		/* dpkg configures what it can and fails on a package a kill left
 		 * half-installed ("reinstall it before attempting configuration"):
 		 * the reinstall below mends that, and the audit after it judges */
 		gb_log_warning("dpkg --configure -a did not finish in %s (%s): going on with the reinstall",
-		               s->ctx->root->path, s->ret->error);
-		s->ret->error[0] = '\0';
+		               s->e.ctx->root->path, s->e.ret->error);
+		s->e.ret->error[0] = '\0';
 		r = 0;
 	}
 	if (r >= 0)
 		r = dpkg_audit(s);
-	if (r >= 0 && s->interrupted[0] && (n = audit_names(s->res->output, names, ARRAY_SIZE(names))) > 0) {
+	if (r >= 0 && s->interrupted[0] && (n = audit_names(s->e.res->output, names, ARRAY_SIZE(names))) > 0) {
 		/* apt-get install --reinstall -y -q -o ... NAME... */
 		apt[1] = "install", apt[2] = "--reinstall";
 		for (size_t i = 0; i < n; i++)
 			apt[9 + i] = names[i];
 		apt[9 + n] = NULL;
-		gb_journal_repeat_id(s->j, "apt-get-reinstall", id, sizeof(id));
+		gb_journal_repeat_id(s->e.j, "apt-get-reinstall", id, sizeof(id));
 		r = effect(s, id, apt, apt_ms);
 		if (r >= 0)
 			r = dpkg_audit(s);
@@ -696,7 +667,7 @@ static int dpkg_recover(struct inst *s)
 	}
 	if (r >= 0 && s->interrupted[0]) {
 		apt[1] = "-f", apt[2] = "install", apt[9] = NULL;
-		gb_journal_repeat_id(s->j, "apt-get-f-install", id, sizeof(id));
+		gb_journal_repeat_id(s->e.j, "apt-get-f-install", id, sizeof(id));
 		r = effect(s, id, apt, apt_ms);
 		if (r >= 0)
 			r = dpkg_audit(s);
@@ -705,10 +676,10 @@ static int dpkg_recover(struct inst *s)
 	if (r < 0)
 		return r;
 	if (s->interrupted[0])
-		return FAIL(s, -EIO, "%s is still so after %s: %s; see dpkg --audit", s->ctx->root->path, how,
+		return FAIL(s, -EIO, "%s is still so after %s: %s; see dpkg --audit", s->e.ctx->root->path, how,
 		            s->interrupted);
-	snprintf(s->ret->recovered, sizeof(s->ret->recovered), "%s: repaired by %s", found, how);
-	s->ret->packages_changed = true;
+	snprintf(s->e.ret->recovered, sizeof(s->e.ret->recovered), "%s: repaired by %s", found, how);
+	s->e.ret->packages_changed = true;
 	return 0;
 }
 
@@ -716,7 +687,7 @@ static int apt_install(struct inst *s)
 {
 	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
 	const char *argv[GB_INSTALL_MAX_PKGS + 12] = { "apt-get", "update", "-q", NULL };
-	unsigned apt_ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_APT_MS;
+	unsigned apt_ms = s->e.in->apt_timeout_ms ? s->e.in->apt_timeout_ms : DEFAULT_APT_MS;
 	int r = s->interrupted[0] ? dpkg_recover(s) : 0;
 
 	if (r >= 0 && (r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS)) < 0)
@@ -726,7 +697,7 @@ static int apt_install(struct inst *s)
 	if (r >= 0)
 		r = resolve(s);
 	if (r >= 0)
-		r = write_blacklist(s);
+		r = gb_pkg_write_blacklist(&s->e);
 	if (r >= 0)
 		r = write_pin(s);
 	if (r >= 0)
@@ -742,7 +713,7 @@ static int apt_install(struct inst *s)
 	argv[8] = "Dpkg::Options::=--force-confold";
 	pkg_argv(s, argv, 9, buf, 0);
 	r = effect(s, "apt-get-install", argv, apt_ms);
-	s->ret->packages_changed = true;
+	s->e.ret->packages_changed = true;
 	if (r < 0)
 		return r;
 	argv[0] = "apt-mark", argv[1] = "hold";
@@ -751,33 +722,17 @@ static int apt_install(struct inst *s)
 	return r;
 }
 
-static int apt_install_cb(void *s)
-{
-	return apt_install(s);
-}
-
-/* After apt: every package at its version and held as asked, a module for
- * every kernel. */
+/* After apt: every package at its version and held as asked. */
 static int check_after(struct inst *s)
 {
 	int r = query_installed(s, NULL, 0, true);
-	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
-		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; r >= 0 && i < s->e.ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		if (!gb_deb_version_matches(p->after, p->wanted) || (p->resolved[0] && !streq(p->after, p->resolved)))
 			return FAIL(s, -EIO, "After apt-get install, %s is at '%s', not %s", p->name, p->after,
 			            p->resolved[0] ? p->resolved : p->wanted);
 		if (p->hold && !p->held_after)
 			return FAIL(s, -EIO, "After apt-mark hold, %s is not held", p->name);
-	}
-	for (size_t i = 0; r >= 0 && i < s->n_kernels; i++) {
-		struct gb_install_kernel_result *k = &s->ret->kernels[s->ret->n_kernels++];
-		gb_strscpy(k->kver, sizeof(k->kver), s->kernels[i]);
-		find_module(s, s->kernels[i], k->module, sizeof(k->module));
-		if (!k->module[0])
-			return FAIL(s, -ENOENT,
-			            "DKMS built no %s module for the kernel %s (lib/modules/%s/updates/dkms/); its log "
-			            "is under var/lib/dkms/ in %s",
-			            s->module, s->kernels[i], s->kernels[i], s->ctx->root->path);
 	}
 	return r;
 }
@@ -788,64 +743,102 @@ static int sources(struct inst *s)
 	int r;
 	if (!s->packages)
 		return sources_enable(s);
-	r = gb_apt_repo_setup(s->ctx, s->j, s->in->repo, &changed, s->ret->error, sizeof(s->ret->error));
-	s->ret->sources_changed = changed;
+	r = gb_apt_repo_setup(s->e.ctx, s->e.j, s->e.in->repo, &changed, s->e.ret->error, sizeof(s->e.ret->error));
+	s->e.ret->sources_changed = changed;
 	return r;
 }
 
-static int distro_apply(struct inst *s)
-{
-	int r;
+/* ---- the apt backend ---- */
 
-	r = sources(s);
+static int apt_os(struct gb_pkg_engine *e)
+{
+	struct inst *s = (struct inst *)e;
+	s->packages = e->in->method == GB_INSTALL_PACKAGES;
+	return os_release(s);
+}
+
+static int apt_list(struct gb_pkg_engine *e)
+{
+	return build_list((struct inst *)e);
+}
+
+/* The sources, then what a killed dpkg left; done when nothing needs
+ * repairing and everything is in place. */
+static int apt_prepare(struct gb_pkg_engine *e, bool *ret_done)
+{
+	struct inst *s = (struct inst *)e;
+	int r = sources(s);
 	if (r >= 0)
 		r = dpkg_audit(s);
-	if (r < 0)
-		return r;
-	if (!s->interrupted[0] && satisfied(s)) {
-		/* Everything is there: the blacklist and the pin are made sure of
-		 * (unchanged on a rerun), no command runs. */
-		for (size_t i = 0; i < s->ret->n_pkgs; i++) {
-			struct gb_install_pkg_result *p = &s->ret->pkgs[i];
-			memcpy(p->resolved, p->before, sizeof(p->resolved));
-		}
-		r = write_blacklist(s);
-		if (r >= 0)
-			r = write_pin(s);
-		if (r >= 0)
-			r = write_uu_blacklist(s);
-		return r < 0 ? r : check_after(s);
-	}
-	r = gb_install_in_root(s->ctx, s->j, s->chroot_dir, apt_install_cb, s, s->ret->error, sizeof(s->ret->error));
-	return r < 0 ? r : check_after(s);
+	*ret_done = r >= 0 && !s->interrupted[0] && satisfied(s);
+	return r;
 }
+
+/* Everything is there: the blacklist and the pin are made sure of
+ * (unchanged on a rerun), no command runs. */
+static int apt_settle(struct gb_pkg_engine *e)
+{
+	struct inst *s = (struct inst *)e;
+	int r;
+	for (size_t i = 0; i < e->ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &e->ret->pkgs[i];
+		memcpy(p->resolved, p->before, sizeof(p->resolved));
+	}
+	r = gb_pkg_write_blacklist(e);
+	if (r >= 0)
+		r = write_pin(s);
+	return r < 0 ? r : write_uu_blacklist(s);
+}
+
+static int apt_install_op(struct gb_pkg_engine *e)
+{
+	return apt_install((struct inst *)e);
+}
+
+static int apt_after(struct gb_pkg_engine *e)
+{
+	return check_after((struct inst *)e);
+}
+
+static void apt_find_module(struct gb_pkg_engine *e, const char *kver, char *out, size_t outsz)
+{
+	find_module((struct inst *)e, kver, out, outsz);
+}
+
+static int apt_no_module(struct gb_pkg_engine *e, const char *kver)
+{
+	struct inst *s = (struct inst *)e;
+	return FAIL(s, -ENOENT,
+	            "DKMS built no %s module for the kernel %s (lib/modules/%s/updates/dkms/); its log is under "
+	            "var/lib/dkms/ in %s",
+	            s->module, kver, kver, e->ctx->root->path);
+}
+
+static void apt_done(struct gb_pkg_engine *e)
+{
+	struct inst *s = (struct inst *)e;
+	for (size_t i = 0; i < s->n_undo; i++)
+		free(s->undo[i].text);
+}
+
+static const struct gb_pkg_backend apt_backend = {
+	.name = "apt",
+	.state_size = sizeof(struct inst),
+	.lock_wait = gb_pkg_lock_wait,
+	.query_timeout_ms = QUERY_TIMEOUT_MS,
+	.os = apt_os,
+	.list = apt_list,
+	.prepare = apt_prepare,
+	.settle = apt_settle,
+	.install = apt_install_op,
+	.after = apt_after,
+	.find_module = apt_find_module,
+	.no_module = apt_no_module,
+	.done = apt_done,
+};
 
 int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                       struct gb_install_result *ret)
 {
-	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
-	char dir[4096];
-	struct inst s = { .ctx = ctx, .j = j, .in = in, .ret = ret, .res = res };
-	int r;
-
-	if (!res)
-		return -ENOMEM;
-	s.packages = in->method == GB_INSTALL_PACKAGES;
-	ret->method = s.packages ? "packages" : "distro";
-	ret->image = !ctx->root->is_host;
-	if (ret->image) {
-		if (!realpath(ctx->opt.root, dir))
-			return FAIL(&s, negative_errno(), "Failed to resolve the root '%s'", ctx->opt.root);
-		s.chroot_dir = dir;
-	}
-	r = os_release(&s);
-	if (r >= 0)
-		r = find_kernels(&s);
-	if (r >= 0)
-		r = build_list(&s);
-	if (r >= 0)
-		r = distro_apply(&s);
-	for (size_t i = 0; i < s.n_undo; i++)
-		free(s.undo[i].text);
-	return r;
+	return gb_pkg_engine_run(&apt_backend, ctx, in, j, ret);
 }

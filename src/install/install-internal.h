@@ -66,6 +66,68 @@ int gb_install_kernels(struct gb_ctx *ctx, const struct gb_install_input *in, ch
 /* etc/modprobe.d/gpuboot-blacklist-nouveau.conf, journaled. */
 int gb_install_write_blacklist(struct gb_journal *j, char *err, size_t errsz);
 
+/* ---- the package-backend interface (pkg-engine.c) ----
+ *
+ * One install through a package manager, whatever its family: the root's
+ * distribution checked, the kernels found, the package list made, the
+ * repository and what a killed run left made sure of; then either
+ * everything is in place (the files gpuboot owns made sure of, no command
+ * run) or the package manager runs inside the root; then the versions,
+ * holds and a module for every kernel are checked. gb_pkg_engine_run walks
+ * it; a backend (apt: install-distro.c; dnf and zypper: install-rpm.c) is
+ * what differs. A new package manager is one backend. */
+struct gb_pkg_engine {
+	const struct gb_pkg_backend *be;
+	struct gb_ctx *ctx;
+	struct gb_journal *j;
+	const struct gb_install_input *in;
+	struct gb_install_result *ret;
+	struct gb_cmd_result *res; /* one buffer for every command */
+	const char *chroot_dir; /* NULL on the live machine */
+	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
+	size_t n_kernels;
+	char dir[4096]; /* the image root, resolved (chroot_dir) */
+};
+
+struct gb_pkg_backend {
+	const char *name; /* "apt" | "rpm" */
+	size_t state_size; /* the backend's state, struct gb_pkg_engine its first member */
+	/* the package manager's locks (effect/pkg-lock.c) */
+	int (*lock_wait)(struct gb_ctx *ctx, unsigned timeout_ms, char *err, size_t errsz);
+	unsigned query_timeout_ms;
+	/* the root's distribution is this backend's (ret->distro, codename) */
+	int (*os)(struct gb_pkg_engine *e);
+	/* the packages: the input's or the distribution's, the kernels' headers */
+	int (*list)(struct gb_pkg_engine *e);
+	/* optional: what is installed before, read-only */
+	int (*before)(struct gb_pkg_engine *e);
+	/* the repository and its key, what a killed run left; *ret_done:
+	 * every package, hold and module already in place */
+	int (*prepare)(struct gb_pkg_engine *e, bool *ret_done);
+	/* everything in place: the files gpuboot owns made sure of, no command */
+	int (*settle)(struct gb_pkg_engine *e);
+	/* inside the root (chrooted for an image): the commands */
+	int (*install)(struct gb_pkg_engine *e);
+	/* the versions and holds as asked (the kernels' modules are the walk's) */
+	int (*after)(struct gb_pkg_engine *e);
+	/* the module built for kver below the root, "" when none; and the
+	 * error when there is none (-ENOENT with ret->error) */
+	void (*find_module)(struct gb_pkg_engine *e, const char *kver, char *out, size_t outsz);
+	int (*no_module)(struct gb_pkg_engine *e, const char *kver);
+	/* optional: release what the backend's state holds, on every path */
+	void (*done)(struct gb_pkg_engine *e);
+};
+
+int gb_pkg_engine_run(const struct gb_pkg_backend *be, struct gb_ctx *ctx, const struct gb_install_input *in,
+                      struct gb_journal *j, struct gb_install_result *ret);
+/* A journaled package-manager command after the backend's locks. */
+int gb_pkg_effect(struct gb_pkg_engine *e, const char *id, const char *const *argv, unsigned timeout_ms);
+/* A read-only query (chrooted in an image), not journaled; its output in
+ * e->res. whole: the output must be all there (it is parsed). */
+int gb_pkg_query(struct gb_pkg_engine *e, const char *const *argv, bool whole);
+/* The nouveau blacklist, except for a userspace-only install. */
+int gb_pkg_write_blacklist(struct gb_pkg_engine *e);
+
 /* install-distro.c: the distro method (Debian) and the packages method on
  * apt (NVIDIA's repository): one apt engine. */
 int gb_install_distro(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,

@@ -37,7 +37,6 @@
 #define QUERY_TIMEOUT_MS (10 * 60 * 1000) /* dnf list and zypper's dry run may load metadata */
 #define SHORT_TIMEOUT_MS (5 * 60 * 1000)
 #define REFRESH_TIMEOUT_MS (15 * 60 * 1000)
-#define DEFAULT_LOCK_MS (5 * 60 * 1000)
 #define DEFAULT_INSTALL_MS (60 * 60 * 1000)
 #define KEY_MAX (64u * 1024u)
 #define REPO_MAX (256u * 1024u)
@@ -54,18 +53,11 @@
 #define QF "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"
 
 struct rinst {
-	struct gb_ctx *ctx;
-	struct gb_journal *j;
-	const struct gb_install_input *in;
-	struct gb_install_result *ret;
-	struct gb_cmd_result *res; /* one buffer for every command */
-	const char *chroot_dir; /* NULL on the live machine */
+	struct gb_pkg_engine e; /* first: the walk's state (install-internal.h) */
 	enum gb_pkgmgr pm;
 	unsigned major; /* VERSION_ID's first number */
 	char module[64], stream[64]; /* "@nvidia-driver:595-open"; "" when none */
 	bool module_enabled, key_imported, family_read;
-	char kernels[GB_INSTALL_MAX_KERNELS][GB_INSTALL_KVER];
-	size_t n_kernels;
 	char keyfile[160], alias[96], repofile[192];
 	char fpr[GB_PGP_FPR_LEN];
 	/* rpm -qa of the driver's packages (and the plan's): before the
@@ -80,7 +72,7 @@ struct rinst {
 	char damaged[256];
 };
 
-#define FAIL(s, r, ...) (snprintf((s)->ret->error, sizeof((s)->ret->error), __VA_ARGS__), (r))
+#define FAIL(s, r, ...) (snprintf((s)->e.ret->error, sizeof((s)->e.ret->error), __VA_ARGS__), (r))
 
 static bool is_dnf(const struct rinst *s)
 {
@@ -133,29 +125,29 @@ static int os_release(struct rinst *s)
 	struct gb_os_release osr;
 	uint32_t major = 0;
 	char num[16];
-	int r = gb_os_release_read(s->ctx, &osr);
+	int r = gb_os_release_read(s->e.ctx, &osr);
 
 	if (r < 0)
-		return FAIL(s, r, "Failed to read os-release in %s: %s", s->ctx->root->path, strerror(-r));
-	gb_strscpy(s->ret->distro, sizeof(s->ret->distro), osr.id);
-	gb_strscpy(s->ret->codename, sizeof(s->ret->codename), osr.version_id);
+		return FAIL(s, r, "Failed to read os-release in %s: %s", s->e.ctx->root->path, strerror(-r));
+	gb_strscpy(s->e.ret->distro, sizeof(s->e.ret->distro), osr.id);
+	gb_strscpy(s->e.ret->codename, sizeof(s->e.ret->codename), osr.version_id);
 	s->pm = rpm_pm(&osr);
-	if (s->pm == GB_PKGMGR_NONE || s->in->method != GB_INSTALL_PACKAGES)
+	if (s->pm == GB_PKGMGR_NONE || s->e.in->method != GB_INSTALL_PACKAGES)
 		return FAIL(s, -EOPNOTSUPP,
 		            "%s ('%s' %s) is not a distribution whose NVIDIA repository gpuboot drives with dnf or "
 		            "zypper; use the runfile method",
-		            s->ctx->root->path, s->ret->distro, s->ret->codename);
-	gb_strscpy(num, sizeof(num), s->ret->codename);
+		            s->e.ctx->root->path, s->e.ret->distro, s->e.ret->codename);
+	gb_strscpy(num, sizeof(num), s->e.ret->codename);
 	num[strcspn(num, ".")] = '\0';
 	if (gb_safe_atou32(num, 10, &major) < 0)
-		return FAIL(s, -EOPNOTSUPP, "os-release in %s has no usable VERSION_ID ('%s')", s->ctx->root->path,
-		            s->ret->codename);
+		return FAIL(s, -EOPNOTSUPP, "os-release in %s has no usable VERSION_ID ('%s')", s->e.ctx->root->path,
+		            s->e.ret->codename);
 	s->major = major;
 	/* dnf 5 keeps its locks elsewhere (versionlock.toml): not driven here. */
-	if (is_dnf(s) && gb_root_readlink(s->ctx->root, "usr/bin/dnf", &dnf) == 0 && strstr(dnf, "dnf5"))
+	if (is_dnf(s) && gb_root_readlink(s->e.ctx->root, "usr/bin/dnf", &dnf) == 0 && strstr(dnf, "dnf5"))
 		return FAIL(s, -EOPNOTSUPP,
 		            "dnf in %s is dnf 5, whose versionlock gpuboot does not drive; use the runfile method",
-		            s->ctx->root->path);
+		            s->e.ctx->root->path);
 	return 0;
 }
 
@@ -165,14 +157,14 @@ static int add_pkg(struct rinst *s, const char *name, const char *version, bool 
 {
 	struct gb_install_pkg_result *p;
 	/* one name at two versions is two kernels' development packages */
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		if (streq(s->ret->pkgs[i].name, name) && streq(s->ret->pkgs[i].wanted, evr_plain(version)))
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		if (streq(s->e.ret->pkgs[i].name, name) && streq(s->e.ret->pkgs[i].wanted, evr_plain(version)))
 			return 0;
-	if (s->ret->n_pkgs >= GB_INSTALL_MAX_PKGS)
+	if (s->e.ret->n_pkgs >= GB_INSTALL_MAX_PKGS)
 		return FAIL(s, -E2BIG, "More than %d packages to install", GB_INSTALL_MAX_PKGS);
 	if (!gb_rpm_name_valid(name) || (version[0] && !gb_rpm_evr_valid(version)))
 		return FAIL(s, -EINVAL, "'%s' '%s' is not an rpm package name and version", name, version);
-	p = &s->ret->pkgs[s->ret->n_pkgs++];
+	p = &s->e.ret->pkgs[s->e.ret->n_pkgs++];
 	gb_strscpy(p->name, sizeof(p->name), name);
 	gb_strscpy(p->wanted, sizeof(p->wanted), evr_plain(version));
 	p->hold = hold;
@@ -180,12 +172,11 @@ static int add_pkg(struct rinst *s, const char *name, const char *version, bool 
 }
 
 /* Run a read-only query (chrooted in an image): not an effect, not
- * journaled; its output is in s->res. whole: the output must be all there
+ * journaled; its output is in s->e.res. whole: the output must be all there
  * (it is parsed), else only its tail is read. */
 static int query(struct rinst *s, const char *const *argv, bool whole)
 {
-	return gb_install_query(s->ctx, s->chroot_dir, argv, QUERY_TIMEOUT_MS, whole, s->res, s->ret->error,
-	                        sizeof(s->ret->error));
+	return gb_pkg_query(&s->e, argv, whole);
 }
 
 /* A module stream (GB_PKG_STREAM, the plan's "@nvidia-driver:595-open"):
@@ -195,30 +186,24 @@ static int query(struct rinst *s, const char *const *argv, bool whole)
  * Advanced Options). */
 static int add_module(struct rinst *s, const struct gb_pkg_spec *p)
 {
-	bool streams = is_dnf(s) && (streq(s->ret->distro, "amzn") || s->major == 8 || s->major == 9);
+	bool streams = is_dnf(s) && (streq(s->e.ret->distro, "amzn") || s->major == 8 || s->major == 9);
 	char spec[GB_INSTALL_NAME + 72];
 
 	if (gb_pkg_spec_format(p, spec, sizeof(spec)) < 0 || !gb_rpm_name_valid(p->name) ||
 	    !gb_rpm_name_valid(p->stream))
 		return FAIL(s, -EINVAL, "'%s' '%s' is not a module stream (MODULE:STREAM)", p->name, p->stream);
-	if (s->in->userspace_only)
+	if (s->e.in->userspace_only)
 		return FAIL(s, -EINVAL, "'%s' is a kernel module stream; this install is userspace only", spec);
 	if (!streams)
 		return FAIL(s, -EINVAL,
 		            "%s %s has no module streams: the plan's %s is for RHEL 8/9 and Amazon Linux 2023; "
 		            "make the plan for this system",
-		            s->ret->distro, s->ret->codename, spec);
+		            s->e.ret->distro, s->e.ret->codename, spec);
 	if (s->module[0] && !(streq(s->module, p->name) && streq(s->stream, p->stream)))
 		return FAIL(s, -EINVAL, "Two module streams in one plan: @%s:%s and %s", s->module, s->stream, spec);
 	gb_strscpy(s->module, sizeof(s->module), p->name);
 	gb_strscpy(s->stream, sizeof(s->stream), p->stream);
 	return add_pkg(s, gb_pkg_stream_open(p->stream) ? "nvidia-open" : "cuda-drivers", p->version, p->hold);
-}
-
-/* The kernels: as given, or every lib/modules/<kver> with boot/vmlinuz-<kver>. */
-static int find_kernels(struct rinst *s)
-{
-	return gb_install_kernels(s->ctx, s->in, s->kernels, &s->n_kernels, s->ret->error, sizeof(s->ret->error));
 }
 
 /* The development package of each kernel, at the kernel package's own
@@ -232,11 +217,11 @@ static int add_kernel_devel(struct rinst *s)
 	char file[GB_INSTALL_KVER + 32], base[GB_INSTALL_NAME], name[GB_INSTALL_NAME + 8];
 	int n, r = 0;
 
-	for (size_t i = 0; i < s->n_kernels && r >= 0; i++) {
-		snprintf(file, sizeof(file), "/boot/vmlinuz-%s", s->kernels[i]);
+	for (size_t i = 0; i < s->e.n_kernels && r >= 0; i++) {
+		snprintf(file, sizeof(file), "/boot/vmlinuz-%s", s->e.kernels[i]);
 		const char *argv[] = { "rpm", "-qf", "--qf", QF, file, NULL };
 		r = query(s, argv, true);
-		n = r < 0 ? r : gb_rpm_qf_parse(s->res->output, k, ARRAY_SIZE(k));
+		n = r < 0 ? r : gb_rpm_qf_parse(s->e.res->output, k, ARRAY_SIZE(k));
 		if (n == -EINVAL || n == -E2BIG)
 			return FAIL(s, -EINVAL, "rpm -qf %s printed what gpuboot cannot read", file);
 		if (r < 0)
@@ -245,7 +230,7 @@ static int add_kernel_devel(struct rinst *s)
 			return FAIL(s, -ENOPKG,
 			            "The kernel %s is not from a package (no package owns %s): no development package "
 			            "can match it; install a packaged kernel or use the runfile method",
-			            s->kernels[i], file);
+			            s->e.kernels[i], file);
 		gb_strscpy(base, sizeof(base), k[0].name);
 		if (strlen(base) > 5 && streq(base + strlen(base) - 5, "-core"))
 			base[strlen(base) - 5] = '\0';
@@ -259,20 +244,20 @@ static int add_kernel_devel(struct rinst *s)
 
 static int build_list(struct rinst *s)
 {
-	const char *flavor = s->in->flavor ? s->in->flavor : "open";
-	const char *ver = s->in->driver_version ? s->in->driver_version : "";
+	const char *flavor = s->e.in->flavor ? s->e.in->flavor : "open";
+	const char *ver = s->e.in->driver_version ? s->e.in->driver_version : "";
 	int r = 0;
 
 	if (!streq(flavor, "open") && !streq(flavor, "proprietary"))
 		return FAIL(s, -EINVAL, "Unknown module flavour '%s' (open or proprietary)", flavor);
 	if (ver[0] && !gb_rpm_evr_valid(ver))
 		return FAIL(s, -EINVAL, "'%s' is not a driver version", ver);
-	if (!s->in->packages || !s->in->n_packages || !s->in->repo)
+	if (!s->e.in->packages || !s->e.in->n_packages || !s->e.in->repo)
 		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
-	for (size_t i = 0; i < s->in->n_packages && r >= 0; i++) {
-		const struct gb_pkg_spec *p = &s->in->packages[i];
+	for (size_t i = 0; i < s->e.in->n_packages && r >= 0; i++) {
+		const struct gb_pkg_spec *p = &s->e.in->packages[i];
 		/* the toolkit is installed at the plan's version or not at all */
-		if (s->in->userspace_only && p->hold && !p->version[0])
+		if (s->e.in->userspace_only && p->hold && !p->version[0])
 			return FAIL(s, -EINVAL,
 			            "%s has no version: a userspace install is locked at the plan's exact version; "
 			            "give the version (the plan's toolkit.version)",
@@ -286,7 +271,7 @@ static int build_list(struct rinst *s)
 	}
 	if (r >= 0 && is_dnf(s))
 		r = add_pkg(s, VERSIONLOCK_PLUGIN, "", false);
-	return r < 0 || s->in->userspace_only ? r : add_kernel_devel(s);
+	return r < 0 || s->e.in->userspace_only ? r : add_kernel_devel(s);
 }
 
 /* ---- what is installed, locked, enabled ---- */
@@ -294,10 +279,10 @@ static int build_list(struct rinst *s)
 static int read_opt(struct rinst *s, const char *path, size_t max, char **ret)
 {
 	size_t len;
-	int r = gb_root_read_file(s->ctx->root, path, max, ret, &len);
+	int r = gb_root_read_file(s->e.ctx->root, path, max, ret, &len);
 	if (r == -ENOENT)
 		return *ret = NULL, 0;
-	return r < 0 ? FAIL(s, r, "Failed to read %s in %s: %s", path, s->ctx->root->path, strerror(-r)) : 0;
+	return r < 0 ? FAIL(s, r, "Failed to read %s in %s: %s", path, s->e.ctx->root->path, strerror(-r)) : 0;
 }
 
 static bool locked(const struct rinst *s, const char *locks, const char *name, const char *evr)
@@ -315,16 +300,16 @@ static int query_before(struct rinst *s)
 	size_t a = 4;
 	int n, r;
 
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		argv[a++] = s->ret->pkgs[i].name;
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		argv[a++] = s->e.ret->pkgs[i].name;
 	argv[a] = NULL;
 	r = query(s, argv, true); /* exit status: how many are not installed */
-	n = r < 0 ? r : gb_rpm_qf_parse(s->res->output, got, ARRAY_SIZE(got));
+	n = r < 0 ? r : gb_rpm_qf_parse(s->e.res->output, got, ARRAY_SIZE(got));
 	if (n < 0)
 		return r < 0 ? r : FAIL(s, n, "rpm -q printed what gpuboot cannot read");
 	r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
-	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
-		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; r >= 0 && i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		const struct gb_rpm_pkg *g = gb_rpm_pkg_find(got, (size_t)n, p->name, p->wanted);
 		gb_strscpy(p->before, sizeof(p->before), g ? g->evr : "");
 		p->held_before = g && locked(s, locks, p->name, g->evr);
@@ -339,11 +324,11 @@ static int query_family(struct rinst *s)
 	size_t a = 5;
 	int n, r;
 
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		argv[a++] = s->ret->pkgs[i].name;
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		argv[a++] = s->e.ret->pkgs[i].name;
 	argv[a] = NULL;
 	r = query(s, argv, true);
-	n = r < 0 ? r : gb_rpm_qf_parse(s->res->output, s->family, ARRAY_SIZE(s->family));
+	n = r < 0 ? r : gb_rpm_qf_parse(s->e.res->output, s->family, ARRAY_SIZE(s->family));
 	if (n < 0)
 		return r < 0 ? r : FAIL(s, n, "rpm -qa printed what gpuboot cannot read");
 	s->n_family = (size_t)n;
@@ -378,9 +363,9 @@ static bool at_driver_version(const char *evr, const char *ver)
 
 static const struct gb_install_pkg_result *plan_pkg(const struct rinst *s, const char *name)
 {
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		if (streq(s->ret->pkgs[i].name, name))
-			return &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		if (streq(s->e.ret->pkgs[i].name, name))
+			return &s->e.ret->pkgs[i];
 	return NULL;
 }
 
@@ -390,7 +375,7 @@ static const struct gb_install_pkg_result *plan_pkg(const struct rinst *s, const
 static bool to_lock(const struct rinst *s, const struct gb_rpm_pkg *f)
 {
 	const struct gb_install_pkg_result *p = plan_pkg(s, f->name);
-	const char *ver = s->in->driver_version;
+	const char *ver = s->e.in->driver_version;
 	if (p)
 		return p->hold && gb_rpm_version_matches(f->evr, p->wanted);
 	return ver && ver[0] && strstr(f->name, "nvidia") && at_driver_version(f->evr, ver);
@@ -418,9 +403,9 @@ static bool find_ko(struct rinst *s, const char *dir, unsigned depth, char *out,
 
 	for (size_t i = 0; gb_kmod_suffixes[i] && !found; i++) {
 		snprintf(out, outsz, "%s/nvidia%s", dir, gb_kmod_suffixes[i]);
-		found = gb_root_exists(s->ctx->root, out);
+		found = gb_root_exists(s->e.ctx->root, out);
 	}
-	if (found || depth == 0 || gb_root_list_dir(s->ctx->root, dir, &ents, &n) < 0) {
+	if (found || depth == 0 || gb_root_list_dir(s->e.ctx->root, dir, &ents, &n) < 0) {
 		if (!found)
 			out[0] = '\0';
 		return found;
@@ -479,7 +464,7 @@ static int key_state(struct rinst *s)
 	const char *argv[] = { "rpm", "-q", "gpg-pubkey", "--qf", "%{VERSION}-%{RELEASE}\\n", NULL };
 	int r = query(s, argv, false);
 	if (r >= 0)
-		s->key_imported = gb_rpm_pubkey_present(s->res->output, s->fpr);
+		s->key_imported = gb_rpm_pubkey_present(s->e.res->output, s->fpr);
 	return r;
 }
 
@@ -490,13 +475,13 @@ static int satisfied(struct rinst *s, bool *ret)
 	int r;
 
 	*ret = false;
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		if (!gb_rpm_version_matches(s->ret->pkgs[i].before, s->ret->pkgs[i].wanted))
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		if (!gb_rpm_version_matches(s->e.ret->pkgs[i].before, s->e.ret->pkgs[i].wanted))
 			return 0;
 	if ((s->module[0] && !s->module_enabled) || !s->key_imported)
 		return 0;
-	for (size_t i = 0; i < s->n_kernels; i++) {
-		find_module(s, s->kernels[i], ko, sizeof(ko));
+	for (size_t i = 0; i < s->e.n_kernels; i++) {
+		find_module(s, s->e.kernels[i], ko, sizeof(ko));
 		if (!ko[0])
 			return 0;
 	}
@@ -524,17 +509,17 @@ static int conflicting_repo(struct rinst *s, const char *dir)
 	size_t n = 0;
 	int res = 0;
 
-	gb_strscpy(uri, sizeof(uri), s->in->repo->uri);
+	gb_strscpy(uri, sizeof(uri), s->e.in->repo->uri);
 	uri[strlen(uri) - 1] = '\0'; /* "…/x86_64" and "…/x86_64/" both match */
 	snprintf(alt, sizeof(alt), "%.*s/$basearch", (int)(strrchr(uri, '/') - uri), uri);
-	if (gb_root_list_dir(s->ctx->root, dir, &names, &n) < 0)
+	if (gb_root_list_dir(s->e.ctx->root, dir, &names, &n) < 0)
 		n = 0;
 	for (size_t i = 0; i < n && !res; i++) {
 		_cleanup_free_ char *text = NULL;
 		size_t len, ln = strlen(names[i]);
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		if (ln < 6 || !streq(names[i] + ln - 5, ".repo") || streq(path, s->repofile) ||
-		    gb_root_read_file(s->ctx->root, path, REPO_MAX, &text, &len) < 0)
+		    gb_root_read_file(s->e.ctx->root, path, REPO_MAX, &text, &len) < 0)
 			continue;
 		for (const char *p = text; *p && !res;) {
 			size_t l = strcspn(p, "\n");
@@ -547,7 +532,7 @@ static int conflicting_repo(struct rinst *s, const char *dir)
 			           "The repository %s is already configured in /%s (NVIDIA's .repo file or by hand); "
 			           "remove that file so gpuboot's, whose key is checked against the pinned "
 			           "fingerprint, is the only one",
-			           s->in->repo->uri, path);
+			           s->e.in->repo->uri, path);
 		}
 	}
 	gb_strv_free(names);
@@ -585,19 +570,19 @@ static int key_file(struct rinst *s)
 	char err[320];
 	int r;
 
-	if (!gb_repo_key_file_ok(s->ctx, s->keyfile, s->in->repo->key_pin)) {
-		r = gb_repo_key_fetch(s->in->repo, &k, &raw, &raw_len, s->ret->error, sizeof(s->ret->error));
+	if (!gb_repo_key_file_ok(s->e.ctx, s->keyfile, s->e.in->repo->key_pin)) {
+		r = gb_repo_key_fetch(s->e.in->repo, &k, &raw, &raw_len, s->e.ret->error, sizeof(s->e.ret->error));
 		if (r < 0)
 			return r;
 		r = key_text(&k, raw, raw_len, &text, &text_len);
 		gb_pgp_key_free(&k);
 		if (r >= 0)
-			r = gb_journal_write_file(s->j, STAGE, s->keyfile, text, text_len, 0644);
+			r = gb_journal_write_file(s->e.j, STAGE, s->keyfile, text, text_len, 0644);
 		if (r < 0)
 			return FAIL(s, r, "Failed to write the key /%s: %s", s->keyfile, strerror(-r));
-		s->ret->sources_changed = true;
+		s->e.ret->sources_changed = true;
 	}
-	r = gb_root_read_file(s->ctx->root, s->keyfile, KEY_MAX, &data, &len);
+	r = gb_root_read_file(s->e.ctx->root, s->keyfile, KEY_MAX, &data, &len);
 	if (r >= 0)
 		r = gb_pgp_key_read(data, len, &k, err, sizeof(err));
 	if (r < 0)
@@ -614,7 +599,7 @@ static int key_file(struct rinst *s)
  * the key for repomd.xml from gpgkey=, zypper from rpm's database. */
 static void repo_text(const struct rinst *s, char *text, size_t sz)
 {
-	const struct gb_apt_repo *repo = s->in->repo;
+	const struct gb_apt_repo *repo = s->e.in->repo;
 	bool meta = repo->signing == GB_REPO_SIGNS_METADATA;
 	char head[256], check[64];
 
@@ -639,7 +624,7 @@ static void repo_text(const struct rinst *s, char *text, size_t sz)
 
 static int repo_setup(struct rinst *s)
 {
-	const struct gb_apt_repo *repo = s->in->repo;
+	const struct gb_apt_repo *repo = s->e.in->repo;
 	const char *dir = is_dnf(s) ? DNF_REPO_DIR : ZYPP_REPO_DIR;
 	char text[1600], id[160];
 	int r;
@@ -662,12 +647,12 @@ static int repo_setup(struct rinst *s)
 	if (r < 0)
 		return r;
 	repo_text(s, text, sizeof(text));
-	r = gb_journal_write_file(s->j, STAGE, s->repofile, text, strlen(text), 0644);
+	r = gb_journal_write_file(s->e.j, STAGE, s->repofile, text, strlen(text), 0644);
 	if (r < 0)
 		return FAIL(s, r, "Failed to write /%s: %s", s->repofile, strerror(-r));
 	snprintf(id, sizeof(id), "file:%s", s->repofile);
-	if (gb_journal_step_changed(s->j, id))
-		s->ret->sources_changed = true;
+	if (gb_journal_step_changed(s->e.j, id))
+		s->e.ret->sources_changed = true;
 	return 0;
 }
 
@@ -677,19 +662,7 @@ static int repo_setup(struct rinst *s)
  * -EIO when it exits non-zero (its tail is in the journal and the error). */
 static int effect(struct rinst *s, const char *id, const char *const *argv, unsigned timeout_ms)
 {
-	const struct gb_install_effect e = { .ctx = s->ctx,
-		                             .j = s->j,
-		                             .chroot_dir = s->chroot_dir,
-		                             .lock_wait = gb_rpm_lock_wait,
-		                             .lock_ms =
-		                                 s->in->lock_timeout_ms ? s->in->lock_timeout_ms : DEFAULT_LOCK_MS,
-		                             .res = s->res };
-	return gb_install_effect(&e, id, argv, timeout_ms, s->ret->error, sizeof(s->ret->error));
-}
-
-static int write_blacklist(struct rinst *s)
-{
-	return s->in->userspace_only ? 0 : gb_install_write_blacklist(s->j, s->ret->error, sizeof(s->ret->error));
+	return gb_pkg_effect(&s->e, id, argv, timeout_ms);
 }
 
 static void add_missing(char *missing, size_t sz, size_t *o, const struct gb_install_pkg_result *p, const char *why)
@@ -708,8 +681,8 @@ static int resolve_dnf(struct rinst *s, char *missing, size_t sz)
 	char spec[GB_INSTALL_NAME + GB_INSTALL_VERSION + 2];
 	size_t o = 0;
 
-	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
-		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		const char *argv[] = { "dnf", "-q", "list", "--showduplicates", spec, NULL };
 		const struct gb_rpm_pkg *best = NULL;
 		int n, r;
@@ -720,7 +693,7 @@ static int resolve_dnf(struct rinst *s, char *missing, size_t sz)
 		r = query(s, argv, true);
 		if (r < 0)
 			return r;
-		n = gb_dnf_list_parse(s->res->output, p->name, v, ARRAY_SIZE(v));
+		n = gb_dnf_list_parse(s->e.res->output, p->name, v, ARRAY_SIZE(v));
 		if (n < 0)
 			return FAIL(s, n, "dnf list %s printed what gpuboot cannot read", spec);
 		for (int k = 0; k < n; k++)
@@ -741,8 +714,8 @@ static int resolve_dnf(struct rinst *s, char *missing, size_t sz)
  * resolved version) or NAME=VERSION (zypper: the plan's). */
 static size_t pkg_argv(struct rinst *s, const char **argv, size_t n, char (*buf)[GB_INSTALL_NAME + GB_INSTALL_VERSION])
 {
-	for (size_t i = 0; i < s->ret->n_pkgs; i++) {
-		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
+		const struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		const char *v = is_dnf(s) ? evr_plain(p->resolved) : p->wanted;
 		if (v[0])
 			snprintf(buf[i], sizeof(buf[i]), "%s%s%s", p->name, is_dnf(s) ? "-" : "=", v);
@@ -768,20 +741,22 @@ static int resolve_zypper(struct rinst *s, char *missing, size_t sz)
 	r = query(s, argv, false);
 	if (r < 0)
 		return r;
-	if (WIFEXITED(s->res->status) && WEXITSTATUS(s->res->status) == 0) {
-		for (size_t i = 0; i < s->ret->n_pkgs; i++)
-			gb_strscpy(s->ret->pkgs[i].resolved, sizeof(s->ret->pkgs[i].resolved), s->ret->pkgs[i].wanted);
+	if (WIFEXITED(s->e.res->status) && WEXITSTATUS(s->e.res->status) == 0) {
+		for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+			gb_strscpy(s->e.ret->pkgs[i].resolved, sizeof(s->e.ret->pkgs[i].resolved),
+			           s->e.ret->pkgs[i].wanted);
 		return 0;
 	}
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		if (gb_zypper_missing(s->res->output, s->ret->pkgs[i].name))
-			add_missing(missing, sz, &o, &s->ret->pkgs[i], "no such package or version");
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		if (gb_zypper_missing(s->e.res->output, s->e.ret->pkgs[i].name))
+			add_missing(missing, sz, &o, &s->e.ret->pkgs[i], "no such package or version");
 	if (!missing[0]) {
 		char esc[700];
 		gb_log_escape(esc, sizeof(esc),
-		              s->res->output_len > 300 ? s->res->output + s->res->output_len - 300 : s->res->output);
+		              s->e.res->output_len > 300 ? s->e.res->output + s->e.res->output_len - 300
+		                                         : s->e.res->output);
 		return FAIL(s, -EIO, "zypper's dry run of the install failed (exit status %d): %s",
-		            WIFEXITED(s->res->status) ? WEXITSTATUS(s->res->status) : -1, esc);
+		            WIFEXITED(s->e.res->status) ? WEXITSTATUS(s->e.res->status) : -1, esc);
 	}
 	return 0;
 }
@@ -796,7 +771,7 @@ static int resolve(struct rinst *s)
 		return r;
 	if (missing[0])
 		return FAIL(s, -ENOPKG, "Not in %s or the system's repositories: %s; nothing was installed",
-		            s->in->repo->uri, missing);
+		            s->e.in->repo->uri, missing);
 	return 0;
 }
 
@@ -809,13 +784,13 @@ static int lift_locks(struct rinst *s)
 	static char names[MAX_FAMILY][GB_INSTALL_NAME];
 	_cleanup_free_ char *locks = NULL;
 	const char *argv[MAX_FAMILY + 8];
-	const char *ver = s->in->driver_version ? s->in->driver_version : "";
+	const char *ver = s->e.in->driver_version ? s->e.in->driver_version : "";
 	size_t a, n = 0;
 	int r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
 
 	if (r < 0 || !locks)
 		return r;
-	for (size_t i = 0; i < s->n_family + s->ret->n_pkgs && n < MAX_FAMILY; i++) {
+	for (size_t i = 0; i < s->n_family + s->e.ret->n_pkgs && n < MAX_FAMILY; i++) {
 		const char *name, *evr;
 		bool stale;
 		if (i < s->n_family) {
@@ -824,8 +799,8 @@ static int lift_locks(struct rinst *s)
 			stale = p ? !gb_rpm_version_matches(evr, p->wanted)
 			          : ver[0] && driver_like(evr) && !at_driver_version(evr, ver);
 		} else {
-			name = s->ret->pkgs[i - s->n_family].name, evr = s->ret->pkgs[i - s->n_family].before;
-			stale = evr[0] && !gb_rpm_version_matches(evr, s->ret->pkgs[i - s->n_family].wanted);
+			name = s->e.ret->pkgs[i - s->n_family].name, evr = s->e.ret->pkgs[i - s->n_family].before;
+			stale = evr[0] && !gb_rpm_version_matches(evr, s->e.ret->pkgs[i - s->n_family].wanted);
 		}
 		if (!stale || !(is_dnf(s) ? gb_dnf_versionlock_names(locks, name) : gb_zypp_locks_has(locks, name)))
 			continue;
@@ -852,7 +827,7 @@ static int lift_locks(struct rinst *s)
  * package at another driver version is a split the locks would keep). */
 static int check_split(struct rinst *s)
 {
-	const char *ver = s->in->driver_version;
+	const char *ver = s->e.in->driver_version;
 	if (!ver || !ver[0])
 		return 0;
 	for (size_t i = 0; i < s->n_family; i++) {
@@ -907,7 +882,7 @@ static int install_pkgs(struct rinst *s)
 {
 	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
 	const char *argv[GB_INSTALL_MAX_PKGS + 8];
-	unsigned ms = s->in->apt_timeout_ms ? s->in->apt_timeout_ms : DEFAULT_INSTALL_MS;
+	unsigned ms = s->e.in->apt_timeout_ms ? s->e.in->apt_timeout_ms : DEFAULT_INSTALL_MS;
 	size_t a = 0;
 	int r;
 
@@ -918,7 +893,7 @@ static int install_pkgs(struct rinst *s)
 		argv[a++] = "--auto-agree-with-licenses";
 	pkg_argv(s, argv, a, buf);
 	r = effect(s, is_dnf(s) ? "dnf-install" : "zypper-install", argv, ms);
-	s->ret->packages_changed = true;
+	s->e.ret->packages_changed = true;
 	return r;
 }
 
@@ -962,7 +937,7 @@ static int verify_missing(struct rinst *s, const char *const *argv, bool *ret)
 	*ret = false;
 	if (r < 0)
 		return r;
-	for (const char *l = s->res->output; l && *l && !*ret; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+	for (const char *l = s->e.res->output; l && *l && !*ret; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
 		*ret = gb_startswith(l, "missing ") != NULL;
 	return 0;
 }
@@ -980,8 +955,8 @@ static int rpm_verify(struct rinst *s)
 	int r;
 
 	s->damaged[0] = '\0';
-	for (size_t i = 0; i < s->ret->n_pkgs && a < ARRAY_SIZE(argv) - 1; i++) {
-		const struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; i < s->e.ret->n_pkgs && a < ARRAY_SIZE(argv) - 1; i++) {
+		const struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		if (p->before[0] && gb_rpm_version_matches(p->before, p->wanted))
 			argv[a++] = p->name; /* not there: the install puts it on whole */
 	}
@@ -1034,19 +1009,20 @@ static int rpm_reinstall(struct rinst *s)
 	}
 	argv[a] = NULL, unlock[u] = NULL;
 	gb_log_warning("files of %s are missing in %s (rpm -V): reinstalling them at their version", s->damaged,
-	               s->ctx->root->path);
+	               s->e.ctx->root->path);
 	if (u > 3) {
-		gb_journal_repeat_id(s->j, "zypper-removelock-damaged", id, sizeof(id));
+		gb_journal_repeat_id(s->e.j, "zypper-removelock-damaged", id, sizeof(id));
 		r = effect(s, id, unlock, SHORT_TIMEOUT_MS);
 	}
-	gb_journal_repeat_id(s->j, is_dnf(s) ? "dnf-reinstall" : "zypper-install-force", id, sizeof(id));
+	gb_journal_repeat_id(s->e.j, is_dnf(s) ? "dnf-reinstall" : "zypper-install-force", id, sizeof(id));
 	if (r >= 0)
 		r = effect(s, id, argv, DEFAULT_INSTALL_MS);
 	if (r < 0)
 		return r;
-	snprintf(s->ret->recovered, sizeof(s->ret->recovered), "files of %s were missing (rpm -V): reinstalled by %s",
-	         s->damaged, is_dnf(s) ? "dnf reinstall" : "zypper install --force");
-	s->ret->packages_changed = true;
+	snprintf(s->e.ret->recovered, sizeof(s->e.ret->recovered),
+	         "files of %s were missing (rpm -V): reinstalled by %s", s->damaged,
+	         is_dnf(s) ? "dnf reinstall" : "zypper install --force");
+	s->e.ret->packages_changed = true;
 	s->family_read = false;
 	return 0;
 }
@@ -1065,17 +1041,17 @@ static int rpm_recover(struct rinst *s)
 		return FAIL(s, -EIO,
 		            "rpm's database in %s holds two versions of %s: an upgrade was interrupted; zypper has no "
 		            "repair for it: remove the older with rpm -e --noscripts NAME-VERSION, then run again",
-		            s->ctx->root->path, found);
+		            s->e.ctx->root->path, found);
 	gb_log_warning("rpm's database in %s holds two versions of %s (an upgrade was interrupted): repairing it "
 	               "the package manager's way (dnf remove --duplicates)",
-	               s->ctx->root->path, found);
-	gb_journal_repeat_id(s->j, "dnf-remove-duplicates", id, sizeof(id));
+	               s->e.ctx->root->path, found);
+	gb_journal_repeat_id(s->e.j, "dnf-remove-duplicates", id, sizeof(id));
 	r = effect(s, id, dedupe, DEFAULT_INSTALL_MS);
 	if (r < 0)
 		return r;
-	snprintf(s->ret->recovered, sizeof(s->ret->recovered),
+	snprintf(s->e.ret->recovered, sizeof(s->e.ret->recovered),
 	         "rpm held two versions of %s (an interrupted upgrade): repaired by dnf remove --duplicates", found);
-	s->ret->packages_changed = true;
+	s->e.ret->packages_changed = true;
 	s->family_read = false;
 	return 0;
 }
@@ -1105,19 +1081,19 @@ static int rpm_install(struct rinst *s)
 		r = effect(s, "rpm-import", import, SHORT_TIMEOUT_MS);
 	if (r >= 0 && s->module[0] && !s->module_enabled)
 		r = effect(s, "dnf-module-enable", module, REFRESH_TIMEOUT_MS);
-	if (r >= 0 && is_dnf(s) && s->in->repo->signing == GB_REPO_SIGNS_METADATA)
+	if (r >= 0 && is_dnf(s) && s->e.in->repo->signing == GB_REPO_SIGNS_METADATA)
 		r = effect(s, "dnf-makecache", makecache, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && !is_dnf(s))
 		r = effect(s, "zypper-refresh", refresh, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && s->damaged[0]) /* from the repository, its key imported and its metadata fresh */
 		r = rpm_reinstall(s);
 	/* every version in place (only a lock or the key missing): nothing to install */
-	for (size_t i = 0; i < s->ret->n_pkgs; i++)
-		versions_ok &= gb_rpm_version_matches(s->ret->pkgs[i].before, s->ret->pkgs[i].wanted);
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		versions_ok &= gb_rpm_version_matches(s->e.ret->pkgs[i].before, s->e.ret->pkgs[i].wanted);
 	if (r >= 0 && !versions_ok)
 		r = resolve(s);
 	if (r >= 0)
-		r = write_blacklist(s);
+		r = gb_pkg_write_blacklist(&s->e);
 	if (r >= 0)
 		r = query_family(s);
 	if (r >= 0 && !versions_ok)
@@ -1131,13 +1107,8 @@ static int rpm_install(struct rinst *s)
 	return r < 0 ? r : add_locks(s);
 }
 
-static int rpm_install_cb(void *s)
-{
-	return rpm_install(s);
-}
-
 /* After: every package at its version (the resolved one, on dnf) and
- * locked as asked, a module for every kernel. */
+ * locked as asked. */
 static int check_after(struct rinst *s)
 {
 	_cleanup_free_ char *locks = NULL;
@@ -1145,8 +1116,8 @@ static int check_after(struct rinst *s)
 
 	if (r >= 0)
 		r = read_opt(s, is_dnf(s) ? VERSIONLOCK_LIST : ZYPP_LOCKS, REPO_MAX, &locks);
-	for (size_t i = 0; r >= 0 && i < s->ret->n_pkgs; i++) {
-		struct gb_install_pkg_result *p = &s->ret->pkgs[i];
+	for (size_t i = 0; r >= 0 && i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		const struct gb_rpm_pkg *f = gb_rpm_pkg_find(s->family, s->n_family, p->name, p->wanted);
 		gb_strscpy(p->after, sizeof(p->after), f ? f->evr : "");
 		if (!p->resolved[0])
@@ -1160,26 +1131,35 @@ static int check_after(struct rinst *s)
 			return FAIL(s, -EIO, "After %s, %s is not locked at %s",
 			            is_dnf(s) ? "dnf versionlock" : "zypper addlock", p->name, p->after);
 	}
-	for (size_t i = 0; r >= 0 && i < s->n_kernels; i++) {
-		struct gb_install_kernel_result *k = &s->ret->kernels[s->ret->n_kernels++];
-		gb_strscpy(k->kver, sizeof(k->kver), s->kernels[i]);
-		find_module(s, s->kernels[i], k->module, sizeof(k->module));
-		if (!k->module[0])
-			return FAIL(
-			    s, -ENOENT,
-			    "No nvidia.ko for the kernel %s under lib/modules/%s/extra or updates in %s; DKMS's "
-			    "log is under var/lib/dkms/",
-			    s->kernels[i], s->kernels[i], s->ctx->root->path);
-	}
 	return r;
 }
 
-static int rpm_apply(struct rinst *s)
-{
-	bool done = false;
-	int r;
+/* ---- the rpm backend (dnf, zypper) ---- */
 
-	r = module_state(s); /* a refusal before anything is written */
+static int rpm_os(struct gb_pkg_engine *e)
+{
+	return os_release((struct rinst *)e);
+}
+
+static int rpm_list(struct gb_pkg_engine *e)
+{
+	return build_list((struct rinst *)e);
+}
+
+static int rpm_before(struct gb_pkg_engine *e)
+{
+	return query_before((struct rinst *)e);
+}
+
+/* The stream (a refusal before anything is written), the repository and
+ * its key, what a killed rpm left (a package at two versions, files
+ * missing); done when none of that needs work and everything is in place. */
+static int rpm_prepare(struct gb_pkg_engine *e, bool *ret_done)
+{
+	struct rinst *s = (struct rinst *)e;
+	int r = module_state(s);
+
+	*ret_done = false;
 	if (r >= 0)
 		r = repo_setup(s);
 	if (r >= 0)
@@ -1189,47 +1169,60 @@ static int rpm_apply(struct rinst *s)
 	if (r >= 0 && !s->duplicates[0])
 		r = rpm_verify(s);
 	if (r >= 0 && !s->duplicates[0] && !s->damaged[0])
-		r = satisfied(s, &done);
-	if (r < 0)
-		return r;
-	if (done) {
-		/* everything is there: the blacklist is made sure of (unchanged on a rerun), no command runs */
-		r = write_blacklist(s);
-		return r < 0 ? r : check_after(s);
-	}
-	s->family_read = false;
-	r = gb_install_in_root(s->ctx, s->j, s->chroot_dir, rpm_install_cb, s, s->ret->error, sizeof(s->ret->error));
-	return r < 0 ? r : check_after(s);
+		r = satisfied(s, ret_done);
+	if (r >= 0 && !*ret_done)
+		s->family_read = false;
+	return r;
 }
+
+/* Everything is there: the blacklist is made sure of (unchanged on a
+ * rerun), no command runs. */
+static int rpm_settle(struct gb_pkg_engine *e)
+{
+	return gb_pkg_write_blacklist(e);
+}
+
+static int rpm_install_op(struct gb_pkg_engine *e)
+{
+	return rpm_install((struct rinst *)e);
+}
+
+static int rpm_after(struct gb_pkg_engine *e)
+{
+	return check_after((struct rinst *)e);
+}
+
+static void rpm_find_module(struct gb_pkg_engine *e, const char *kver, char *out, size_t outsz)
+{
+	find_module((struct rinst *)e, kver, out, outsz);
+}
+
+static int rpm_no_module(struct gb_pkg_engine *e, const char *kver)
+{
+	return FAIL((struct rinst *)e, -ENOENT,
+	            "No nvidia.ko for the kernel %s under lib/modules/%s/extra or updates in %s; DKMS's log is "
+	            "under var/lib/dkms/",
+	            kver, kver, e->ctx->root->path);
+}
+
+static const struct gb_pkg_backend rpm_backend = {
+	.name = "rpm",
+	.state_size = sizeof(struct rinst),
+	.lock_wait = gb_rpm_lock_wait,
+	.query_timeout_ms = QUERY_TIMEOUT_MS,
+	.os = rpm_os,
+	.list = rpm_list,
+	.before = rpm_before,
+	.prepare = rpm_prepare,
+	.settle = rpm_settle,
+	.install = rpm_install_op,
+	.after = rpm_after,
+	.find_module = rpm_find_module,
+	.no_module = rpm_no_module,
+};
 
 int gb_install_rpm(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                    struct gb_install_result *ret)
 {
-	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
-	_cleanup_free_ struct rinst *s = calloc(1, sizeof(*s));
-	char dir[4096];
-	int r;
-
-	if (!res || !s)
-		return -ENOMEM;
-	*s = (struct rinst){ .ctx = ctx, .j = j, .in = in, .ret = ret, .res = res };
-	ret->method = "packages";
-	ret->image = !ctx->root->is_host;
-	if (ret->image && !realpath(ctx->opt.root, dir))
-		r = FAIL(s, negative_errno(), "Failed to resolve the root '%s'", ctx->opt.root);
-	else
-		r = 0;
-	if (ret->image)
-		s->chroot_dir = dir;
-	if (r >= 0)
-		r = os_release(s);
-	if (r >= 0)
-		r = find_kernels(s);
-	if (r >= 0)
-		r = build_list(s);
-	if (r >= 0)
-		r = query_before(s);
-	if (r >= 0)
-		r = rpm_apply(s);
-	return r;
+	return gb_pkg_engine_run(&rpm_backend, ctx, in, j, ret);
 }
