@@ -20,6 +20,7 @@
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"
+#include "shared/test-knob.h"
 #include "verify.h"
 #include "shared/json-util.h"
 
@@ -71,13 +72,9 @@ static int probe_file_fd(struct gb_ctx *ctx)
 
 static bool memfd_allowed(void)
 {
-#ifdef GB_TEST_HOOKS
 	/* Test builds: GPUBOOT_NO_MEMFD=1 takes the path of a kernel without memfd. */
-	const char *e = getenv("GPUBOOT_NO_MEMFD");
-	if (e && streq(e, "1"))
-		return false;
-#endif
-	return true;
+	const char *e = gb_test_knob("GPUBOOT_NO_MEMFD");
+	return !(e && streq(e, "1"));
 }
 
 /* The probe as an executable, read-only fd: a memfd, else a file. */
