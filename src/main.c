@@ -19,6 +19,7 @@
 #include "shared/macro.h"
 #include "effect/root-write.h"
 #include "shared/root.h"
+#include "shared/test-knob.h"
 #include "shared/tls.h"
 #include "shared/util.h"
 #include "version.h"
@@ -366,7 +367,7 @@ static const struct gb_cmd *select_command(struct gb_options *o, int *argc, char
 static int setup_ops(struct gb_ctx *ctx)
 {
 #ifdef GB_TEST_HOOKS
-	const char *spec = getenv("GPUBOOT_FAKE_OPS");
+	const char *spec = gb_test_knob("GPUBOOT_FAKE_OPS");
 	if (spec && gb_ops_fake_new(spec, &ctx->ops) < 0) {
 		gb_log_error("GPUBOOT_FAKE_OPS='%s' is not a valid fake specification", spec);
 		return -EINVAL;

@@ -17,6 +17,7 @@
 #include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "shared/test-knob.h"
 #include "effect/root-write.h"
 #include "shared/util.h"
 #include "version.h"
@@ -110,9 +111,8 @@ static int journal_save(struct gb_journal *j)
 #ifdef GB_TEST_HOOKS
 	{
 		/* The kill tests: die right after the Nth record is durable. */
-		const char *e = getenv("GPUBOOT_KILL_AFTER_JOURNAL_WRITE");
 		uint32_t n;
-		if (e && gb_safe_atou32(e, 10, &n) == 0 && n == j->n_writes)
+		if (gb_test_knob_u32("GPUBOOT_KILL_AFTER_JOURNAL_WRITE", &n) == 0 && n == j->n_writes)
 			raise(SIGKILL);
 	}
 #endif

@@ -21,6 +21,7 @@
 #include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "shared/test-knob.h"
 #include "shared/tls.h"
 #include "shared/util.h"
 
@@ -160,13 +161,11 @@ static long proto_mask(const char *list)
 
 static CURLcode setopt_protocols_str(CURL *e, CURLoption opt, const char *list)
 {
-#ifdef GB_TEST_HOOKS
 	/* Test builds: "nostr" behaves as a libcurl older than 7.85, "none" as one
 	 * where the bitmask fails as well. */
-	const char *hook = getenv("GPUBOOT_TEST_CURL_PROTOCOLS");
+	const char *hook = gb_test_knob("GPUBOOT_TEST_CURL_PROTOCOLS");
 	if (hook && (streq(hook, "nostr") || streq(hook, "none")))
 		return CURLE_UNKNOWN_OPTION;
-#endif
 #if LIBCURL_VERSION_NUM >= 0x075500
 	return curl_easy_setopt(e, opt, list);
 #else
@@ -177,11 +176,9 @@ static CURLcode setopt_protocols_str(CURL *e, CURLoption opt, const char *list)
 
 static CURLcode setopt_protocols_mask(CURL *e, CURLoption opt, long mask)
 {
-#ifdef GB_TEST_HOOKS
-	const char *hook = getenv("GPUBOOT_TEST_CURL_PROTOCOLS");
+	const char *hook = gb_test_knob("GPUBOOT_TEST_CURL_PROTOCOLS");
 	if (hook && streq(hook, "none"))
 		return CURLE_UNKNOWN_OPTION;
-#endif
 	return curl_easy_setopt(e, opt, mask);
 }
 

@@ -21,6 +21,7 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "shared/test-knob.h"
 #include "shared/util.h"
 
 #define REDIST_DIR "compute/cuda/redist/"
@@ -30,7 +31,7 @@
  * tests' loopback upstream can serve generated artifacts in NVIDIA's layout. */
 static void test_pin(const char *env, char *sha, size_t shasz, unsigned long long *size)
 {
-	const char *v = getenv(env), *colon;
+	const char *v = gb_test_knob(env), *colon;
 	uint64_t n;
 	if (!v || !(colon = strchr(v, ':')) || colon - v != 64 || gb_safe_atou64(colon + 1, 10, &n) < 0)
 		return;

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "catalog/catalog.h"
@@ -25,6 +24,7 @@
 #include "shared/ops.h"
 #include "effect/root-write.h"
 #include "shared/root.h"
+#include "shared/swap.h"
 #include "shared/util.h"
 #include "tree.h"
 #include "unpack.h"
@@ -36,13 +36,6 @@
 #define LDCONF_PATH "etc/ld.so.conf.d/gpuboot-cuda.conf"
 #define PROFILE_PATH "etc/profile.d/gpuboot-cuda.sh"
 #define LDCONFIG_TIMEOUT_MS (5 * 60 * 1000)
-
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
 
 struct cuda {
 	struct gb_ctx *ctx;
@@ -147,57 +140,24 @@ static void remove_stale(struct cuda *s)
 	snprintf(old, sizeof(old), ".%s.old-", s->name);
 	while ((e = readdir(d)))
 		if (gb_startswith(e->d_name, staging) || gb_startswith(e->d_name, old))
-			(void)gb_tree_remove_at(s->local_fd, e->d_name);
+			(void)gb_remove_tree_at(s->local_fd, e->d_name);
 		else if (gb_startswith(e->d_name, LINK_TMP))
 			(void)unlinkat(s->local_fd, e->d_name, 0);
 	closedir(d);
 }
 
-static int renameat2_(int ofd, const char *o, int nfd, const char *n, unsigned flags)
-{
-	return syscall(SYS_renameat2, ofd, o, nfd, n, flags) < 0 ? negative_errno() : 0;
-}
-
-/* staging -> cuda-X.Y in one step. An existing tree is exchanged with it
- * atomically (renameat2 RENAME_EXCHANGE) and then removed; where the
- * filesystem cannot exchange, it is renamed aside first and put back on
- * failure. Either way cuda-X.Y is the old tree or the new one. */
+/* staging -> cuda-X.Y in one step (shared/swap.h: an existing tree is
+ * exchanged with it atomically and then removed; where the filesystem
+ * cannot exchange, it is renamed aside first and put back on failure).
+ * Either way cuda-X.Y is the old tree or the new one. */
 static int swap_in(struct cuda *s, const char *staging)
 {
 	char old[64], hex[13];
-	int r = renameat2_(s->local_fd, staging, s->local_fd, s->name, RENAME_NOREPLACE);
+	int r;
 
-	if (r == -EINVAL || r == -ENOSYS) { /* no flags here: plain rename onto a missing name */
-		struct stat st;
-		if (fstatat(s->local_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-			r = renameat(s->local_fd, staging, s->local_fd, s->name) < 0 ? negative_errno() : 0;
-		else
-			r = -EEXIST;
-	}
-	if (r != -EEXIST)
-		goto out;
-	s->ret->replaced = true;
-	r = renameat2_(s->local_fd, staging, s->local_fd, s->name, RENAME_EXCHANGE);
-	if (r == 0) {
-		gb_kill_point("swap");
-		(void)gb_tree_remove_at(s->local_fd, staging); /* the old tree, now under the staging name */
-		goto out;
-	}
-	if (r != -EINVAL && r != -ENOSYS)
-		goto out;
 	random_hex(s, hex);
 	snprintf(old, sizeof(old), ".%s.old-%s", s->name, hex);
-	if (renameat(s->local_fd, s->name, s->local_fd, old) < 0) {
-		r = negative_errno();
-		goto out;
-	}
-	if (renameat(s->local_fd, staging, s->local_fd, s->name) < 0) {
-		r = negative_errno();
-		(void)renameat(s->local_fd, old, s->local_fd, s->name);
-		goto out;
-	}
-	(void)gb_tree_remove_at(s->local_fd, old);
-out:
+	r = gb_swap_into_place(s->local_fd, staging, s->name, old, &s->ret->replaced);
 	if (r < 0)
 		return FAIL(s, r, "Failed to move %s/%s into place as %s/%s: %s", s->local, staging, s->local, s->name,
 		            strerror(-r));
@@ -326,7 +286,7 @@ static int unpack_tree(struct cuda *s)
 	if (r >= 0)
 		r = swap_in(s, staging);
 	if (r < 0)
-		(void)gb_tree_remove_at(s->local_fd, staging); /* the old tree stays as it was */
+		(void)gb_remove_tree_at(s->local_fd, staging); /* the old tree stays as it was */
 	else {
 		s->ret->tree_changed = true;
 		gb_journal_count_effect(s->j);

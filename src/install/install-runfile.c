@@ -27,6 +27,7 @@
 #include "shared/ops.h"
 #include "effect/root-write.h"
 #include "shared/root.h"
+#include "shared/swap.h"
 #include "shared/util.h"
 #include "tree.h"
 #include "unpack.h"
@@ -410,7 +411,7 @@ static void remove_unpacked(struct rf *s, int work_fd)
 	char name[64];
 	int dfd = work_fd >= 0 ? work_fd : open(s->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snprintf(name, sizeof(name), "driver-%s", s->ret->version);
-	if (dfd >= 0 && gb_tree_remove_at(dfd, name) < 0)
+	if (dfd >= 0 && gb_remove_tree_at(dfd, name) < 0)
 		gb_log_warning("Failed to remove the unpacked runfile in %s, ignoring", s->work);
 	if (dfd >= 0 && dfd != work_fd)
 		close(dfd);

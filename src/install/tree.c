@@ -22,8 +22,6 @@
 #include "shared/util.h"
 #include "unpack.h"
 
-#define TREE_MAX_DEPTH 64
-
 int gb_tree_mkdir_open(int dirfd, const char *path)
 {
 	char buf[PATH_MAX];
@@ -54,47 +52,6 @@ int gb_tree_mkdir_open(int dirfd, const char *path)
 		cur = next;
 	}
 	return cur;
-}
-
-static int remove_in(int at, const char *name, unsigned depth)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *e;
-	int fd, r = 0;
-
-	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : negative_errno();
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(at, name, 0) < 0 && errno != ENOENT ? negative_errno() : 0;
-	if (depth > TREE_MAX_DEPTH)
-		return -ELOOP;
-	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return negative_errno();
-	d = fdopendir(fd);
-	if (!d) {
-		r = negative_errno();
-		close(fd);
-		return r;
-	}
-	while ((e = readdir(d))) {
-		int k;
-		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-			continue;
-		k = remove_in(dirfd(d), e->d_name, depth + 1);
-		if (k < 0 && r == 0)
-			r = k;
-	}
-	closedir(d);
-	if (unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
-		r = negative_errno();
-	return r;
-}
-
-int gb_tree_remove_at(int dirfd, const char *name)
-{
-	return remove_in(dirfd, name, 0);
 }
 
 /* ---- the unpacker ---- */

@@ -3,8 +3,8 @@
  * redistributable components and the removal of a tree. Everything is
  * relative to a directory fd and walked one name at a time with
  * O_NOFOLLOW, so no symlink (of the image or of an archive) is ever
- * followed, and no thread changes the working directory (gb_unpack's
- * chdir is process-wide: it cannot serve threads). */
+ * followed, and no thread changes the working directory. A tree is
+ * removed with shared/swap.h's gb_remove_tree_at. */
 #pragma once
 
 #include <stdbool.h>
@@ -37,10 +37,6 @@ int gb_cuda_unpack_parts(int dirfd, const char *label, const char *target, struc
 /* The bytes the parts declare (headers only, nothing written): what the
  * tree needs on disk, for an ENOSPC message. */
 int gb_cuda_parts_size(const struct gb_cuda_part *p, size_t n, unsigned long long *ret);
-
-/* Remove name below dirfd, a tree or a file or a link (never followed);
- * 0 when absent. */
-int gb_tree_remove_at(int dirfd, const char *name);
 
 /* Open (creating with 0755 where missing) the directory path below dirfd,
  * one name at a time, refusing symlinks. An fd or a negative errno. */

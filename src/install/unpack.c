@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "shared/killpoint.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "shared/swap.h"
 #include "shared/util.h"
 
 void gb_unpack_opts_default(struct gb_unpack_opts *o)
@@ -100,30 +103,6 @@ int gb_makeself_offset(const char *file, unsigned long long *ret, char *err, siz
 		*ret = off;
 	}
 	return 0;
-}
-
-static int rm_rf(const char *path)
-{
-	char cmd_path[PATH_MAX];
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return 0;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 ? negative_errno() : 0;
-	{
-		DIR *d = opendir(path);
-		struct dirent *e;
-		if (!d)
-			return negative_errno();
-		while ((e = readdir(d))) {
-			if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-				continue;
-			snprintf(cmd_path, sizeof(cmd_path), "%s/%s", path, e->d_name);
-			rm_rf(cmd_path);
-		}
-		closedir(d);
-	}
-	return rmdir(path) < 0 ? negative_errno() : 0;
 }
 
 static bool path_ok(const char *p)
@@ -272,33 +251,10 @@ static int unpack_entries(struct unpack *u)
 	return 0;
 }
 
-/* Complete: swap staging into place (an existing dest is moved aside, then removed). */
-static int swap_into_place(const char *staging, const char *dest, char *err, size_t errsz)
-{
-	char old[PATH_MAX];
-	int r;
-
-	snprintf(old, sizeof(old), "%s.old.%ld", dest, (long)getpid());
-	if (rename(dest, old) < 0 && errno != ENOENT) {
-		r = negative_errno();
-		snprintf(err, errsz, "cannot move the old %s aside: %s", dest, strerror(-r));
-		return r;
-	}
-	gb_kill_point("swap");
-	if (rename(staging, dest) < 0) {
-		r = negative_errno();
-		snprintf(err, errsz, "cannot move the unpacked tree to %s: %s", dest, strerror(-r));
-		if (rename(old, dest) < 0 && errno != ENOENT)
-			gb_log_warning("Failed to move '%s' back to '%s', ignoring", old, dest);
-		return r;
-	}
-	rm_rf(old);
-	return 0;
-}
-
 /* Open the archive and the disk writer; entries go relative to the staging
- * directory (the current directory), so libarchive's refusal of absolute
- * paths and ".." holds for every name. */
+ * directory (the working directory of the thread that writes them:
+ * unpack_in), so libarchive's refusal of absolute paths and ".." holds for
+ * every name. */
 static int unpack_open(struct unpack *u, int fd)
 {
 	const int flags = ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
@@ -324,42 +280,137 @@ static int unpack_open(struct unpack *u, int fd)
 	return 0;
 }
 
-/* What a killed unpack into dest left beside it (its staging directory, the
- * old tree moved aside): gpuboot's own names, removed before a new one. */
-static void remove_leftovers(const char *dest)
+/* What a killed unpack of base (in the directory dir_fd) left beside it
+ * (its staging directory, the old tree moved aside): gpuboot's own names,
+ * removed before a new one. */
+static void remove_leftovers(int dir_fd, const char *dir, const char *base)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 256];
-	const char *slash = strrchr(dest, '/'), *base = slash ? slash + 1 : dest;
 	size_t n = strlen(base);
+	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
-	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - dest) : 1, slash ? dest : ".");
-	d = opendir(dir[0] ? dir : "/");
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	while ((e = readdir(d)))
 		if (strneq(e->d_name, base, n) &&
-		    (gb_startswith(e->d_name + n, ".staging.") || gb_startswith(e->d_name + n, ".old."))) {
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			if (rm_rf(path) < 0)
-				gb_log_warning("Failed to remove '%s' (left by an interrupted unpack), ignoring", path);
-		}
+		    (gb_startswith(e->d_name + n, ".staging.") || gb_startswith(e->d_name + n, ".old.")) &&
+		    gb_remove_tree_at(dir_fd, e->d_name) < 0)
+			gb_log_warning("Failed to remove '%s/%s' (left by an interrupted unpack), ignoring", dir,
+			               e->d_name);
 	closedir(d);
+}
+
+static int unpack_here(struct unpack *u, int fd)
+{
+	int r = unpack_open(u, fd);
+	return r < 0 ? r : unpack_entries(u);
+}
+
+struct unpack_thread {
+	struct unpack *u;
+	const char *staging;
+	int fd, staging_fd, r;
+	bool own_cwd; /* the thread had its own working directory */
+};
+
+static void *unpack_main(void *p)
+{
+	struct unpack_thread *t = p;
+
+	if (unshare(CLONE_FS) < 0) {
+		t->r = negative_errno();
+		return NULL;
+	}
+	t->own_cwd = true;
+	if (fchdir(t->staging_fd) < 0) {
+		t->r = negative_errno();
+		snprintf(t->u->err, t->u->errsz, "cannot enter %s: %s", t->staging, strerror(-t->r));
+		return NULL;
+	}
+	t->r = unpack_here(t->u, t->fd);
+	return NULL;
+}
+
+/* libarchive's disk writer resolves names against the working directory,
+ * so the entries are written by a thread with a working directory of its
+ * own (unshare CLONE_FS), the staging directory: no other thread's moves.
+ * Where that is refused (a seccomp filter without CAP_SYS_ADMIN), the
+ * fallback: the process's working directory, changed for the unpack and
+ * changed back. */
+static int unpack_in(struct unpack *u, int fd, int staging_fd, const char *staging)
+{
+	struct unpack_thread t = { .u = u, .staging = staging, .fd = fd, .staging_fd = staging_fd };
+	pthread_attr_t attr;
+	pthread_t tid;
+	int cwd, r = -EAGAIN;
+
+	if (pthread_attr_init(&attr) == 0) {
+		(void)pthread_attr_setstacksize(&attr, 1u << 20); /* musl's default is 128 KiB */
+		if (pthread_create(&tid, &attr, unpack_main, &t) == 0) {
+			pthread_join(tid, NULL);
+			r = t.r;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	if (t.own_cwd)
+		return r;
+	gb_log_debug("unpack: no thread of its own working directory (%s): changing the process's", strerror(-r));
+	cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cwd < 0 || fchdir(staging_fd) < 0) {
+		r = negative_errno();
+		snprintf(u->err, u->errsz, "cannot enter %s: %s", staging, strerror(-r));
+		if (cwd >= 0)
+			close(cwd);
+		return r;
+	}
+	r = unpack_here(u, fd);
+	if (fchdir(cwd) < 0 && r >= 0) {
+		r = negative_errno();
+		snprintf(u->err, u->errsz, "cannot return to the working directory: %s", strerror(-r));
+	}
+	close(cwd);
+	return r;
+}
+
+/* dest's directory, opened, and its last name in *ret_base. */
+static int open_parent(const char *dest, char *dir, size_t dirsz, const char **ret_base)
+{
+	const char *slash = strrchr(dest, '/');
+	int fd;
+
+	*ret_base = slash ? slash + 1 : dest;
+	snprintf(dir, dirsz, "%.*s", slash ? (int)(slash - dest) : 1, slash ? dest : ".");
+	if (!dir[0])
+		gb_strscpy(dir, dirsz, "/");
+	if (!**ret_base)
+		return -EINVAL;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? negative_errno() : fd;
 }
 
 int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o, char *err, size_t errsz)
 {
 	struct unpack u = { .file = file, .o = o, .err = err, .errsz = errsz };
-	char staging[PATH_MAX];
-	int fd = -1, cwd = -1, r = 0;
+	char staging[PATH_MAX], dir[PATH_MAX], aside[NAME_MAX + 32];
+	const char *base;
+	int dir_fd, fd = -1, staging_fd = -1, r = 0;
 
 	if (snprintf(staging, sizeof(staging), "%s.staging.XXXXXX", dest) >= (int)sizeof(staging))
 		return -ENAMETOOLONG;
-	remove_leftovers(dest);
+	dir_fd = open_parent(dest, dir, sizeof(dir), &base);
+	if (dir_fd < 0) {
+		snprintf(err, errsz, "cannot open the directory of %s: %s", dest, strerror(-dir_fd));
+		return dir_fd;
+	}
+	remove_leftovers(dir_fd, dir, base);
 	if (!mkdtemp(staging)) {
 		r = negative_errno();
 		snprintf(err, errsz, "cannot create a staging directory next to %s: %s", dest, strerror(-r));
+		close(dir_fd);
 		return r;
 	}
 	fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -368,40 +419,35 @@ int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o
 		snprintf(err, errsz, "%s: %s", file, strerror(-r));
 		goto out;
 	}
-	cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cwd < 0 || chdir(staging) < 0) {
+	staging_fd = open(staging, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (staging_fd < 0) {
 		r = negative_errno();
 		snprintf(err, errsz, "cannot enter %s: %s", staging, strerror(-r));
 		goto out;
 	}
-	r = unpack_open(&u, fd);
-	if (r >= 0)
-		r = unpack_entries(&u);
+	r = unpack_in(&u, fd, staging_fd, staging);
 	if (r == -ENOSPC) { /* what is needed: at least what fit, and the rest of the archive */
 		char what[512];
 		gb_strscpy(what, sizeof(what), err);
 		snprintf(err, errsz, "%s: %s (needs more than the %llu bytes written so far; %llu available)", what,
 		         strerror(ENOSPC), u.total, gb_fs_available(staging));
 	}
-	if (fchdir(cwd) < 0 && r >= 0) {
-		r = negative_errno();
-		snprintf(err, errsz, "cannot return to the working directory: %s", strerror(-r));
-	}
-	if (r >= 0 && (r = swap_into_place(staging, dest, err, errsz)) >= 0)
+	snprintf(aside, sizeof(aside), "%s.old.%ld", base, (long)getpid());
+	if (r >= 0 && (r = gb_swap_into_place(dir_fd, staging + (base - dest), base, aside, NULL)) < 0)
+		snprintf(err, errsz, "cannot move the unpacked tree to %s: %s", dest, strerror(-r));
+	if (r >= 0)
 		staging[0] = '\0';
 out:
-	if (cwd >= 0) {
-		if (fchdir(cwd) < 0)
-			gb_log_warning("Failed to return to the working directory after unpacking, ignoring");
-		close(cwd);
-	}
 	if (u.a)
 		archive_read_free(u.a);
 	if (u.w)
 		archive_write_free(u.w);
 	if (fd >= 0)
 		close(fd);
+	if (staging_fd >= 0)
+		close(staging_fd);
 	if (staging[0])
-		rm_rf(staging);
+		(void)gb_remove_tree_at(dir_fd, staging + (base - dest));
+	close(dir_fd);
 	return r;
 }

@@ -17,8 +17,11 @@ struct gb_unpack_opts {
 void gb_unpack_opts_default(struct gb_unpack_opts *o);
 
 /* Unpack the archive in FILE (from opts->offset) into DEST, atomically:
- * into DEST.staging.XXXXXX next to it, then renamed to DEST (an existing
- * DEST is replaced). On any refusal nothing is left but the old DEST.
+ * into DEST.staging.XXXXXX next to it, then swapped into place as DEST
+ * (shared/swap.h: an existing DEST is exchanged with it, or moved aside
+ * to DEST.old.PID where the filesystem cannot exchange, then removed).
+ * The process's working directory is not changed (a thread of its own
+ * writes the entries). On any refusal nothing is left but the old DEST.
  * err gets one line naming the entry and the reason. */
 int gb_unpack(const char *file, const char *dest, const struct gb_unpack_opts *o, char *err, size_t errsz);
 

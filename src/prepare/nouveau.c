@@ -99,17 +99,8 @@ static int unbind_one(struct gb_ctx *ctx, struct gb_journal *j, const char *addr
 	*journal_failed = r < 0;
 	if (r != 0)
 		return r < 0 ? r : 0;
-	/* A sysfs attribute, not a file to replace: one write(2) is the
-	 * request. O_APPEND changes nothing for sysfs, and in a fixture tree it
-	 * keeps every address written. */
-	int fd = gb_root_openat(ctx->root, NOUVEAU_DRIVER_DIR "/unbind", O_WRONLY | O_APPEND | O_NOCTTY);
-	if (fd >= 0) {
-		ssize_t w = write(fd, addr, strlen(addr));
-		r = w == (ssize_t)strlen(addr) ? 0 : w < 0 ? negative_errno() : -EIO;
-		close(fd);
-	} else {
-		r = fd;
-	}
+	/* One write(2) of a sysfs attribute, through the operations table. */
+	r = ctx->ops->write_attr(ctx->ops, ctx->root, NOUVEAU_DRIVER_DIR "/unbind", addr);
 	gb_kill_point("effect");
 	if (gb_journal_end(j, id, r, NULL) < 0) {
 		*journal_failed = true;

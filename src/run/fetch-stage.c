@@ -12,6 +12,7 @@
 #include "fetch-stage.h"
 #include "run/stage.h"
 #include "shared/log.h"
+#include "shared/test-knob.h"
 #include "shared/util.h"
 
 bool gb_artifact_ok(const struct gb_artifact *a)
@@ -31,17 +32,13 @@ int gb_fetch_job_setup(struct gb_ctx *ctx, const struct gb_site_config *site, bo
 	j->fo.dry_run = ctx->opt.dry_run;
 	if (ctx->opt.parallel)
 		j->fo.parallel = ctx->opt.parallel;
-#ifdef GB_TEST_HOOKS
 	{
-		const char *e = getenv("GPUBOOT_FETCH_BACKOFF_MS");
 		uint32_t v;
-		if (e && gb_safe_atou32(e, 10, &v) == 0)
+		if (gb_test_knob_u32("GPUBOOT_FETCH_BACKOFF_MS", &v) == 0)
 			j->fo.backoff_ms = v;
-		e = getenv("GPUBOOT_FETCH_LOW_SPEED_S");
-		if (e && gb_safe_atou32(e, 10, &v) == 0)
+		if (gb_test_knob_u32("GPUBOOT_FETCH_LOW_SPEED_S", &v) == 0)
 			j->fo.low_speed_s = v;
 	}
-#endif
 	/* mirror reads from --mirror where given (re-signing a mirror for a fleet), else upstream. */
 	j->src.mirror = ctx->opt.mirror ? ctx->opt.mirror : mirror_mode ? NULL : site->mirror;
 	j->src.upstream = ctx->opt.upstream;

@@ -12,6 +12,7 @@
 #include "run.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
+#include "shared/test-knob.h"
 #include "shared/tls.h"
 #include "load/modsign.h"
 #include "shared/util.h"
@@ -209,9 +210,8 @@ int gb_lock_take(struct gb_ctx *ctx, int *ret_fd)
 #ifdef GB_TEST_HOOKS
 	{
 		/* The concurrency tests: hold the lock a while, so runs overlap. */
-		const char *e = getenv("GPUBOOT_TEST_HOLD_LOCK_MS");
 		uint32_t ms;
-		if (e && gb_safe_atou32(e, 10, &ms) == 0)
+		if (gb_test_knob_u32("GPUBOOT_TEST_HOLD_LOCK_MS", &ms) == 0)
 			ctx->ops->sleep_ms(ctx->ops, ms);
 	}
 #endif

@@ -12,6 +12,7 @@
 #include "run.h"
 #include "run/stage.h"
 #include "shared/log.h"
+#include "shared/test-knob.h"
 #include "shared/util.h"
 #include "verify-stage.h"
 
@@ -53,15 +54,12 @@ static void verify_opts(struct gb_ctx *ctx, const struct gb_inputs *in, const ch
 	o->skip = in->site.skip_checks;
 	o->gpus = ctx->opt.gpus;
 	o->probe_timeout_ms = streq(tier, "passive") ? 20000 : 120000;
-#ifdef GB_TEST_HOOKS
 	{
-		const char *e = getenv("GPUBOOT_PROBE_TIMEOUT_MS");
 		uint32_t ms;
-		if (e && gb_safe_atou32(e, 10, &ms) == 0)
+		if (gb_test_knob_u32("GPUBOOT_PROBE_TIMEOUT_MS", &ms) == 0)
 			o->probe_timeout_ms = (int)ms;
-		o->disk_path = getenv("GPUBOOT_DISK_PATH");
+		o->disk_path = gb_test_knob("GPUBOOT_DISK_PATH");
 	}
-#endif
 }
 
 int gb_verify_stage(struct gb_ctx *ctx, const struct gb_inputs *in, const char *tier,

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "test-knob.h"
 #include "root.h"
 #include "util.h"
 
@@ -152,12 +153,10 @@ int gb_fsync_dir(const char *dir)
 {
 	int dfd, r = 0;
 
-#ifdef GB_TEST_HOOKS
 	/* Test builds: a directory whose path contains this string fails to sync. */
-	const char *hook = getenv("GPUBOOT_TEST_FAIL_DIR_FSYNC");
+	const char *hook = gb_test_knob("GPUBOOT_TEST_FAIL_DIR_FSYNC");
 	if (hook && *hook && strstr(dir, hook))
 		return -EIO;
-#endif
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return negative_errno();

@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "test-knob.h"
 #include "util.h"
 
 static const char *const sites[] = { "journal", "download", "cache", "unpack", "swap",  "command",
@@ -20,7 +21,7 @@ static unsigned counts[ARRAY_SIZE(sites)];
 
 void gb_kill_point(const char *site)
 {
-	const char *at = getenv("GPUBOOT_KILL_AT"), *trace = getenv("GPUBOOT_KILL_TRACE");
+	const char *at = gb_test_knob("GPUBOOT_KILL_AT"), *trace = gb_test_knob("GPUBOOT_KILL_TRACE");
 	size_t i, n;
 	unsigned hit;
 	uint32_t want;

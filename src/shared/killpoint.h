@@ -8,8 +8,8 @@
  *                             so a harness counts the points of a whole run
  * Sites: journal (a record durable), download (a chunk written to the
  * cache's temp file), cache (renamed into the cache, before the directory
- * sync), unpack (an archive entry written), swap (between moving the old
- * tree aside and the new one into place), command (a journaled command ran,
+ * sync), unpack (an archive entry written), swap (gb_swap_into_place:
+ * between the old tree leaving and the new one arriving), command (a journaled command ran,
  * before its end record), status (a status document in place), write (a
  * file's temp copy written and synced, before its rename into place), link
  * (CUDA's temp link made, before its rename), module (a module inserted or

@@ -337,6 +337,40 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 	return 0;
 }
 
+/* Recorded; refused by the kernel on cue (exec:NAME:ERRNO), else really run. */
+static int fake_run_exec(const struct gb_ops *ops, const struct gb_exec_spec *spec, struct gb_exec_result *ret)
+{
+	const struct fake_rule *r;
+	char line[1024] = "";
+	size_t o = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!spec->argv || !spec->argv[0])
+		return -EINVAL;
+	for (size_t i = 0; spec->argv[i] && o < sizeof(line) - 2; i++) {
+		int n = snprintf(line + o, sizeof(line) - o, "%s%s", i ? " " : "", spec->argv[i]);
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+	fake_record(ops, "exec %s", line);
+	r = fake_find(F(ops), "exec", spec->argv[0]);
+	if (r && r->value) {
+		ret->exec_errno = r->value;
+		ret->status = 127 << 8;
+		return 0;
+	}
+	return gb_ops_real.run_exec(ops, spec, ret);
+}
+
+/* Recorded; fails on cue (write:PATH:ERRNO), else written below the root. */
+static int fake_write_attr(const struct gb_ops *ops, struct gb_root *root, const char *path, const char *data)
+{
+	const struct fake_rule *r = fake_find(F(ops), "write", path);
+	fake_record(ops, "write %s %s", path, data);
+	return r ? -r->value : gb_ops_real.write_attr(ops, root, path, data);
+}
+
 static int fake_systemctl(const struct gb_ops *ops, const char *verb, const char *unit)
 {
 	const struct fake_rule *r = fake_find(F(ops), "systemctl", verb);
@@ -457,7 +491,7 @@ static int parse_rule(struct fake *f, char *item)
 	if (!streq(field[0], "module") && !streq(field[0], "remove") && !streq(field[0], "command") &&
 	    !streq(field[0], "systemctl") && !streq(field[0], "kmsg") && !streq(field[0], "mount") &&
 	    !streq(field[0], "umount") && !streq(field[0], "creates") && !streq(field[0], "mknod") &&
-	    !streq(field[0], "installs"))
+	    !streq(field[0], "installs") && !streq(field[0], "exec") && !streq(field[0], "write"))
 		return -EINVAL;
 	r = &f->rules[f->n_rules];
 	if (streq(field[0], "kmsg")) {
@@ -544,6 +578,7 @@ int gb_ops_fake_new(const char *spec, const struct gb_ops **ret)
 		.module_unload = fake_module_unload,
 		.module_state = fake_module_state,
 		.run_command = fake_run_command,
+		.run_exec = fake_run_exec,
 		.systemctl = fake_systemctl,
 		.random = fake_random,
 		.sleep_ms = fake_sleep_ms,
@@ -553,6 +588,7 @@ int gb_ops_fake_new(const char *spec, const struct gb_ops **ret)
 		.mount_bind = fake_mount_bind,
 		.umount = fake_umount,
 		.mknod = fake_mknod,
+		.write_attr = fake_write_attr,
 	};
 	*ret = &f->ops;
 	return 0;

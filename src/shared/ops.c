@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,8 +19,13 @@
 
 #include <libkmod.h>
 
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+
 #include "log.h"
 #include "macro.h"
+#include "root.h"
 #include "util.h"
 
 /* ---- modules, through libkmod ---- */
@@ -270,6 +276,176 @@ static int real_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 	return r;
 }
 
+/* ---- a program from an executable fd (the GPU probe) ---- */
+
+/* In the child: its own process group, stdin from /dev/null, stdout and
+ * stderr to the pipes, then exec the fd. On failure the errno goes back
+ * through exec_err (closed on a successful exec). Never returns. */
+_Noreturn static void exec_child(const struct gb_exec_spec *spec, int out, int errp, int exec_err)
+{
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC), e;
+
+	setpgid(0, 0);
+	if (devnull >= 0)
+		dup2(devnull, STDIN_FILENO);
+	dup2(out, STDOUT_FILENO);
+	dup2(errp, STDERR_FILENO);
+	syscall(SYS_execveat, spec->fd, "", spec->argv, spec->envp, AT_EMPTY_PATH);
+	if (errno == ENOSYS)
+		fexecve(spec->fd, spec->argv, spec->envp);
+	e = errno;
+	if (write(exec_err, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Start it; ret->exec_errno is 0 when the kernel ran it, else why not. */
+static int exec_spawn(const struct gb_exec_spec *spec, int out[2], int errp[2], pid_t *ret_pid,
+                      struct gb_exec_result *ret)
+{
+	int ex[2], e = 0, r;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
+		ret->failed = "pipe";
+		return negative_errno();
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = negative_errno();
+		ret->failed = "fork";
+		close(ex[0]);
+		close(ex[1]);
+		return r;
+	}
+	if (pid == 0)
+		exec_child(spec, out[1], errp[1], ex[1]);
+	setpgid(pid, pid);
+	close(out[1]);
+	close(errp[1]);
+	close(ex[1]);
+	out[1] = errp[1] = -1;
+	do
+		n = read(ex[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(ex[0]);
+	*ret_pid = pid;
+	ret->exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
+	return 0;
+}
+
+static void exec_kill(pid_t pid, int *status)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
+}
+
+/* Read stdout and stderr until both close, under the deadline. */
+static int exec_collect(const struct gb_ops *ops, const struct gb_exec_spec *spec, pid_t pid, int out[2], int errp[2],
+                        uint64_t deadline, struct gb_exec_result *ret)
+{
+	for (;;) {
+		struct pollfd p[2] = { { .fd = out[0], .events = POLLIN }, { .fd = errp[0], .events = POLLIN } };
+		uint64_t now = ops->now_monotonic_ns(ops);
+		int left, pr;
+		if (out[0] < 0 && errp[0] < 0)
+			return 0;
+		if (now >= deadline) {
+			exec_kill(pid, &ret->status);
+			return -ETIMEDOUT;
+		}
+		left = (int)((deadline - now) / 1000000ull) + 1;
+		pr = poll(p, 2, left > 200 ? 200 : left);
+		if (pr < 0 && errno != EINTR)
+			return negative_errno();
+		if (pr <= 0)
+			continue;
+		if (p[0].revents) {
+			ssize_t n = read(out[0], spec->out + ret->out_len, spec->out_max - ret->out_len);
+			if (n > 0)
+				ret->out_len += (size_t)n;
+			if (n <= 0 || ret->out_len >= spec->out_max) {
+				close(out[0]);
+				out[0] = -1;
+			}
+		}
+		if (p[1].revents) {
+			ssize_t n = read(errp[0], spec->err + ret->err_len, spec->err_max - ret->err_len);
+			if (n > 0)
+				ret->err_len += (size_t)n;
+			if (n <= 0 || (out[0] < 0 && ret->err_len >= spec->err_max)) {
+				close(errp[0]);
+				errp[0] = -1;
+			}
+		}
+	}
+}
+
+/* Output closed: wait for the exit, still under the deadline. */
+static int exec_wait(const struct gb_ops *ops, pid_t pid, uint64_t deadline, struct gb_exec_result *ret)
+{
+	for (;;) {
+		pid_t w = waitpid(pid, &ret->status, WNOHANG);
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return negative_errno();
+		if (ops->now_monotonic_ns(ops) >= deadline) {
+			exec_kill(pid, &ret->status);
+			ret->output_closed = true;
+			return -ETIMEDOUT;
+		}
+		usleep(200); /* it is exiting: its output is closed */
+	}
+}
+
+static int real_run_exec(const struct gb_ops *ops, const struct gb_exec_spec *spec, struct gb_exec_result *ret)
+{
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, r;
+	uint64_t deadline;
+	pid_t pid = -1;
+
+	memset(ret, 0, sizeof(*ret));
+	if (spec->fd < 0 || !spec->argv || !spec->argv[0] || !spec->out || !spec->err)
+		return -EINVAL;
+	r = exec_spawn(spec, out, errp, &pid, ret);
+	deadline = ops->now_monotonic_ns(ops) + (uint64_t)spec->timeout_ms * 1000000ull;
+	if (r >= 0)
+		r = exec_collect(ops, spec, pid, out, errp, deadline, ret);
+	if (r >= 0)
+		r = exec_wait(ops, pid, deadline, ret);
+	else if (r != -ETIMEDOUT && pid > 0)
+		exec_kill(pid, &ret->status);
+	for (size_t i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	return r;
+}
+
+/* ---- sysfs attributes ---- */
+
+static int real_write_attr(const struct gb_ops *ops, struct gb_root *root, const char *path, const char *data)
+{
+	/* A sysfs attribute, not a file to replace: one write(2) is the
+	 * request. O_APPEND changes nothing for sysfs, and in a fixture tree it
+	 * keeps every write. */
+	int fd = gb_root_openat(root, path, O_WRONLY | O_APPEND | O_NOCTTY), r;
+	ssize_t w;
+	(void)ops;
+
+	if (fd < 0)
+		return fd;
+	w = write(fd, data, strlen(data));
+	r = w == (ssize_t)strlen(data) ? 0 : w < 0 ? negative_errno() : -EIO;
+	close(fd);
+	return r;
+}
+
 static int real_systemctl(const struct gb_ops *ops, const char *verb, const char *unit)
 {
 	const char *argv[] = { "systemctl", verb, unit, NULL };
@@ -403,6 +579,7 @@ const struct gb_ops gb_ops_real = {
 	.module_unload = real_module_unload,
 	.module_state = real_module_state,
 	.run_command = real_run_command,
+	.run_exec = real_run_exec,
 	.systemctl = real_systemctl,
 	.random = real_random,
 	.sleep_ms = real_sleep_ms,
@@ -412,6 +589,7 @@ const struct gb_ops gb_ops_real = {
 	.mount_bind = real_mount_bind,
 	.umount = real_umount,
 	.mknod = real_mknod,
+	.write_attr = real_write_attr,
 };
 
 uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound)

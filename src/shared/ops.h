@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/utsname.h>
 
+struct gb_root;
+
 /* A kernel module's state, as libkmod's kmod_module_get_initstate sees it. */
 enum gb_module_state {
 	GB_MODULE_ABSENT = 0, /* not loaded */
@@ -42,6 +44,29 @@ struct gb_cmd_result {
 	size_t output_len;
 };
 
+/* A program run from an open executable fd (ops->run_exec: the embedded
+ * GPU probe, from its memfd or its file): its own process group, stdin
+ * /dev/null, stdout and stderr read apart, the whole group killed at the
+ * deadline (measured with ops->now_monotonic_ns). */
+struct gb_exec_spec {
+	int fd; /* the executable: execveat(fd, "", AT_EMPTY_PATH), fexecve where that is missing */
+	char *const *argv; /* NULL-terminated; argv[0] names it in the fake's record */
+	char *const *envp; /* the whole environment */
+	int timeout_ms;
+	char *out; /* stdout: at most out_max bytes kept (then its pipe is closed) */
+	size_t out_max;
+	char *err; /* stderr: its first err_max bytes */
+	size_t err_max;
+};
+
+struct gb_exec_result {
+	int status; /* wait status; valid when the call returned 0 */
+	int exec_errno; /* 0 when the kernel ran it, else why not (its exit status is then 127) */
+	size_t out_len, err_len;
+	bool output_closed; /* on -ETIMEDOUT: it hung after closing its output, not before */
+	const char *failed; /* what could not be done when it was not started: "pipe", "fork" */
+};
+
 /* A character device node to make (ops->mknod). */
 struct gb_node_spec {
 	const char *path; /* below the root, for messages and the fake's record: "dev/nvidiactl" */
@@ -64,6 +89,11 @@ struct gb_ops {
 	/* Run a command; 0 with *ret filled (whatever its exit status), or a
 	 * negative errno when it could not be started. */
 	int (*run_command)(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret);
+	/* Run a program from an executable fd: 0 when it exited (ret's status,
+	 * exec_errno and output), -ETIMEDOUT when it was killed at the deadline,
+	 * another negative errno when it could not be started or watched (it is
+	 * killed then). */
+	int (*run_exec)(const struct gb_ops *ops, const struct gb_exec_spec *spec, struct gb_exec_result *ret);
 	/* systemctl VERB UNIT... (UNIT may be NULL for verbs like reboot or
 	 * daemon-reload); 0 when systemctl exited 0, else a negative errno. */
 	int (*systemctl)(const struct gb_ops *ops, const char *verb, const char *unit);
@@ -92,6 +122,11 @@ struct gb_ops {
 	 * made (whatever was there, not a directory, removed first), negative
 	 * errno. */
 	int (*mknod)(const struct gb_ops *ops, int dirfd, const char *name, const struct gb_node_spec *spec);
+
+	/* Write data to the attribute path below root (a sysfs file: unbind)
+	 * with one write(2), opened O_WRONLY|O_APPEND (in a fixture tree every
+	 * write is kept). 0, or a negative errno (-EIO on a short write). */
+	int (*write_attr)(const struct gb_ops *ops, struct gb_root *root, const char *path, const char *data);
 };
 
 extern const struct gb_ops gb_ops_real;
@@ -131,6 +166,12 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  *   mknod:PATH:ERRNO        mknod of PATH ("dev/nvidiactl") fails with -ERRNO;
  *                           else the fake makes a regular file holding
  *                           "c MAJ:MIN PERM UID:GID" (the node's stand-in)
+ *   exec:NAME:ERRNO         run_exec of argv[0] NAME ("gpuboot-probe") is
+ *                           refused by the kernel with ERRNO (exec_errno,
+ *                           exit 127); else the program really runs (the
+ *                           probe against the fake NVIDIA libraries)
+ *   write:PATH:ERRNO        write_attr of PATH fails with -ERRNO; else the
+ *                           write is done below the caller's root
  * The fake kernel (fake-kernel.c): inserting nvidia reads the module file
  * under lib/modules/<release>/ (the root's proc/sys/kernel/osrelease) and
  * leaves what the real module leaves: proc/driver/nvidia/version and
@@ -138,7 +179,8 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  * links; a GPU bound to nouveau is refused, no GPU is ENODEV, a file that
  * is no module ENOEXEC. Unloading a module unbinds its functions.
  * mount_bind and umount are recorded ("mount_bind SRC DST", "umount DST")
- * and change nothing on disk.
+ * and change nothing on disk; run_exec as "exec ARGV...", write_attr as
+ * "write PATH DATA".
  * Anything not scripted succeeds. Returns -EINVAL on a bad spec. The table
  * is freed with gb_ops_fake_free. */
 int gb_ops_fake_new(const char *spec, const struct gb_ops **ret);

@@ -14,6 +14,7 @@
 #include "shared/json-util.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "shared/test-knob.h"
 #include "shared/root.h"
 #include "shared/util.h"
 #include "verify.h"
@@ -995,29 +996,25 @@ static void probe_args(const struct gb_verify_opts *o, const struct gb_facts *f,
 	pa->args[na++] = (char *)(active ? "active" : "passive");
 	if (f->n_nvswitches > 0) {
 		gb_strscpy(pa->fabric, sizeof(pa->fabric), FABRIC_WAIT_MS);
-#ifdef GB_TEST_HOOKS
-		if (getenv("GPUBOOT_PROBE_FABRIC_WAIT_MS"))
-			gb_strscpy(pa->fabric, sizeof(pa->fabric), getenv("GPUBOOT_PROBE_FABRIC_WAIT_MS"));
-#endif
+		if (gb_test_knob("GPUBOOT_PROBE_FABRIC_WAIT_MS"))
+			gb_strscpy(pa->fabric, sizeof(pa->fabric), gb_test_knob("GPUBOOT_PROBE_FABRIC_WAIT_MS"));
 		pa->args[na++] = (char *)"--fabric-wait-ms";
 		pa->args[na++] = pa->fabric;
 	}
 	if (active) {
 		if (o->fp64_gate)
 			pa->args[na++] = (char *)"--fp64";
-#ifdef GB_TEST_HOOKS
 		{
-			const char *e = getenv("GPUBOOT_PROBE_PATTERN_MIB");
+			const char *e = gb_test_knob("GPUBOOT_PROBE_PATTERN_MIB");
 			if (e)
 				gb_strscpy(pa->pattern, sizeof(pa->pattern), e);
-			e = getenv("GPUBOOT_PROBE_BW_MIB");
+			e = gb_test_knob("GPUBOOT_PROBE_BW_MIB");
 			if (e)
 				gb_strscpy(pa->bw, sizeof(pa->bw), e);
-			e = getenv("GPUBOOT_PROBE_LOAD_MS");
+			e = gb_test_knob("GPUBOOT_PROBE_LOAD_MS");
 			if (e)
 				gb_strscpy(pa->load, sizeof(pa->load), e);
 		}
-#endif
 		pa->args[na++] = (char *)"--pattern-mib";
 		pa->args[na++] = pa->pattern;
 		pa->args[na++] = (char *)"--bw-mib";

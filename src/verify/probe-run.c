@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Run the embedded gpuboot-probe: write it to a memfd, execute that in a
- * child with execveat(AT_EMPTY_PATH), read its JSON under a deadline, and
- * kill its whole process group if it hangs. A crash or hang in NVIDIA's
- * libraries becomes a failed check, never a crash of gpuboot. */
+/* Run the embedded gpuboot-probe: write it to a memfd, have the
+ * operations table execute that (ops->run_exec: a child, execveat
+ * AT_EMPTY_PATH, its JSON read under a deadline, its whole process group
+ * killed if it hangs). A crash or hang in NVIDIA's libraries becomes a
+ * failed check, never a crash of gpuboot. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,8 @@
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
+#include "shared/ops.h"
+#include "shared/test-knob.h"
 #include "verify.h"
 #include "shared/json-util.h"
 
@@ -32,9 +33,6 @@ extern char **environ;
 #endif
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
-#endif
-#ifndef AT_EMPTY_PATH
-#define AT_EMPTY_PATH 0x1000
 #endif
 #define PROBE_OUTPUT_MAX (4u << 20)
 
@@ -74,13 +72,9 @@ static int probe_file_fd(struct gb_ctx *ctx)
 
 static bool memfd_allowed(void)
 {
-#ifdef GB_TEST_HOOKS
 	/* Test builds: GPUBOOT_NO_MEMFD=1 takes the path of a kernel without memfd. */
-	const char *e = getenv("GPUBOOT_NO_MEMFD");
-	if (e && streq(e, "1"))
-		return false;
-#endif
-	return true;
+	const char *e = gb_test_knob("GPUBOOT_NO_MEMFD");
+	return !(e && streq(e, "1"));
 }
 
 /* The probe as an executable, read-only fd: a memfd, else a file. */
@@ -146,139 +140,12 @@ static char **probe_env(void)
 	return envp;
 }
 
-/* In the child: its own process group, stdin from /dev/null, stdout and
- * stderr to the pipes, then exec the fd. On failure the errno goes back
- * through exec_err (closed on a successful exec). Never returns. */
-_Noreturn static void probe_child(int fd, char *const argv[], char *const envp[], int out, int errp, int exec_err)
-{
-	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC), e;
-
-	setpgid(0, 0);
-	if (devnull >= 0)
-		dup2(devnull, STDIN_FILENO);
-	dup2(out, STDOUT_FILENO);
-	dup2(errp, STDERR_FILENO);
-	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
-	if (errno == ENOSYS)
-		fexecve(fd, argv, envp);
-	e = errno;
-	if (write(exec_err, &e, sizeof(e)) < 0)
-		_exit(127);
-	_exit(127);
-}
-
-/* Start the probe; *ret_exec_errno is 0 when the kernel ran it, else why not. */
-static int probe_spawn(int fd, char *const argv[], char *const envp[], int out[2], int errp[2], pid_t *ret_pid,
-                       int *ret_exec_errno, char *err, size_t errsz)
-{
-	int ex[2], e = 0, r = 0;
-	pid_t pid;
-	ssize_t n;
-
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0) {
-		r = negative_errno();
-		snprintf(err, errsz, "pipe: %s", strerror(-r));
-		return r;
-	}
-	pid = fork();
-	if (pid < 0) {
-		r = negative_errno();
-		snprintf(err, errsz, "fork: %s", strerror(-r));
-		close(ex[0]);
-		close(ex[1]);
-		return r;
-	}
-	if (pid == 0)
-		probe_child(fd, argv, envp, out[1], errp[1], ex[1]);
-	setpgid(pid, pid);
-	close(out[1]);
-	close(errp[1]);
-	close(ex[1]);
-	out[1] = errp[1] = -1;
-	do
-		n = read(ex[0], &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	close(ex[0]);
-	*ret_pid = pid;
-	*ret_exec_errno = n == (ssize_t)sizeof(e) ? e : 0;
-	return 0;
-}
-
-static void kill_probe(pid_t pid, int *status)
-{
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-	waitpid(pid, status, 0);
-}
-
 struct probe_io {
 	char *buf; /* stdout, PROBE_OUTPUT_MAX + 1 */
 	size_t len;
 	char ebuf[2048]; /* the start of stderr */
 	size_t elen;
 };
-
-/* Read stdout and stderr until both close, under the deadline. */
-static int probe_collect(struct gb_ctx *ctx, pid_t pid, int out[2], int errp[2], uint64_t deadline, int timeout_ms,
-                         struct probe_io *io, int *status, char *err, size_t errsz)
-{
-	for (;;) {
-		struct pollfd p[2] = { { .fd = out[0], .events = POLLIN }, { .fd = errp[0], .events = POLLIN } };
-		uint64_t now = ctx->ops->now_monotonic_ns(ctx->ops);
-		int left, pr;
-		if (out[0] < 0 && errp[0] < 0)
-			return 0;
-		if (now >= deadline) {
-			kill_probe(pid, status);
-			snprintf(err, errsz, "the probe hung: no answer from NVIDIA's libraries within %d ms (killed)",
-			         timeout_ms);
-			return -ETIMEDOUT;
-		}
-		left = (int)((deadline - now) / 1000000ull) + 1;
-		pr = poll(p, 2, left > 200 ? 200 : left);
-		if (pr < 0 && errno != EINTR)
-			return negative_errno();
-		if (pr <= 0)
-			continue;
-		if (p[0].revents) {
-			ssize_t n = read(out[0], io->buf + io->len, PROBE_OUTPUT_MAX - io->len);
-			if (n > 0)
-				io->len += (size_t)n;
-			if (n <= 0 || io->len >= PROBE_OUTPUT_MAX) {
-				close(out[0]);
-				out[0] = -1;
-			}
-		}
-		if (p[1].revents) {
-			ssize_t n = read(errp[0], io->ebuf + io->elen, sizeof(io->ebuf) - 1 - io->elen);
-			if (n > 0)
-				io->elen += (size_t)n;
-			if (n <= 0 || (out[0] < 0 && io->elen >= sizeof(io->ebuf) - 1)) {
-				close(errp[0]);
-				errp[0] = -1;
-			}
-		}
-	}
-}
-
-/* Output closed: wait for the exit, still under the deadline. */
-static int probe_wait(struct gb_ctx *ctx, pid_t pid, uint64_t deadline, int timeout_ms, int *status, char *err,
-                      size_t errsz)
-{
-	for (;;) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-		if (w == pid)
-			return 0;
-		if (w < 0 && errno != EINTR)
-			return negative_errno();
-		if (ctx->ops->now_monotonic_ns(ctx->ops) >= deadline) {
-			kill_probe(pid, status);
-			snprintf(err, errsz, "the probe hung after its output (killed after %d ms)", timeout_ms);
-			return -ETIMEDOUT;
-		}
-		usleep(200); /* it is exiting: its output is closed */
-	}
-}
 
 /* The verdict from the exit status and the output. */
 static int probe_result(int status, int exec_errno, struct probe_io *io, json_object **ret, int *ret_exit, char *err,
@@ -323,14 +190,42 @@ static int probe_result(int status, int exec_errno, struct probe_io *io, json_ob
 	return 0;
 }
 
+/* The probe run through the operations table (ops->run_exec: the fake
+ * records it and may refuse it), its failures in words. */
+static int probe_exec(struct gb_ctx *ctx, int fd, char *const argv[], char *const envp[], int timeout_ms,
+                      struct probe_io *io, int *status, int *exec_errno, char *err, size_t errsz)
+{
+	struct gb_exec_spec spec = { .fd = fd,
+		                     .argv = argv,
+		                     .envp = envp,
+		                     .timeout_ms = timeout_ms,
+		                     .out = io->buf,
+		                     .out_max = PROBE_OUTPUT_MAX,
+		                     .err = io->ebuf,
+		                     .err_max = sizeof(io->ebuf) - 1 };
+	struct gb_exec_result res;
+	int r = ctx->ops->run_exec(ctx->ops, &spec, &res);
+
+	io->len = res.out_len;
+	io->elen = res.err_len;
+	*status = res.status;
+	*exec_errno = res.exec_errno;
+	if (r == -ETIMEDOUT && res.output_closed)
+		snprintf(err, errsz, "the probe hung after its output (killed after %d ms)", timeout_ms);
+	else if (r == -ETIMEDOUT)
+		snprintf(err, errsz, "the probe hung: no answer from NVIDIA's libraries within %d ms (killed)",
+		         timeout_ms);
+	else if (r < 0 && res.failed)
+		snprintf(err, errsz, "%s: %s", res.failed, strerror(-r));
+	return r;
+}
+
 int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_object **ret, int *ret_exit, char *err,
                  size_t errsz)
 {
 	struct probe_io io = { 0 };
 	char *argv[16], **envp;
-	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, fd, status = 0, exec_errno = 0, r;
-	uint64_t deadline;
-	pid_t pid = -1;
+	int fd, status = 0, exec_errno = 0, r;
 	size_t argc = 0;
 
 	argv[argc++] = (char *)"gpuboot-probe";
@@ -352,28 +247,15 @@ int gb_probe_run(struct gb_ctx *ctx, char *const args[], int timeout_ms, json_ob
 		snprintf(err, errsz, "out of memory");
 		return -ENOMEM;
 	}
-	r = probe_spawn(fd, argv, envp, out, errp, &pid, &exec_errno, err, errsz);
+	r = probe_exec(ctx, fd, argv, envp, timeout_ms, &io, &status, &exec_errno, err, errsz);
 	close(fd);
 	free(envp);
-	deadline = ctx->ops->now_monotonic_ns(ctx->ops) + (uint64_t)timeout_ms * 1000000ull;
-	if (r >= 0)
-		r = probe_collect(ctx, pid, out, errp, deadline, timeout_ms, &io, &status, err, errsz);
-	if (r >= 0)
-		r = probe_wait(ctx, pid, deadline, timeout_ms, &status, err, errsz);
 	if (r >= 0) {
 		io.ebuf[io.elen] = '\0';
 		io.buf[io.len] = '\0';
 		r = probe_result(status, exec_errno, &io, ret, ret_exit, err, errsz);
-	} else if (r != -ETIMEDOUT && pid > 0) {
-		kill_probe(pid, &status);
 	}
 	free(io.buf);
-	for (size_t i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-	}
 	if (r < 0)
 		gb_log_debug("probe: %s", err);
 	return r;

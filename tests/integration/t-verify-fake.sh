@@ -86,6 +86,11 @@ FAKE_NV_SCENARIO=hang GPUBOOT_PROBE_TIMEOUT_MS=1500 LD_LIBRARY_PATH=$FAKE expect
 grep -q "the probe hung" "$S/status.json" || fail "hang not named"
 FAKE_NV_SCENARIO=crash LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --state-dir "$S" --run-dir "$S/run"
 grep -q "crashed with signal 11" "$S/status.json" || fail "crash not named"
+# The probe runs through the operations table: the fake records it and,
+# on cue, the kernel refuses it (ENOENT: no glibc loader to run it).
+GPUBOOT_FAKE_OPS="record=$TMP/exec.log,exec:gpuboot-probe:2" LD_LIBRARY_PATH=$FAKE expect_exit 15 "$GB" --root "$M" verify --state-dir "$S" --run-dir "$S/run"
+grep -q "^exec gpuboot-probe" "$TMP/exec.log" || fail "the probe did not run through the operations table"
+grep -q "no glibc dynamic loader" "$S/status.json" || fail "an exec refusal not named"
 mkdir "$TMP/nolibs"
 LD_LIBRARY_PATH=$TMP/nolibs expect_exit 15 "$GB" --root "$M" verify --tier passive --state-dir "$S" --run-dir "$S/run"
 [ "$(failed_checks)" = "driver.userspace@system" ] || fail "missing library: $(failed_checks)"

@@ -2,8 +2,10 @@
 /* The operations table: the fake records what was asked, fails on cue and
  * keeps the fixture's world in step; the real one runs commands with a
  * fixed environment, captures their output and kills a whole process group
- * on timeout. */
+ * on timeout; a program from an fd (the probe) and a sysfs write go
+ * through it too. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 #include "shared/fileio.h"
 #include "shared/ops.h"
+#include "shared/root.h"
 #include "unit.h"
 
 static void write_text(const char *path, const char *text)
@@ -178,6 +181,112 @@ TEST(real)
 	for (int i = 0; i < 1000; i++)
 		CHECK(gb_ops_random_below(ops, 7) < 7);
 	free(res);
+}
+
+/* run_exec: a program from an fd, stdout and stderr apart, the exit status,
+ * a refusal by the kernel, a hang before and after the output closes; the
+ * fake records it, refuses on cue, else runs it. */
+TEST(exec)
+{
+	const struct gb_ops *ops = &gb_ops_real, *fake = NULL;
+	char out[64], err[64], dir[] = "/tmp/gpuboot-test-exec.XXXXXX", p[128], *t;
+	struct gb_exec_result res;
+	struct gb_exec_spec spec = { .envp = (char *[]){ "ONLY=this", NULL },
+		                     .timeout_ms = 5000,
+		                     .out = out,
+		                     .out_max = sizeof(out) - 1,
+		                     .err = err,
+		                     .err_max = sizeof(err) - 1 };
+	int sh = open("/bin/sh", O_RDONLY | O_CLOEXEC), plain;
+
+	CHECK(sh >= 0 && mkdtemp(dir) != NULL);
+	spec.fd = sh;
+	spec.argv = (char *[]){ "sh", "-c", "echo out $ONLY $HOME; echo err >&2; exit 3", NULL };
+	CHECK_INT(ops->run_exec(ops, &spec, &res), 0);
+	CHECK(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 3 && res.exec_errno == 0);
+	out[res.out_len] = err[res.err_len] = '\0';
+	CHECK_STREQ(out, "out this\n"); /* the environment given, nothing else */
+	CHECK_STREQ(err, "err\n");
+	/* More output than is kept: the first out_max bytes. */
+	spec.argv = (char *[]){ "sh", "-c", "seq 1 100", NULL };
+	CHECK_INT(ops->run_exec(ops, &spec, &res), 0);
+	CHECK_INT(res.out_len, sizeof(out) - 1);
+	/* A hang with the output open, then one after closing it: killed, the group too. */
+	spec.timeout_ms = 200;
+	spec.argv = (char *[]){ "sh", "-c", "sleep 30 & sleep 30", NULL };
+	CHECK_INT(ops->run_exec(ops, &spec, &res), -ETIMEDOUT);
+	CHECK(!res.output_closed && WIFSIGNALED(res.status));
+	spec.argv = (char *[]){ "sh", "-c", "exec >&- 2>&-; sleep 30", NULL };
+	CHECK_INT(ops->run_exec(ops, &spec, &res), -ETIMEDOUT);
+	CHECK(res.output_closed);
+	/* Not executable: the kernel's refusal, exit 127. */
+	snprintf(p, sizeof(p), "%s/plain", dir);
+	write_text(p, "#!/bin/sh\n");
+	plain = open(p, O_RDONLY | O_CLOEXEC);
+	spec.fd = plain;
+	spec.timeout_ms = 5000;
+	CHECK_INT(ops->run_exec(ops, &spec, &res), 0);
+	CHECK_INT(res.exec_errno, EACCES);
+	CHECK(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 127);
+	/* The fake: recorded, refused on cue, else run. */
+	snprintf(p, sizeof(p), "record=%s/rec,exec:nope:2", dir);
+	CHECK_INT(gb_ops_fake_new(p, &fake), 0);
+	if (fake) {
+		spec.fd = sh;
+		spec.argv = (char *[]){ "sh", "-c", "echo real", NULL };
+		CHECK_INT(fake->run_exec(fake, &spec, &res), 0);
+		CHECK(res.out_len == 5 && memcmp(out, "real\n", 5) == 0);
+		spec.argv = (char *[]){ "nope", "--x", NULL };
+		CHECK_INT(fake->run_exec(fake, &spec, &res), 0);
+		CHECK(res.exec_errno == ENOENT && WEXITSTATUS(res.status) == 127 && res.out_len == 0);
+		gb_ops_fake_free(fake);
+	}
+	snprintf(p, sizeof(p), "%s/rec", dir);
+	t = slurp(p);
+	CHECK_STREQ(t, "exec sh -c echo real\nexec nope --x\n");
+	free(t);
+	close(sh);
+	close(plain);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	CHECK_INT(system(p), 0);
+}
+
+/* write_attr: one write below the root, kept by a fixture's O_APPEND; the
+ * fake records it and fails on cue. */
+TEST(write_attr)
+{
+	const struct gb_ops *fake = NULL;
+	struct gb_root *root = NULL;
+	char dir[] = "/tmp/gpuboot-test-attr.XXXXXX", p[160], *t;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(p, sizeof(p), "%s/sys", dir);
+	CHECK_INT(gb_mkdir_p(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/sys/unbind", dir);
+	write_text(p, "");
+	CHECK_INT(gb_root_open(dir, &root), 0);
+	if (!root)
+		return;
+	CHECK_INT(gb_ops_real.write_attr(&gb_ops_real, root, "sys/unbind", "0000:01:00.0"), 0);
+	CHECK_INT(gb_ops_real.write_attr(&gb_ops_real, root, "sys/missing/unbind", "x"), -ENOENT);
+	snprintf(p, sizeof(p), "record=%s/rec,write:sys/bind:16", dir);
+	CHECK_INT(gb_ops_fake_new(p, &fake), 0);
+	if (fake) {
+		CHECK_INT(fake->write_attr(fake, root, "sys/unbind", "0000:02:00.0"), 0);
+		CHECK_INT(fake->write_attr(fake, root, "sys/bind", "0000:02:00.0"), -EBUSY);
+		gb_ops_fake_free(fake);
+	}
+	snprintf(p, sizeof(p), "%s/sys/unbind", dir);
+	t = slurp(p);
+	CHECK_STREQ(t, "0000:01:00.00000:02:00.0");
+	free(t);
+	snprintf(p, sizeof(p), "%s/rec", dir);
+	t = slurp(p);
+	CHECK_STREQ(t, "write sys/unbind 0000:02:00.0\nwrite sys/bind 0000:02:00.0\n");
+	free(t);
+	gb_root_free(root);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	CHECK_INT(system(p), 0);
 }
 
 int main(void)
