@@ -216,6 +216,23 @@ enum gb_release_rule {
 	GB_RELEASE_SUSE, /* a major from 12 to 29, optionally .minor (the service pack): "15.6" */
 };
 
+/* Debian's own NVIDIA driver packages (contrib, non-free,
+ * non-free-firmware; src:nvidia-graphics-drivers and
+ * src:nvidia-open-gpu-kernel-modules, all at the driver's version): per
+ * flavour the DKMS package and the module it builds, then the userspace
+ * the distro method installs beside it (NULL-terminated). Debian's
+ * nvidia-persistenced is a source package of its own, at its own version:
+ * not among them. */
+struct gb_debian_driver {
+	const char *flavor; /* "open" | "proprietary" */
+	const char *kmod_package; /* "nvidia-open-kernel-dkms" */
+	const char *module; /* "nvidia-current-open": the module file DKMS builds, without .ko */
+};
+extern const struct gb_debian_driver gb_debian_drivers[];
+/* The row of flavor, NULL for another word. */
+const struct gb_debian_driver *gb_debian_driver_find(const char *flavor);
+extern const char *const gb_debian_userspace[];
+
 struct gb_os {
 	const char *id; /* os-release ID: "rocky" */
 	const char *like; /* the ID_LIKE its own os-release carries: "rhel centos fedora" */

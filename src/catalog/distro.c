@@ -21,6 +21,22 @@
 /* id, ID_LIKE, family, package manager, libc, release numbering and its
  * examples, oldest release, NVIDIA repository prefix and whether it is per
  * major release, headers package. */
+const struct gb_debian_driver gb_debian_drivers[] = {
+	{ "open", "nvidia-open-kernel-dkms", "nvidia-current-open" },
+	{ "proprietary", "nvidia-kernel-dkms", "nvidia-current" },
+	{ NULL, NULL, NULL },
+};
+
+const char *const gb_debian_userspace[] = { "firmware-nvidia-gsp", "nvidia-smi", "libcuda1", "libnvidia-ml1", NULL };
+
+const struct gb_debian_driver *gb_debian_driver_find(const char *flavor)
+{
+	for (const struct gb_debian_driver *d = gb_debian_drivers; flavor && d->flavor; d++)
+		if (streq(d->flavor, flavor))
+			return d;
+	return NULL;
+}
+
 const struct gb_os gb_oses[] = {
 	{ "ubuntu", "debian", GB_OS_FAMILY_DEBIAN, GB_PKGMGR_APT, "glibc", GB_RELEASE_YEAR_MONTH,
 	  "like 20.04, 22.04, 24.04", "20.04", "ubuntu", false, DEB_HEADERS },

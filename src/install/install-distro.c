@@ -38,14 +38,6 @@
 #define PIN_DIR "etc/apt/preferences.d"
 #define UU_DIR "etc/apt/apt.conf.d"
 
-/* Debian's driver packages per flavour, the built module's name, and the
- * source packages whose binaries must all stay at the driver's version. */
-static const struct {
-	const char *flavor, *kmod_pkg, *module;
-} debian_flavors[] = {
-	{ "open", "nvidia-open-kernel-dkms", "nvidia-current-open" },
-	{ "proprietary", "nvidia-kernel-dkms", "nvidia-current" },
-};
 /* What DKMS names the module with NVIDIA's packages: "nvidia" (Ubuntu's
  * nvidia-dkms-<branch>[-open], the runfile's DKMS tree) or Debian's names
  * (NVIDIA's debian12/13 packages follow Debian's packaging). */
@@ -56,7 +48,7 @@ static const char *const nvidia_repo_modules[] = { "nvidia", "nvidia-current", "
 static const char *const nvidia_repo_pin =
     "cuda-drivers* nvidia-* libnvidia-* libcuda* libnvcuvid* libnvoptix* libxnvctrl* firmware-nvidia-* "
     "xserver-xorg-video-nvidia* libgl1-nvidia-* libegl-nvidia* libgles-nvidia* libglx-nvidia* libnvidia*";
-static const char *const debian_userspace[] = { "firmware-nvidia-gsp", "nvidia-smi", "libcuda1", "libnvidia-ml1" };
+/* The source packages whose binaries must all stay at the driver's version (Debian). */
 static const char *const debian_pin_sources = "src:nvidia-graphics-drivers src:nvidia-open-gpu-kernel-modules";
 
 struct inst {
@@ -194,11 +186,11 @@ static int build_list(struct inst *s)
 	const char *ver = s->e.in->driver_version ? s->e.in->driver_version : "";
 	int r = 0;
 
-	for (size_t i = 0; i < ARRAY_SIZE(debian_flavors); i++)
-		if (streq(debian_flavors[i].flavor, flavor))
-			s->module = debian_flavors[i].module;
-	if (!s->module)
+	const struct gb_debian_driver *deb = gb_debian_driver_find(flavor);
+
+	if (!deb)
 		return FAIL(s, -EINVAL, "Unknown module flavour '%s' (open or proprietary)", flavor);
+	s->module = deb->module;
 	if (ver[0] && !gb_deb_version_valid(ver))
 		return FAIL(s, -EINVAL, "'%s' is not a driver version", ver);
 	if (s->packages && (!s->e.in->packages || !s->e.in->n_packages || !s->e.in->repo))
@@ -214,11 +206,9 @@ static int build_list(struct inst *s)
 			r = add_pkg(s, p->name, p->version, p->hold);
 		}
 	} else {
-		for (size_t i = 0; i < ARRAY_SIZE(debian_flavors) && r >= 0; i++)
-			if (streq(debian_flavors[i].flavor, flavor))
-				r = add_pkg(s, debian_flavors[i].kmod_pkg, ver, true);
-		for (size_t i = 0; i < ARRAY_SIZE(debian_userspace) && r >= 0; i++)
-			r = add_pkg(s, debian_userspace[i], ver, true);
+		r = add_pkg(s, deb->kmod_package, ver, true);
+		for (size_t i = 0; gb_debian_userspace[i] && r >= 0; i++)
+			r = add_pkg(s, gb_debian_userspace[i], ver, true);
 	}
 	if (r >= 0 && s->e.in->userspace_only)
 		return query_installed(s, NULL, 0, false);

@@ -764,23 +764,22 @@ static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind,
 }
 
 /* Debian's own packages (contrib, non-free, non-free-firmware): the module
- * built by DKMS, the GSP firmware, the userspace at the same version. */
+ * built by DKMS, the GSP firmware, the userspace at the same version (the
+ * catalog's gb_debian_drivers and gb_debian_userspace, which the install
+ * installs). */
 static void method_distro(struct gb_plan *p)
 {
-	bool open = streq(p->driver.flavor, "open");
-	const char *const pkgs[] = { open ? "nvidia-open-kernel-dkms" : "nvidia-kernel-dkms",
-		                     "firmware-nvidia-gsp",
-		                     "nvidia-smi",
-		                     "libnvidia-ml1",
-		                     "libcuda1",
-		                     "nvidia-persistenced" };
+	const struct gb_debian_driver *deb = gb_debian_driver_find(p->driver.flavor);
+
 	p->driver.method = "distro";
 	SAY(p->driver.method_reason,
 	    "%s: %s %s's own NVIDIA packages from contrib and non-free (those components added to the existing "
 	    "sources), the %s module built by DKMS for each installed kernel, held at %s",
 	    p->in.method_by, p->in.os_id, p->in.os_version, p->driver.flavor, p->driver.version);
-	for (size_t i = 0; i < ARRAY_SIZE(pkgs); i++)
-		add_package(p, GB_PKG_NAME, false, "%s", pkgs[i]);
+	if (deb)
+		add_package(p, GB_PKG_NAME, false, "%s", deb->kmod_package);
+	for (size_t i = 0; gb_debian_userspace[i]; i++)
+		add_package(p, GB_PKG_NAME, false, "%s", gb_debian_userspace[i]);
 }
 
 /* Whether the machine needs the fabric manager, and why (a literal). */

@@ -337,7 +337,7 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 	return 0;
 }
 
-/* Recorded; refused by the kernel on cue (exec:NAME:ERRNO), else really run. */
+/* Refused by the kernel on cue (exec:NAME:ERRNO, then recorded), else really run. */
 static int fake_run_exec(const struct gb_ops *ops, const struct gb_exec_spec *spec, struct gb_exec_result *ret)
 {
 	const struct fake_rule *r;
@@ -353,8 +353,11 @@ static int fake_run_exec(const struct gb_ops *ops, const struct gb_exec_spec *sp
 			break;
 		o += (size_t)n;
 	}
-	fake_record(ops, "exec %s", line);
+	/* a program run to measure (the probe) changes nothing: recorded only
+	 * where the spec scripts it, so a run with no effect records nothing */
 	r = fake_find(F(ops), "exec", spec->argv[0]);
+	if (r)
+		fake_record(ops, "exec %s", line);
 	if (r && r->value) {
 		ret->exec_errno = r->value;
 		ret->status = 127 << 8;

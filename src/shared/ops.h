@@ -179,8 +179,10 @@ uint64_t gb_ops_random_below(const struct gb_ops *ops, uint64_t bound);
  * links; a GPU bound to nouveau is refused, no GPU is ENODEV, a file that
  * is no module ENOEXEC. Unloading a module unbinds its functions.
  * mount_bind and umount are recorded ("mount_bind SRC DST", "umount DST")
- * and change nothing on disk; run_exec as "exec ARGV...", write_attr as
- * "write PATH DATA".
+ * and change nothing on disk; write_attr as "write PATH DATA"; run_exec
+ * (a program run to measure, the probe: it changes nothing) as "exec
+ * ARGV..." only where exec:NAME scripts it, so a run with no effect
+ * records nothing.
  * Anything not scripted succeeds. Returns -EINVAL on a bad spec. The table
  * is freed with gb_ops_fake_free. */
 int gb_ops_fake_new(const char *spec, const struct gb_ops **ret);

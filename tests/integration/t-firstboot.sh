@@ -241,6 +241,12 @@ checks = {c["name"]: c for c in d["checks"]}
 for name in ("driver.loaded", "driver.planned_version", "driver.userspace", "driver.version_match", "gpu.count",
              "driver.device_nodes"):
     assert checks[name]["result"] == "pass", checks[name]
+# the install installs the packages the plan names (one table: a package the
+# plan lists and the install leaves out is a plan that lies)
+if sys.argv[3] in ("distro", "packages"):
+    installed = {p["name"] for p in d["install"]["driver"]["packages"]}
+    planned = [n for n in d["plan"]["driver"]["packages"] if not n.startswith(("@", "versionlock:"))]
+    assert set(planned) <= installed, (planned, sorted(installed))
 PY
 	[ -f "$M.state/run/verified-ready" ] && [ -f "$M.state/run/driver-ready" ] || fail "$1: ready flags missing"
 }
