@@ -304,7 +304,7 @@ def gen_data(data):
         out.append(f"\t{{ {c_str(d['id'])}, {c_str(d['version_id'])}, {c_str(d['repo'])}, {c_str(d['hwe_meta'])}, "
                    f"{c_str(d['ga_kernel'])}, {c_str(d['newer_kernel'])}, {c_str(d['newer_kernel_suite'])}, "
                    f"{c_str(d['distro_driver'])}, {'true' if d['distro_open'] else 'false'}, {c_str(d['key_pin'])}, "
-                   f"{d['cuda_last_major']} }},")
+                   f"{d['cuda_last_major']}, {'true' if d['module_streams'] else 'false'} }},")
     out.append("};")
     out.append("const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);")
     return "\n".join(out) + "\n"

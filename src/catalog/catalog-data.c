@@ -559,16 +559,16 @@ const struct gb_cuda_component gb_cuda_components[] = {
 const size_t gb_cuda_components_len = sizeof(gb_cuda_components) / sizeof(gb_cuda_components[0]);
 
 const struct gb_distro gb_distros[] = {
-	{ "ubuntu", "20.04", "ubuntu2004", "linux-generic-hwe-20.04", "5.4", "5.15", NULL, NULL, false, "cuda-deb", 12 },
-	{ "ubuntu", "22.04", "ubuntu2204", "linux-generic-hwe-22.04", "5.15", "6.8", NULL, NULL, false, "cuda-deb", 0 },
-	{ "ubuntu", "24.04", "ubuntu2404", "linux-generic-hwe-24.04", "6.8", "6.17", NULL, NULL, false, "cuda-deb", 0 },
-	{ "debian", "11", "debian11", NULL, "5.10", NULL, NULL, NULL, false, "cuda-deb", 0 },
-	{ "debian", "12", "debian12", NULL, "6.1", "6.12", "bookworm-backports", "535.309.01", false, "cuda-deb", 0 },
-	{ "debian", "13", "debian13", NULL, "6.12", NULL, NULL, "550.163.01", true, NULL, 0 },
-	{ "rhel", "8", "rhel8", NULL, "4.18", NULL, NULL, NULL, false, "cuda-rpm", 0 },
-	{ "rhel", "9", "rhel9", NULL, "5.14", NULL, NULL, NULL, false, "cuda-rpm", 0 },
-	{ "rhel", "10", "rhel10", NULL, "6.12", NULL, NULL, NULL, false, NULL, 0 },
-	{ "amzn", "2023", "amzn2023", NULL, "6.1", NULL, NULL, NULL, false, "cuda-rpm", 0 },
-	{ "sles", "15", "sles15", NULL, "5.14", NULL, NULL, NULL, false, "cuda-rpm", 0 },
+	{ "ubuntu", "20.04", "ubuntu2004", "linux-generic-hwe-20.04", "5.4", "5.15", NULL, NULL, false, "cuda-deb", 12, false },
+	{ "ubuntu", "22.04", "ubuntu2204", "linux-generic-hwe-22.04", "5.15", "6.8", NULL, NULL, false, "cuda-deb", 0, false },
+	{ "ubuntu", "24.04", "ubuntu2404", "linux-generic-hwe-24.04", "6.8", "6.17", NULL, NULL, false, "cuda-deb", 0, false },
+	{ "debian", "11", "debian11", NULL, "5.10", NULL, NULL, NULL, false, "cuda-deb", 0, false },
+	{ "debian", "12", "debian12", NULL, "6.1", "6.12", "bookworm-backports", "535.309.01", false, "cuda-deb", 0, false },
+	{ "debian", "13", "debian13", NULL, "6.12", NULL, NULL, "550.163.01", true, NULL, 0, false },
+	{ "rhel", "8", "rhel8", NULL, "4.18", NULL, NULL, NULL, false, "cuda-rpm", 0, true },
+	{ "rhel", "9", "rhel9", NULL, "5.14", NULL, NULL, NULL, false, "cuda-rpm", 0, true },
+	{ "rhel", "10", "rhel10", NULL, "6.12", NULL, NULL, NULL, false, NULL, 0, false },
+	{ "amzn", "2023", "amzn2023", NULL, "6.1", NULL, NULL, NULL, false, "cuda-rpm", 0, true },
+	{ "sles", "15", "sles15", NULL, "5.14", NULL, NULL, NULL, false, "cuda-rpm", 0, false },
 };
 const size_t gb_distros_len = sizeof(gb_distros) / sizeof(gb_distros[0]);

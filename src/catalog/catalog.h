@@ -98,7 +98,13 @@ struct gb_distro {
 	bool distro_open; /* its open kernel module is usable there */
 	const char *key_pin; /* the pin (gb_repo_keys) its NVIDIA repository is signed with; NULL: none pinned */
 	unsigned cuda_last_major; /* the last CUDA major NVIDIA supports on it (Ubuntu 20.04: 12); 0 = any */
+	bool module_streams; /* its NVIDIA repository has dnf's nvidia-driver module streams (RHEL 8/9, AL2023) */
 };
+/* The release's row (its NVIDIA repository): by the distribution's own ID
+ * (gb_oses' repo prefix; a derivative's release numbers are not its
+ * parent's), VERSION_ID exact or its major where the row numbers so; NULL
+ * when NVIDIA publishes none. */
+const struct gb_distro *gb_distro_find(const char *os_id, const char *os_version);
 
 /* The catalog's own version and date (scripts/gen-catalog.py, from the
  * "Catalog date" of data/SOURCES.md: the day its newest source was read).

@@ -237,3 +237,21 @@ const char *const *gb_module_dirs(enum gb_module_source source)
 	}
 	return module_dirs_any;
 }
+
+const struct gb_distro *gb_distro_find(const char *os_id, const char *os_version)
+{
+	const struct gb_os *os = gb_os_find(os_id);
+	char major[16];
+
+	if (!os || !os->repo || !os_version)
+		return NULL;
+	gb_strscpy(major, sizeof(major), os_version);
+	if (os->repo_major)
+		major[strcspn(major, ".")] = '\0';
+	for (size_t i = 0; i < gb_distros_len; i++) {
+		const struct gb_distro *d = &gb_distros[i];
+		if (streq(d->id, os->repo) && (streq(d->version_id, os_version) || streq(d->version_id, major)))
+			return d;
+	}
+	return NULL;
+}

@@ -186,7 +186,8 @@ static int query(struct rinst *s, const char *const *argv, bool whole)
  * Advanced Options). */
 static int add_module(struct rinst *s, const struct gb_pkg_spec *p)
 {
-	bool streams = is_dnf(s) && (streq(s->e.ret->distro, "amzn") || s->major == 8 || s->major == 9);
+	const struct gb_distro *d = gb_distro_find(s->e.ret->distro, s->e.ret->codename);
+	bool streams = is_dnf(s) && d && d->module_streams;
 	char spec[GB_INSTALL_NAME + 72];
 
 	if (gb_pkg_spec_format(p, spec, sizeof(spec)) < 0 || !gb_rpm_name_valid(p->name) ||

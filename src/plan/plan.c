@@ -612,24 +612,9 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 
 /* ---- distribution, method, kernel, Secure Boot ---- */
 
-/* The release's NVIDIA repository: by the distribution's own ID only (a
- * derivative's release numbers are not its parent's). */
 static const struct gb_distro *find_distro(const struct gb_plan_input *in)
 {
-	const struct gb_os *os = gb_os_find(in->os_id);
-	char major[16];
-
-	if (!os || !os->repo)
-		return NULL;
-	gb_strscpy(major, sizeof(major), in->os_version);
-	if (os->repo_major)
-		major[strcspn(major, ".")] = '\0';
-	for (size_t i = 0; i < gb_distros_len; i++) {
-		const struct gb_distro *d = &gb_distros[i];
-		if (streq(d->id, os->repo) && (streq(d->version_id, in->os_version) || streq(d->version_id, major)))
-			return d;
-	}
-	return NULL;
+	return gb_distro_find(in->os_id, in->os_version);
 }
 
 static bool platform_check(struct gb_plan *p)
@@ -893,7 +878,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 			add_package(p, GB_PKG_NAME, true, "nvidia-driver-pinning-%u", p->driver.branch);
 			add_package(p, GB_PKG_NAME, false, "%s",
 			            streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
-		} else if (streq(d->repo, "rhel10")) {
+		} else if (!d->module_streams) {
 			/* RHEL 10 has no module streams: the packages, then a versionlock on the
 			 * branch (NVIDIA's driver installation guide r620, Kernel Modules, Table 5). */
 			add_package(p, GB_PKG_NAME, false, "%s",

@@ -314,6 +314,29 @@ TEST(module_dirs)
 		}
 }
 
+/* A release's NVIDIA repository row, and which have dnf module streams
+ * (the plan's stream or branch lock, the rpm engine's stream enable). */
+TEST(distro_find_streams)
+{
+	const struct gb_distro *d;
+
+	d = gb_distro_find("rhel", "9.4");
+	CHECK(d && streq(d->repo, "rhel9") && d->module_streams);
+	d = gb_distro_find("rocky", "9.3");
+	CHECK(d && streq(d->repo, "rhel9") && d->module_streams);
+	d = gb_distro_find("rhel", "8.10");
+	CHECK(d && streq(d->repo, "rhel8") && d->module_streams);
+	d = gb_distro_find("rhel", "10.0");
+	CHECK(d && streq(d->repo, "rhel10") && !d->module_streams);
+	d = gb_distro_find("amzn", "2023");
+	CHECK(d && streq(d->repo, "amzn2023") && d->module_streams);
+	d = gb_distro_find("ubuntu", "22.04");
+	CHECK(d && streq(d->repo, "ubuntu2204") && !d->module_streams);
+	CHECK(gb_distro_find("ubuntu", "22.10") == NULL);
+	CHECK(gb_distro_find("gentoo", "2.15") == NULL);
+	CHECK(gb_distro_find("rhel", NULL) == NULL);
+}
+
 int main(void)
 {
 	unit_run_tests();
