@@ -42,10 +42,10 @@
 /* The installer's options by the release that brought them
  * (NVIDIA/nvidia-installer, option_table.h): --kernel-module-type in
  * 555.42.02 (before: --kernel-module-build-directory=kernel-open, the open
- * modules from 515), --skip-module-load in 550.40.07. */
+ * modules from the catalog's gb_open_module_from), --skip-module-load in
+ * 550.40.07. */
 #define V_MODULE_TYPE 555
 #define V_SKIP_LOAD 550
-#define V_OPEN 515
 
 int gb_runfile_argv(const char *dir, const char *version, const char *flavor, bool dkms, const char *kver, bool first,
                     const char *log, const char **argv, char (*buf)[4400])
@@ -63,7 +63,7 @@ int gb_runfile_argv(const char *dir, const char *version, const char *flavor, bo
 	    (!streq(flavor, "open") && !streq(flavor, "proprietary")))
 		return -EINVAL;
 	open = streq(flavor, "open");
-	if (open && major < V_OPEN)
+	if (open && major < gb_open_module_from)
 		return -EINVAL;
 	argv[n++] = "sh";
 	argv[n++] = "-c";
