@@ -33,6 +33,7 @@
 #include "run/stage.h"
 #include "run/verify-stage.h"
 #include "shared/log.h"
+#include "shared/test-knob.h"
 #include "shared/util.h"
 #include "version.h"
 #include "shared/json-util.h"
@@ -411,12 +412,10 @@ static const char *not_implemented(const struct run *r)
 	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
 	/* The distro install adds the headers of every kernel it builds for. */
 	bool apt = gb_pkgmgr_from_string(r->plan.in.pkgmgr) == GB_PKGMGR_APT, rpm = rpm_family(r);
-#ifdef GB_TEST_HOOKS
 	/* Tests of the journal, the lock and the CLI need a run that stops at
 	 * prepare, before any change, whatever the fixture's plan. */
-	if (getenv("GPUBOOT_TEST_NOT_IMPLEMENTED"))
-		return getenv("GPUBOOT_TEST_NOT_IMPLEMENTED");
-#endif
+	if (gb_test_knob("GPUBOOT_TEST_NOT_IMPLEMENTED"))
+		return gb_test_knob("GPUBOOT_TEST_NOT_IMPLEMENTED");
 	if (r->plan.kernel.action && streq(r->plan.kernel.action, "install-hwe") && !apt)
 		return "installing an HWE kernel without apt";
 	if (r->plan.kernel.action && streq(r->plan.kernel.action, "install-headers") &&
