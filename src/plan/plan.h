@@ -167,9 +167,9 @@ struct gb_plan {
 		char version[32];
 		unsigned branch;
 		const char *branch_type, *eol;
-		const char *flavor; /* "open" | "proprietary" */
-		const char *method; /* "packages" | "runfile" | "none" (kept) */
-		const char *action; /* "keep" | "install" | "replace" | "rebuild" */
+		enum gb_driver_flavor flavor;
+		enum gb_driver_method method; /* none: kept */
+		enum gb_action action; /* keep, install, replace or rebuild */
 		char action_reason[GB_REASON];
 		const struct gb_runfile *runfile;
 		char repo[32], repo_arch[16];
@@ -193,18 +193,18 @@ struct gb_plan {
 		const struct gb_cuda_release *release;
 		char **components; /* "cuda_cudart 13.0.48" */
 		char reason[GB_REASON];
-		const char *action; /* "none" | "keep" | "install" */
+		enum gb_action action; /* none, keep or install */
 		char installed[16]; /* the matching install kept, or "" */
 		char action_reason[GB_REASON];
 	} cuda;
 	struct {
 		const char *version;
 		char reason[GB_REASON];
-		const char *action; /* "none" | "keep" | "install" | "replace" */
+		enum gb_action action; /* none, keep, install or replace */
 		char action_reason[GB_REASON];
 	} toolkit;
 	struct {
-		const char *action; /* "none" | "install-hwe" | "install-headers" */
+		enum gb_kernel_action action;
 		char package[96];
 		char headers[96]; /* install-hwe on Debian: the headers metapackage beside the image's */
 		char suite[32]; /* install-hwe from this suite (apt -t): "bookworm-backports", "" = default */
@@ -213,11 +213,11 @@ struct gb_plan {
 		char reason[GB_REASON];
 	} kernel;
 	struct {
-		const char *action; /* "none" | "blacklist" | "unload" | "reboot" */
+		enum gb_nouveau_action action;
 		char reason[GB_REASON];
 	} nouveau;
 	struct {
-		const char *strategy; /* "not-needed" | "ubuntu-signed-modules" | "sign-with-key" */
+		enum gb_sb_strategy strategy;
 		char package[96];
 		char reason[GB_REASON];
 	} secure_boot;
