@@ -122,9 +122,9 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 		goto done;
 	if (!mirror_mode) {
 		/* What this machine keeps needs no download (a mirror serves a fleet: all of it). */
-		if (plan.driver.action && streq(plan.driver.action, "keep"))
+		if (plan.driver.action == GB_ACTION_KEEP)
 			plan.driver.runfile = NULL;
-		if (plan.cuda.action && streq(plan.cuda.action, "keep"))
+		if (plan.cuda.action == GB_ACTION_KEEP)
 			plan.cuda.release = NULL;
 	}
 	if (ctx->opt.dry_run) {

@@ -53,7 +53,7 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
                     struct gb_journal *j, json_object **ret_json, char *err, size_t errsz)
 {
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO,
-		                       .flavor = p->driver.flavor,
+		                       .flavor = gb_driver_flavor_name(p->driver.flavor),
 		                       .driver_version = p->driver.version };
 	struct gb_install_result *res;
 	struct gb_apt_repo repo;
@@ -61,7 +61,7 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 	int k;
 
 	*ret_json = NULL;
-	if (streq(p->driver.method, "packages")) {
+	if (p->driver.method == GB_METHOD_PACKAGES) {
 		k = plan_repo(p, src, &repo, id, uri, key, err, errsz);
 		if (k < 0)
 			return k;

@@ -161,7 +161,7 @@ enum gb_runfile_dkms {
 struct gb_runfile_input {
 	const char *runfile; /* the verified .run: gb_artifact.cache_path (sha256 already checked) */
 	const char *version; /* "580.95.05": the plan's driver.version (the runfile's version) */
-	const char *flavor; /* "open" | "proprietary": the plan's driver.flavor */
+	const char *flavor; /* "open" | "proprietary": the name of the plan's driver.flavor */
 	/* The kernels to build for; NULL: the running kernel on the live
 	 * machine, every kernel in an image (lib/modules/<kver> with
 	 * boot/vmlinuz-<kver>). The first gets the full install, each other

@@ -126,8 +126,8 @@ static void keep_driver(struct gb_plan *p)
 	p->driver.eol = b ? b->eol : NULL;
 	p->driver.runfile = gb_catalog_runfile(p->in.installed.version, arch);
 	if (p->in.installed.flavor[0]) {
-		p->driver.flavor = streq(p->in.installed.flavor, "open") ? "open" : "proprietary";
-		SAY(p->driver.flavor_reason, "the installed module is %s", p->driver.flavor);
+		p->driver.flavor = streq(p->in.installed.flavor, "open") ? GB_DRIVER_OPEN : GB_DRIVER_PROPRIETARY;
+		SAY(p->driver.flavor_reason, "the installed module is %s", gb_driver_flavor_name(p->driver.flavor));
 	}
 	SAY(p->driver.reason, "the installed %s is kept (%s)", p->in.installed.version,
 	    p->in.installed.loaded ? "loaded" : "on disk");
@@ -142,7 +142,7 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 	char why[GB_REASON / 2];
 
 	if (!v[0]) {
-		p->driver.action = "install";
+		p->driver.action = GB_ACTION_INSTALL;
 		SAY(p->driver.action_reason, "no NVIDIA driver is installed");
 		return;
 	}
@@ -151,7 +151,7 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 		eol_replaces(p, prof, pol, why, sizeof(why));
 	if (p->in.repair) {
 		/* A kernel change: rebuild what is there, never switch branch or flavour. */
-		p->driver.action = p->in.installed.module ? "keep" : "rebuild";
+		p->driver.action = p->in.installed.module ? GB_ACTION_KEEP : GB_ACTION_REBUILD;
 		keep_driver(p);
 		SAY(p->driver.action_reason, "--repair: %s %s %s for kernel %s", v, fl,
 		    p->in.installed.module ? "has its module" : "is rebuilt",
@@ -166,7 +166,7 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 		return;
 	}
 	if (why[0] || (pol == GB_REPLACE_ALWAYS && !streq(v, p->driver.version))) {
-		p->driver.action = "replace";
+		p->driver.action = GB_ACTION_REPLACE;
 		if (why[0])
 			SAY(p->driver.action_reason, "%s %s: %s; replaced by %s", v, fl, why, p->driver.version);
 		else
@@ -175,7 +175,7 @@ void gb_plan_decide_driver_action(struct gb_plan *p, const struct gb_profile *pr
 			    p->driver.version);
 		return;
 	}
-	p->driver.action = "keep";
+	p->driver.action = GB_ACTION_KEEP;
 	keep_driver(p);
 	if (p->driver.eol && gb_plan_date_past(p, p->driver.eol))
 		SAY(p->driver.action_reason,
@@ -198,7 +198,7 @@ void gb_plan_decide_cuda_action(struct gb_plan *p)
 	const char *dot;
 
 	if (!p->cuda.release) {
-		p->cuda.action = "none";
+		p->cuda.action = GB_ACTION_NONE;
 		SAY(p->cuda.action_reason, "no CUDA in the plan");
 		return;
 	}
@@ -209,7 +209,7 @@ void gb_plan_decide_cuda_action(struct gb_plan *p)
 		*strchr(dot + 1, '.') = '\0';
 	for (size_t i = 0; i < p->in.n_cuda_installed; i++)
 		if (streq(p->in.cuda_installed[i], want)) {
-			p->cuda.action = "keep";
+			p->cuda.action = GB_ACTION_KEEP;
 			SAY(p->cuda.installed, "%s", want);
 			SAY(p->cuda.action_reason,
 			    "CUDA %s is installed (/usr/local/cuda-%s) and is what the profile needs", want, want);
@@ -217,12 +217,12 @@ void gb_plan_decide_cuda_action(struct gb_plan *p)
 		}
 	if (p->in.repair) {
 		/* A repair rebuilds and reloads the driver's modules; CUDA stays. */
-		p->cuda.action = "none";
+		p->cuda.action = GB_ACTION_NONE;
 		SAY(p->cuda.action_reason, "--repair leaves CUDA as it is%s%s (a run installs %s)",
 		    p->in.n_cuda_installed ? ": " : "", p->in.n_cuda_installed ? p->in.cuda_installed[0] : "", want);
 		return;
 	}
-	p->cuda.action = "install";
+	p->cuda.action = GB_ACTION_INSTALL;
 	if (p->in.n_cuda_installed)
 		SAY(p->cuda.action_reason, "CUDA %s is installed, the profile needs %s: installed beside it",
 		    p->in.cuda_installed[0], want);
@@ -235,12 +235,12 @@ void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *p
 	const char *have = p->in.toolkit_installed;
 
 	if (!p->toolkit.version) {
-		p->toolkit.action = "none";
+		p->toolkit.action = GB_ACTION_NONE;
 		SAY(p->toolkit.action_reason, "the profile installs no Container Toolkit");
 		return;
 	}
 	if (!have[0] && p->in.n_engines == 0 && !p->in.engines_unknown && !prof->toolkit_always) {
-		p->toolkit.action = "none";
+		p->toolkit.action = GB_ACTION_NONE;
 		p->toolkit.version = NULL;
 		SAY(p->toolkit.action_reason,
 		    "no container engine here (docker, containerd, podman, CRI-O): the toolkit configures the engines "
@@ -248,23 +248,23 @@ void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *p
 		return;
 	}
 	if (!have[0]) {
-		p->toolkit.action = "install";
+		p->toolkit.action = GB_ACTION_INSTALL;
 		SAY(p->toolkit.action_reason, "no Container Toolkit is installed");
 	} else if (!isdigit((unsigned char)have[0])) {
 		/* nvidia-ctk without its package: its version cannot be shown */
-		p->toolkit.action = "replace";
+		p->toolkit.action = GB_ACTION_REPLACE;
 		SAY(p->toolkit.action_reason,
 		    "nvidia-ctk is there without its package (version %s): it cannot be shown to be at the floor %s, "
 		    "the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE "; replaced by %s",
 		    have, GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
 	} else if (gb_version_cmp(have, GB_CONTAINER_TOOLKIT_MIN) < 0) {
-		p->toolkit.action = "replace";
+		p->toolkit.action = GB_ACTION_REPLACE;
 		SAY(p->toolkit.action_reason,
 		    "%s is older than the floor %s, so it is vulnerable to " GB_CONTAINER_TOOLKIT_MIN_WHY
 		    "; replaced by %s",
 		    have, GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
 	} else {
-		p->toolkit.action = "keep";
+		p->toolkit.action = GB_ACTION_KEEP;
 		p->toolkit.version = NULL;
 		SAY(p->toolkit.action_reason,
 		    "%s is installed, at or above the floor %s (the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE ")", have,
@@ -274,10 +274,11 @@ void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *p
 
 bool gb_plan_changes_nothing(const struct gb_plan *p)
 {
-	if (p->refusal_code || !p->driver.action)
+	if (p->refusal_code || p->driver.action == GB_ACTION_UNSET)
 		return false;
-	return streq(p->driver.action, "keep") && (!p->cuda.action || !streq(p->cuda.action, "install")) &&
-	       (!p->toolkit.action || streq(p->toolkit.action, "keep") || streq(p->toolkit.action, "none")) &&
-	       (!p->kernel.action || streq(p->kernel.action, "none")) &&
-	       (!p->nouveau.action || streq(p->nouveau.action, "none"));
+	return p->driver.action == GB_ACTION_KEEP && p->cuda.action != GB_ACTION_INSTALL &&
+	       (p->toolkit.action == GB_ACTION_UNSET || p->toolkit.action == GB_ACTION_KEEP ||
+	        p->toolkit.action == GB_ACTION_NONE) &&
+	       (p->kernel.action == GB_KERNEL_ACTION_UNSET || p->kernel.action == GB_KERNEL_ACTION_NONE) &&
+	       (p->nouveau.action == GB_NOUVEAU_ACTION_UNSET || p->nouveau.action == GB_NOUVEAU_ACTION_NONE);
 }

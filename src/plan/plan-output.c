@@ -12,6 +12,12 @@ static json_object *jstr(const char *s)
 	return s && *s ? gb_json_new_string(s) : NULL;
 }
 
+/* s, or dflt where a decision is not made */
+static const char * or (const char *s, const char *dflt)
+{
+	return s ? s : dflt;
+}
+
 static json_object *named_array(const struct gb_plan_named *a, size_t n, const char *value_key)
 {
 	json_object *arr = gb_json_new_array();
@@ -76,8 +82,8 @@ static json_object *driver_json(const struct gb_plan *p)
 	gb_json_add(d, "branch", gb_json_new_int((int)p->driver.branch));
 	gb_json_add(d, "branch_type", jstr(p->driver.branch_type));
 	gb_json_add(d, "end_of_life", jstr(p->driver.eol));
-	gb_json_add(d, "module_flavor", gb_json_new_string(p->driver.flavor));
-	gb_json_add(d, "method", gb_json_new_string(p->driver.method));
+	gb_json_add(d, "module_flavor", gb_json_new_string(gb_driver_flavor_name(p->driver.flavor)));
+	gb_json_add(d, "method", gb_json_new_string(gb_driver_method_name(p->driver.method)));
 	gb_json_add(d, "repository", jstr(p->driver.repo));
 	gb_json_add(d, "repository_arch", jstr(p->driver.repo_arch));
 	for (size_t i = 0; i < p->driver.n_packages; i++) {
@@ -92,7 +98,7 @@ static json_object *driver_json(const struct gb_plan *p)
 	gb_json_add(d, "reason", gb_json_new_string(p->driver.reason));
 	gb_json_add(d, "module_flavor_reason", gb_json_new_string(p->driver.flavor_reason));
 	gb_json_add(d, "method_reason", gb_json_new_string(p->driver.method_reason));
-	gb_json_add(d, "action", jstr(p->driver.action));
+	gb_json_add(d, "action", jstr(gb_action_name(p->driver.action)));
 	gb_json_add(d, "action_reason", jstr(p->driver.action_reason));
 	gb_json_add(d, "installed", installed_json(p));
 	return d;
@@ -152,7 +158,7 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 			gb_json_append(comp, gb_json_new_string(*x));
 		gb_json_add(c, "components", comp);
 		gb_json_add(c, "reason", gb_json_new_string(p->cuda.reason));
-		gb_json_add(c, "action", jstr(p->cuda.action));
+		gb_json_add(c, "action", jstr(gb_action_name(p->cuda.action)));
 		gb_json_add(c, "action_reason", jstr(p->cuda.action_reason));
 		{
 			json_object *inst = gb_json_new_array();
@@ -168,8 +174,7 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 		/* A kept toolkit's version is the one there (its upstream part,
 		 * without epoch and revision): the target is the same as when a run
 		 * installed it, so a run killed after the install resumes. */
-		if (!p->toolkit.version && p->toolkit.action && streq(p->toolkit.action, "keep") &&
-		    p->in.toolkit_installed[0]) {
+		if (!p->toolkit.version && p->toolkit.action == GB_ACTION_KEEP && p->in.toolkit_installed[0]) {
 			const char *v = strchr(p->in.toolkit_installed, ':') ? strchr(p->in.toolkit_installed, ':') + 1
 			                                                     : p->in.toolkit_installed;
 			gb_strscpy(kept, sizeof(kept), v);
@@ -177,14 +182,14 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 		}
 		gb_json_add(t, "version", kept[0] ? gb_json_new_string(kept) : jstr(p->toolkit.version));
 		gb_json_add(t, "reason", gb_json_new_string(p->toolkit.reason));
-		gb_json_add(t, "action", jstr(p->toolkit.action));
+		gb_json_add(t, "action", jstr(gb_action_name(p->toolkit.action)));
 		gb_json_add(t, "action_reason", jstr(p->toolkit.action_reason));
 		gb_json_add(t, "installed", jstr(p->in.toolkit_installed));
 		gb_json_add(root, "toolkit", t);
 	}
 	{
 		json_object *k = gb_json_new_object();
-		gb_json_add(k, "action", gb_json_new_string(p->kernel.action));
+		gb_json_add(k, "action", gb_json_new_string(gb_kernel_action_name(p->kernel.action)));
 		gb_json_add(k, "package", jstr(p->kernel.package));
 		gb_json_add(k, "headers", jstr(p->kernel.headers));
 		gb_json_add(k, "suite", jstr(p->kernel.suite));
@@ -195,13 +200,13 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 	}
 	{
 		json_object *n = gb_json_new_object();
-		gb_json_add(n, "action", gb_json_new_string(p->nouveau.action));
+		gb_json_add(n, "action", gb_json_new_string(gb_nouveau_action_name(p->nouveau.action)));
 		gb_json_add(n, "reason", gb_json_new_string(p->nouveau.reason));
 		gb_json_add(root, "nouveau", n);
 	}
 	{
 		json_object *s = gb_json_new_object();
-		gb_json_add(s, "strategy", gb_json_new_string(p->secure_boot.strategy));
+		gb_json_add(s, "strategy", gb_json_new_string(gb_sb_strategy_name(p->secure_boot.strategy)));
 		gb_json_add(s, "package", jstr(p->secure_boot.package));
 		gb_json_add(s, "reason", gb_json_new_string(p->secure_boot.reason));
 		gb_json_add(root, "secure_boot", s);
@@ -274,9 +279,9 @@ static void print_driver(const struct gb_plan *p, FILE *out)
 	         p->driver.branch_type ? p->driver.branch_type : "", p->driver.eol ? ", end of life " : "",
 	         p->driver.eol ? p->driver.eol : "");
 	row(out, "driver", buf, p->driver.reason);
-	row(out, "flavour", p->driver.flavor, p->driver.flavor_reason);
-	snprintf(buf, sizeof(buf), "%s%s%s%s%s", p->driver.method, p->driver.repo[0] ? " " : "", p->driver.repo,
-	         p->driver.repo_arch[0] ? " " : "", p->driver.repo_arch);
+	row(out, "flavour", gb_driver_flavor_name(p->driver.flavor), p->driver.flavor_reason);
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s", gb_driver_method_name(p->driver.method), p->driver.repo[0] ? " " : "",
+	         p->driver.repo, p->driver.repo_arch[0] ? " " : "", p->driver.repo_arch);
 	row(out, "method", buf, p->driver.method_reason);
 	for (size_t i = 0; i < p->driver.n_packages; i++) {
 		char spec[GB_INSTALL_NAME + 72];
@@ -340,9 +345,9 @@ static void print_actions(const struct gb_plan *p, FILE *out)
 		         p->in.installed.module ? ", module for kernel" : ", no module for the kernel");
 		row(out, "installed", buf, NULL);
 	}
-	row(out, "driver do", p->driver.action ? p->driver.action : "?", p->driver.action_reason);
+	row(out, "driver do", or (gb_action_name(p->driver.action), "?"), p->driver.action_reason);
 	{
-		size_t o = (size_t)snprintf(buf, sizeof(buf), "%s", p->cuda.action ? p->cuda.action : "none");
+		size_t o = (size_t)snprintf(buf, sizeof(buf), "%s", or (gb_action_name(p->cuda.action), "none"));
 		for (size_t i = 0; i < p->in.n_cuda_installed && o < sizeof(buf); i++)
 			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", i ? ", " : " (installed ",
 			                      p->in.cuda_installed[i]);
@@ -350,7 +355,7 @@ static void print_actions(const struct gb_plan *p, FILE *out)
 			snprintf(buf + o, sizeof(buf) - o, ")");
 		row(out, "cuda do", buf, p->cuda.action_reason);
 	}
-	snprintf(buf, sizeof(buf), "%s%s%s%s", p->toolkit.action ? p->toolkit.action : "none",
+	snprintf(buf, sizeof(buf), "%s%s%s%s", or (gb_action_name(p->toolkit.action), "none"),
 	         p->in.toolkit_installed[0] ? " (installed " : "", p->in.toolkit_installed,
 	         p->in.toolkit_installed[0] ? ")" : "");
 	row(out, "toolkit do", buf, p->toolkit.action_reason);
@@ -377,14 +382,15 @@ void gb_plan_print(const struct gb_plan *p, FILE *out)
 	print_driver(p, out);
 	print_cuda(p, out);
 	row(out, "toolkit", p->toolkit.version ? p->toolkit.version : "none", p->toolkit.reason);
-	snprintf(buf, sizeof(buf), "%s%s%s%s%s", p->kernel.action, p->kernel.package[0] ? " " : "", p->kernel.package,
-	         p->kernel.minimum[0] ? ", minimum " : "", p->kernel.minimum);
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s", gb_kernel_action_name(p->kernel.action),
+	         p->kernel.package[0] ? " " : "", p->kernel.package, p->kernel.minimum[0] ? ", minimum " : "",
+	         p->kernel.minimum);
 	row(out, "kernel", buf, p->kernel.reason);
 	if (p->kernel.reboot_required)
 		row(out, "", "reboot_required", NULL);
-	row(out, "nouveau", p->nouveau.action, p->nouveau.reason);
-	snprintf(buf, sizeof(buf), "%s%s%s", p->secure_boot.strategy, p->secure_boot.package[0] ? " " : "",
-	         p->secure_boot.package);
+	row(out, "nouveau", gb_nouveau_action_name(p->nouveau.action), p->nouveau.reason);
+	snprintf(buf, sizeof(buf), "%s%s%s", gb_sb_strategy_name(p->secure_boot.strategy),
+	         p->secure_boot.package[0] ? " " : "", p->secure_boot.package);
 	row(out, "secure boot", buf, p->secure_boot.reason);
 	for (size_t i = 0; i < p->n_daemons; i++)
 		row(out, i ? "" : "daemons", p->daemons[i].name, p->daemons[i].reason);

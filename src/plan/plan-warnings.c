@@ -51,7 +51,7 @@ static void branch_warning(struct gb_plan *p)
 {
 	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
 	const struct gb_branch *s = p->driver.supported ? gb_catalog_branch(p->driver.supported) : NULL;
-	bool kept = p->driver.action && (streq(p->driver.action, "keep") || streq(p->driver.action, "rebuild"));
+	bool kept = p->driver.action == GB_ACTION_KEEP || p->driver.action == GB_ACTION_REBUILD;
 	struct gb_plan_warning *w;
 	int64_t left;
 
@@ -97,7 +97,7 @@ static void toolkit_warning(struct gb_plan *p)
 	struct gb_plan_warning *w;
 	bool unknown = have[0] && !isdigit((unsigned char)have[0]);
 
-	if (!have[0] || !p->toolkit.action || !streq(p->toolkit.action, "none"))
+	if (!have[0] || p->toolkit.action != GB_ACTION_NONE)
 		return;
 	if (!unknown && gb_version_cmp(have, GB_CONTAINER_TOOLKIT_MIN) >= 0)
 		return;

@@ -264,7 +264,7 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 			       need_open_by);
 			return;
 		}
-		p->driver.flavor = "open";
+		p->driver.flavor = GB_DRIVER_OPEN;
 		SAY(p->driver.flavor_reason, "%s requires the open kernel module", need_open_by);
 	} else if (need_prop_by) {
 		if (prof->flavor == GB_FLAVOR_OPEN) {
@@ -273,7 +273,7 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 			       need_prop_by, arch_name(p->gpus[0].arch));
 			return;
 		}
-		p->driver.flavor = "proprietary";
+		p->driver.flavor = GB_DRIVER_PROPRIETARY;
 		SAY(p->driver.flavor_reason, "%s predates Turing: the open module does not support it", need_prop_by);
 	} else if (prof->flavor == GB_FLAVOR_OPEN && p->driver.branch < gb_open_module_from) {
 		/* refused here, before prepare changes anything, not by the install after it */
@@ -283,7 +283,7 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		    "with R%u); use module_flavor = auto or a branch from R%u on",
 		    p->driver.branch, gb_open_module_from, gb_open_module_from);
 	} else if (prof->flavor == GB_FLAVOR_OPEN) {
-		p->driver.flavor = "open";
+		p->driver.flavor = GB_DRIVER_OPEN;
 		SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");
 	} else if (p->driver.branch >= gb_proprietary_removed_from) {
 		/* no proprietary module to choose (a hold-back, a profile's ask) */
@@ -297,16 +297,16 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 			    gb_proprietary_removed_from);
 			return;
 		}
-		p->driver.flavor = "open";
+		p->driver.flavor = GB_DRIVER_OPEN;
 		SAY(p->driver.flavor_reason,
 		    "R%u has only the open kernel module (NVIDIA removed the proprietary one from R%u on)%s%s%s",
 		    p->driver.branch, gb_proprietary_removed_from, hb ? "; the hold-back of " : "", hb ? hb->name : "",
 		    hb ? " cannot apply" : "");
 	} else if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
-		p->driver.flavor = "proprietary";
+		p->driver.flavor = GB_DRIVER_PROPRIETARY;
 		SAY(p->driver.flavor_reason, "the profile asks for the proprietary module");
 	} else if (hb) {
-		p->driver.flavor = "proprietary";
+		p->driver.flavor = GB_DRIVER_PROPRIETARY;
 		p->driver.gsp_off = true;
 		SAY(p->driver.flavor_reason,
 		    "%s (%04x) is on the hold-back list: AWS's EKS AMI (Amazon Linux 2023) loads it with the "
@@ -315,11 +315,11 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		    "the same stack (module_flavor = open overrides)",
 		    hb->name, hb->device);
 	} else if (p->driver.branch < 560) {
-		p->driver.flavor = "proprietary";
+		p->driver.flavor = GB_DRIVER_PROPRIETARY;
 		SAY(p->driver.flavor_reason, "before R560 NVIDIA's default is the proprietary module where the "
 		                             "GPU does not require the open one");
 	} else {
-		p->driver.flavor = "open";
+		p->driver.flavor = GB_DRIVER_OPEN;
 		SAY(p->driver.flavor_reason, "every GPU is Turing or newer and supported by the open module, "
 		                             "NVIDIA's default from R560");
 	}
@@ -417,7 +417,7 @@ static const struct gb_branch *pinned_version_branch(struct gb_plan *p, const ch
 static void distro_flavor(struct gb_plan *p, const char *need_open_by)
 {
 	const struct gb_distro *dd = find_distro(&p->in);
-	if (!dd || dd->distro_open || !streq(p->driver.flavor, "open"))
+	if (!dd || dd->distro_open || p->driver.flavor != GB_DRIVER_OPEN)
 		return;
 	if (need_open_by) {
 		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
@@ -426,7 +426,7 @@ static void distro_flavor(struct gb_plan *p, const char *need_open_by)
 		       need_open_by, p->in.os_id, p->in.os_version, p->driver.version);
 		return;
 	}
-	p->driver.flavor = "proprietary";
+	p->driver.flavor = GB_DRIVER_PROPRIETARY;
 	SAY(p->driver.flavor_reason,
 	    "%s %s packages %s with the proprietary module only (its open module, 535.261.03, no longer builds "
 	    "against the release's current kernel)",
@@ -652,7 +652,7 @@ static bool platform_check(struct gb_plan *p)
 static int decide_site_key(struct gb_plan *p, const struct gb_site_config *site)
 {
 	const char *id = site->signing_cert_key_id;
-	p->secure_boot.strategy = "sign-with-key";
+	p->secure_boot.strategy = GB_SB_SIGN_WITH_KEY;
 	if (!p->in.kernel_keys_known || p->in.target_os) {
 		SAY(p->secure_boot.reason,
 		    "Secure Boot is on: modules are signed with the site key %s (certificate %s, key id %s); the "
@@ -683,11 +683,11 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 	if (p->in.secure_boot == 1) {
 		if (site && site->signing_key && site->signing_cert) {
 			return decide_site_key(p, site);
-		} else if (ubuntu && p->in.kernel_flavour[0] && streq(p->driver.action, "keep")) {
+		} else if (ubuntu && p->in.kernel_flavour[0] && p->driver.action == GB_ACTION_KEEP) {
 			/* a kept driver's modules are loaded or load as they are */
-			p->secure_boot.strategy = "ubuntu-signed-modules";
+			p->secure_boot.strategy = GB_SB_UBUNTU_SIGNED;
 			SAY(p->secure_boot.package, "linux-modules-nvidia-%u-server%s-%s", p->driver.branch,
-			    streq(p->driver.flavor, "open") ? "-open" : "", p->in.kernel_flavour);
+			    p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "", p->in.kernel_flavour);
 			SAY(p->secure_boot.reason,
 			    "Secure Boot is on: the kept driver's modules (Ubuntu's precompiled modules for the %s "
 			    "kernel "
@@ -705,8 +705,8 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 			    "Ubuntu's archive), which this gpuboot does not install yet; install those two packages "
 			    "first (gpuboot then keeps and verifies them), or set [secure_boot] signing_key and "
 			    "signing_cert (an enrolled MOK) in gpuboot.conf, or turn Secure Boot off",
-			    p->driver.branch, streq(p->driver.flavor, "open") ? "-open" : "", p->in.kernel_flavour,
-			    p->driver.branch, streq(p->driver.flavor, "open") ? "-open" : "");
+			    p->driver.branch, p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "", p->in.kernel_flavour,
+			    p->driver.branch, p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
 			return -1;
 		} else {
 			refuse(p, GB_EXIT_UNSUPPORTED,
@@ -716,13 +716,13 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 			return -1;
 		}
 	} else {
-		p->secure_boot.strategy = "not-needed";
+		p->secure_boot.strategy = GB_SB_NOT_NEEDED;
 		SAY(p->secure_boot.reason, "%s",
 		    p->in.secure_boot == 0 ? "Secure Boot is off"
 		    : p->in.target_os      ? "target OS: Secure Boot is checked at first boot"
 		                           : "not booted with EFI: no Secure Boot");
 	}
-	return p->in.secure_boot == 1 && streq(p->secure_boot.strategy, "ubuntu-signed-modules");
+	return p->in.secure_boot == 1 && p->secure_boot.strategy == GB_SB_UBUNTU_SIGNED;
 }
 
 /* One package of the driver's list, held with the driver and installed at
@@ -754,13 +754,13 @@ static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind,
  * installs). */
 static void method_distro(struct gb_plan *p)
 {
-	const struct gb_debian_driver *deb = gb_debian_driver_find(p->driver.flavor);
+	const struct gb_debian_driver *deb = gb_debian_driver_find(gb_driver_flavor_name(p->driver.flavor));
 
-	p->driver.method = "distro";
+	p->driver.method = GB_METHOD_DISTRO;
 	SAY(p->driver.method_reason,
 	    "%s: %s %s's own NVIDIA packages from contrib and non-free (those components added to the existing "
 	    "sources), the %s module built by DKMS for each installed kernel, held at %s",
-	    p->in.method_by, p->in.os_id, p->in.os_version, p->driver.flavor, p->driver.version);
+	    p->in.method_by, p->in.os_id, p->in.os_version, gb_driver_flavor_name(p->driver.flavor), p->driver.version);
 	if (deb)
 		add_package(p, GB_PKG_NAME, false, "%s", deb->kmod_package);
 	for (size_t i = 0; gb_debian_userspace[i]; i++)
@@ -823,15 +823,15 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 	enum gb_pkgmgr pm = gb_pkgmgr_from_string(p->in.pkgmgr);
 	bool apt = pm == GB_PKGMGR_APT, dnf = pm == GB_PKGMGR_DNF;
 
-	if (streq(p->driver.action, "keep")) {
-		p->driver.method = "none";
+	if (p->driver.action == GB_ACTION_KEEP) {
+		p->driver.method = GB_METHOD_NONE;
 		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
 	} else if (streq(p->in.method, "distro")) {
 		method_distro(p);
 	} else if (streq(p->in.method, "runfile")) {
-		p->driver.method = "runfile";
+		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256, installed with the %s module",
-		    p->in.method_by, p->driver.flavor);
+		    p->in.method_by, gb_driver_flavor_name(p->driver.flavor));
 	} else if (streq(p->in.method, "packages") && !(d && (apt || dnf))) {
 		refuse(p, GB_EXIT_UNSUPPORTED, "%s packages: NVIDIA publishes no repository gpuboot drives for %s %s",
 		       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
@@ -843,29 +843,29 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		       p->in.method_by, d->repo, d->distro_driver ? " or --method distro" : "");
 	} else if (p->driver.branch <= 470 && !precompiled) {
 		const struct gb_branch *lb = gb_catalog_branch(p->driver.branch);
-		p->driver.method = "runfile";
+		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason,
 		    "R%u is a legacy branch%s%s: NVIDIA's repositories carry no packages of it for current releases; "
 		    "NVIDIA's .run, verified by sha256, with the %s module",
 		    p->driver.branch, lb && lb->eol ? ", past end of life since " : "", lb && lb->eol ? lb->eol : "",
-		    p->driver.flavor);
+		    gb_driver_flavor_name(p->driver.flavor));
 	} else if (precompiled) {
-		p->driver.method = "packages";
+		p->driver.method = GB_METHOD_PACKAGES;
 		SAY(p->driver.method_reason,
 		    "Ubuntu's archive: signed precompiled modules plus nvidia-driver-%u-server%s", p->driver.branch,
-		    streq(p->driver.flavor, "open") ? "-open" : "");
+		    p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
 		add_package(p, GB_PKG_NAME, false, "%s", p->secure_boot.package);
 		add_package(p, GB_PKG_NAME, false, "nvidia-driver-%u-server%s", p->driver.branch,
-		            streq(p->driver.flavor, "open") ? "-open" : "");
+		            p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
 		add_fabricmanager(p, false, true);
 	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
-		p->driver.method = "runfile";
+		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason,
 		    "NVIDIA signs its %s repository with a key gpuboot does not pin yet: NVIDIA's .run instead, "
 		    "verified by sha256, with the %s module",
-		    d->repo, p->driver.flavor);
+		    d->repo, gb_driver_flavor_name(p->driver.flavor));
 	} else if (d && (apt || dnf)) {
-		p->driver.method = "packages";
+		p->driver.method = GB_METHOD_PACKAGES;
 		SAY(p->driver.repo, "%s", d->repo);
 		SAY(p->driver.repo_key, "%s", d->key_pin);
 		SAY(p->driver.repo_arch, "%s", gb_cpu_arch_target(p->in.arch)->cuda_repo);
@@ -877,27 +877,27 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 			/* NVIDIA's pinning package carries its own version scheme */
 			add_package(p, GB_PKG_NAME, true, "nvidia-driver-pinning-%u", p->driver.branch);
 			add_package(p, GB_PKG_NAME, false, "%s",
-			            streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			            p->driver.flavor == GB_DRIVER_OPEN ? "nvidia-open" : "cuda-drivers");
 		} else if (!d->module_streams) {
 			/* RHEL 10 has no module streams: the packages, then a versionlock on the
 			 * branch (NVIDIA's driver installation guide r620, Kernel Modules, Table 5). */
 			add_package(p, GB_PKG_NAME, false, "%s",
-			            streq(p->driver.flavor, "open") ? "nvidia-open" : "cuda-drivers");
+			            p->driver.flavor == GB_DRIVER_OPEN ? "nvidia-open" : "cuda-drivers");
 			add_package(p, GB_PKG_BRANCH_LOCK, false, "*nvidia*%u*", p->driver.branch);
 		} else {
 			struct gb_pkg_spec *m = add_package(p, GB_PKG_STREAM, false, "nvidia-driver");
 			if (m)
 				SAY(m->stream, "%u-%s", p->driver.branch,
-				    streq(p->driver.flavor, "open") ? "open" : "dkms");
+				    p->driver.flavor == GB_DRIVER_OPEN ? "open" : "dkms");
 		}
 		add_fabricmanager(p, dnf, false);
 	} else {
-		p->driver.method = "runfile";
+		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256 and installed with the %s module",
 		    d ? "no package manager gpuboot drives here"
 		      : (p->in.os_id[0] ? "no NVIDIA repository for this distribution and release"
 		                        : "unknown distribution"),
-		    p->driver.flavor);
+		    gb_driver_flavor_name(p->driver.flavor));
 	}
 }
 
@@ -909,7 +909,7 @@ static void plan_newer_kernel(struct gb_plan *p, const struct gb_distro *d, bool
                               const char *why)
 {
 	const char *debarch = gb_cpu_arch_target(p->in.arch)->deb;
-	p->kernel.action = "install-hwe";
+	p->kernel.action = GB_KERNEL_ACTION_INSTALL_HWE;
 	p->kernel.reboot_required = true;
 	if (d->hwe_suite) {
 		SAY(p->kernel.package, "linux-image-%s", debarch);
@@ -962,7 +962,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 
 	/* Kernel. */
 	SAY(p->kernel.minimum, "%s", kmin);
-	p->kernel.action = "none";
+	p->kernel.action = GB_KERNEL_ACTION_NONE;
 	if (!p->in.kernel_known) {
 		SAY(p->kernel.reason,
 		    "the kernel is not known when planning for a target OS: checked against R%u's minimum %s at first "
@@ -991,7 +991,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	if (precompiled) {
 		SAY(p->kernel.reason, "kernel %s meets %s %s; precompiled modules need no headers",
 		    p->in.kernel_release, minname, kmin);
-	} else if (streq(p->driver.action, "keep") && p->in.installed.module) {
+	} else if (p->driver.action == GB_ACTION_KEEP && p->in.installed.module) {
 		SAY(p->kernel.reason, "the kept driver has its module for kernel %s%s: no headers needed",
 		    p->in.kernel_release, p->in.installed.loaded ? " (loaded)" : "");
 	} else if (!p->in.headers && p->in.custom_kernel) {
@@ -1000,7 +1000,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		       "for it; supply its headers under /lib/modules/%s/build, or use a kernel from the distribution",
 		       p->in.kernel_release, p->in.kernel_release);
 	} else if (!p->in.headers) {
-		p->kernel.action = "install-headers";
+		p->kernel.action = GB_KERNEL_ACTION_INSTALL_HEADERS;
 		const struct gb_os *os = gb_os_lookup(p->in.os_id, p->in.os_id_like);
 		if (os && os->headers)
 			SAY(p->kernel.package, os->headers, p->in.kernel_release);
@@ -1019,29 +1019,29 @@ static void decide_nouveau(struct gb_plan *p)
 	const struct gb_plan_input *in = &p->in;
 	if (in->nouveau_loaded && in->nouveau_bound) {
 		if (p->kernel.reboot_required) {
-			p->nouveau.action = "reboot";
+			p->nouveau.action = GB_NOUVEAU_ACTION_REBOOT;
 			SAY(p->nouveau.reason, "nouveau drives a GPU; it is blacklisted (initramfs rebuilt if it holds "
 			                       "nouveau) and the kernel reboot already planned clears it");
 		} else {
-			p->nouveau.action = "unload";
+			p->nouveau.action = GB_NOUVEAU_ACTION_UNLOAD;
 			SAY(p->nouveau.reason, "nouveau drives a GPU: blacklist it, rebuild the initramfs if it holds "
 			                       "nouveau, unload it; if a console holds it, reboot");
 		}
 	} else if (in->nouveau_loaded) {
-		p->nouveau.action = "unload";
+		p->nouveau.action = GB_NOUVEAU_ACTION_UNLOAD;
 		SAY(p->nouveau.reason, "nouveau is loaded (no GPU bound): blacklist and unload it");
-	} else if (!in->nouveau_blacklisted && streq(p->driver.action, "keep") && in->installed.loaded) {
-		p->nouveau.action = "none";
+	} else if (!in->nouveau_blacklisted && p->driver.action == GB_ACTION_KEEP && in->installed.loaded) {
+		p->nouveau.action = GB_NOUVEAU_ACTION_NONE;
 		SAY(p->nouveau.reason,
 		    "the kept driver %s is loaded and nouveau is not: nothing to change (a blacklist "
 		    "is written when gpuboot installs a driver)",
 		    in->installed.version);
 	} else if (!in->nouveau_blacklisted) {
-		p->nouveau.action = "blacklist";
+		p->nouveau.action = GB_NOUVEAU_ACTION_BLACKLIST;
 		SAY(p->nouveau.reason,
 		    "nouveau is not loaded but not blacklisted: blacklist it so it never claims the GPU at boot");
 	} else {
-		p->nouveau.action = "none";
+		p->nouveau.action = GB_NOUVEAU_ACTION_NONE;
 		SAY(p->nouveau.reason, "nouveau is not loaded and already blacklisted");
 	}
 }
@@ -1236,7 +1236,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 	          "keeps the driver initialised between jobs on a server (no X): fast CUDA start, stable clocks");
 	if (p->fm_need) {
 		const char *why = p->fm_need;
-		bool installs = streq(p->driver.action, "install") || streq(p->driver.action, "replace");
+		bool installs = p->driver.action == GB_ACTION_INSTALL || p->driver.action == GB_ACTION_REPLACE;
 		if (p->fm_package[0])
 			snprintf(
 			    r, sizeof(r),
@@ -1265,7 +1265,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			char have[80];
 			SAY(have, "%s",
 			    p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed");
-			if (streq(p->driver.method, "distro"))
+			if (p->driver.method == GB_METHOD_DISTRO)
 				refuse(
 				    p, GB_EXIT_UNSUPPORTED,
 				    "%s: the fabric manager must run at the driver's version %s, and %s %s packages no "
@@ -1280,7 +1280,8 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 				    "installs none (NVIDIA ships it apart from the .run, in a redistributable archive "
 				    "whose manifest this catalog pins no hash of) (%s); use --method packages where "
 				    "NVIDIA publishes a repository, or install nvidia-fabricmanager %s first",
-				    why, p->driver.version, p->driver.method, have, p->driver.version);
+				    why, p->driver.version, gb_driver_method_name(p->driver.method), have,
+				    p->driver.version);
 		}
 	}
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia", NULL, "the driver");
@@ -1303,7 +1304,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 	/* the hold-back's stack: the GSP firmware off with the proprietary module,
 	 * whatever the action (a run resumed after its install keeps the driver
 	 * it installed, and must plan the same parameters) */
-	if (p->driver.gsp_off && streq(p->driver.flavor, "proprietary"))
+	if (p->driver.gsp_off && p->driver.flavor == GB_DRIVER_PROPRIETARY)
 		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia", "NVreg_EnableGpuFirmware=0",
 		          "the hold-back's stack (AWS's EKS AMI on g4dn, g5, g5g): the proprietary module with the GSP "
 		          "firmware off");
@@ -1419,7 +1420,7 @@ static int plan_make(const struct gb_plan_input *in, const struct gb_profile *pr
 	/* A kept driver is the plan's driver: CUDA is decided again for it, so
 	 * the reason names it and (--repair keeps any driver) CUDA never needs
 	 * a newer one. */
-	if (streq(p->driver.action, "keep") || streq(p->driver.action, "rebuild")) {
+	if (p->driver.action == GB_ACTION_KEEP || p->driver.action == GB_ACTION_REBUILD) {
 		r = redecide_cuda(p, prof, site, err, errsz);
 		if (r < 0)
 			goto fail;

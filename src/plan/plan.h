@@ -95,6 +95,64 @@ struct gb_plan_warning {
 	char fix[GB_REASON];
 };
 
+/* The plan's decisions, each an enum; gb_*_name() gives the word its JSON
+ * and text print (plan-names.c). UNSET (0) is a decision not made, as on a
+ * refusal: its name is NULL, printed as JSON null. */
+enum gb_driver_flavor {
+	GB_DRIVER_FLAVOR_UNSET = 0,
+	GB_DRIVER_OPEN, /* "open" */
+	GB_DRIVER_PROPRIETARY, /* "proprietary" */
+};
+
+enum gb_driver_method {
+	GB_METHOD_UNSET = 0,
+	GB_METHOD_PACKAGES, /* "packages": NVIDIA's repository */
+	GB_METHOD_RUNFILE, /* "runfile": NVIDIA's .run */
+	GB_METHOD_DISTRO, /* "distro": the distribution's own packages */
+	GB_METHOD_NONE, /* "none": the installed driver is kept */
+};
+
+/* What happens to the driver, CUDA and the Container Toolkit. */
+enum gb_action {
+	GB_ACTION_UNSET = 0,
+	GB_ACTION_NONE, /* "none" (CUDA, toolkit) */
+	GB_ACTION_KEEP, /* "keep" */
+	GB_ACTION_INSTALL, /* "install" */
+	GB_ACTION_REPLACE, /* "replace" (driver, toolkit) */
+	GB_ACTION_REBUILD, /* "rebuild" (driver, --repair) */
+};
+
+enum gb_kernel_action {
+	GB_KERNEL_ACTION_UNSET = 0,
+	GB_KERNEL_ACTION_NONE, /* "none" */
+	GB_KERNEL_ACTION_INSTALL_HWE, /* "install-hwe" */
+	GB_KERNEL_ACTION_INSTALL_HEADERS, /* "install-headers" */
+};
+
+enum gb_nouveau_action {
+	GB_NOUVEAU_ACTION_UNSET = 0,
+	GB_NOUVEAU_ACTION_NONE, /* "none" */
+	GB_NOUVEAU_ACTION_BLACKLIST, /* "blacklist" */
+	GB_NOUVEAU_ACTION_UNLOAD, /* "unload" */
+	GB_NOUVEAU_ACTION_REBOOT, /* "reboot" */
+};
+
+enum gb_sb_strategy {
+	GB_SB_UNSET = 0,
+	GB_SB_NOT_NEEDED, /* "not-needed" */
+	GB_SB_UBUNTU_SIGNED, /* "ubuntu-signed-modules" */
+	GB_SB_SIGN_WITH_KEY, /* "sign-with-key" */
+};
+
+const char *gb_driver_flavor_name(enum gb_driver_flavor f);
+const char *gb_driver_method_name(enum gb_driver_method m);
+const char *gb_action_name(enum gb_action a);
+const char *gb_kernel_action_name(enum gb_kernel_action a);
+const char *gb_nouveau_action_name(enum gb_nouveau_action a);
+const char *gb_sb_strategy_name(enum gb_sb_strategy s);
+/* The action of its name (a journal's plan), UNSET for NULL or another word. */
+enum gb_action gb_action_parse(const char *s);
+
 struct gb_plan {
 	int refusal_code; /* 0 = none; else a GB_EXIT_* code */
 	char refusal[GB_REASON];
@@ -109,9 +167,9 @@ struct gb_plan {
 		char version[32];
 		unsigned branch;
 		const char *branch_type, *eol;
-		const char *flavor; /* "open" | "proprietary" */
-		const char *method; /* "packages" | "runfile" | "none" (kept) */
-		const char *action; /* "keep" | "install" | "replace" | "rebuild" */
+		enum gb_driver_flavor flavor;
+		enum gb_driver_method method; /* none: kept */
+		enum gb_action action; /* keep, install, replace or rebuild */
 		char action_reason[GB_REASON];
 		const struct gb_runfile *runfile;
 		char repo[32], repo_arch[16];
@@ -135,18 +193,18 @@ struct gb_plan {
 		const struct gb_cuda_release *release;
 		char **components; /* "cuda_cudart 13.0.48" */
 		char reason[GB_REASON];
-		const char *action; /* "none" | "keep" | "install" */
+		enum gb_action action; /* none, keep or install */
 		char installed[16]; /* the matching install kept, or "" */
 		char action_reason[GB_REASON];
 	} cuda;
 	struct {
 		const char *version;
 		char reason[GB_REASON];
-		const char *action; /* "none" | "keep" | "install" | "replace" */
+		enum gb_action action; /* none, keep, install or replace */
 		char action_reason[GB_REASON];
 	} toolkit;
 	struct {
-		const char *action; /* "none" | "install-hwe" | "install-headers" */
+		enum gb_kernel_action action;
 		char package[96];
 		char headers[96]; /* install-hwe on Debian: the headers metapackage beside the image's */
 		char suite[32]; /* install-hwe from this suite (apt -t): "bookworm-backports", "" = default */
@@ -155,11 +213,11 @@ struct gb_plan {
 		char reason[GB_REASON];
 	} kernel;
 	struct {
-		const char *action; /* "none" | "blacklist" | "unload" | "reboot" */
+		enum gb_nouveau_action action;
 		char reason[GB_REASON];
 	} nouveau;
 	struct {
-		const char *strategy; /* "not-needed" | "ubuntu-signed-modules" | "sign-with-key" */
+		enum gb_sb_strategy strategy;
 		char package[96];
 		char reason[GB_REASON];
 	} secure_boot;

@@ -33,7 +33,7 @@ struct gb_journal;
 #define GB_PREPARE_MAX_GPUS 64
 #define GB_PREPARE_REBOOT_NOUVEAU "nouveau-in-use"
 
-/* The plan's nouveau action (plan.nouveau.action). */
+/* The plan's nouveau action (plan.nouveau.action, parsed from its name). */
 enum gb_prepare_nouveau_action {
 	GB_PREPARE_NOUVEAU_NONE = 0, /* nothing to do */
 	GB_PREPARE_NOUVEAU_BLACKLIST, /* not loaded: blacklist, initramfs */

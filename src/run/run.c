@@ -118,13 +118,11 @@ static const char *journal_action(const struct run *r, const char *part)
 	return gb_json_get_str(gb_json_get(gb_json_get(r->journal->doc, "plan"), part), "action");
 }
 
-static const char *same_literal(const char *a)
+/* The killed run's install, replace or rebuild; UNSET for anything else. */
+static enum gb_action redo_action(const char *a)
 {
-	static const char *const known[] = { "install", "replace", "rebuild" };
-	for (size_t i = 0; a && i < ARRAY_SIZE(known); i++)
-		if (streq(a, known[i]))
-			return known[i];
-	return NULL;
+	enum gb_action x = gb_action_parse(a);
+	return x == GB_ACTION_INSTALL || x == GB_ACTION_REPLACE || x == GB_ACTION_REBUILD ? x : GB_ACTION_UNSET;
 }
 
 /* Resuming a killed run: what it installed is on disk now, and the plan
@@ -135,13 +133,13 @@ static const char *same_literal(const char *a)
  * journal has done is skipped, the rest runs. */
 static int replan_unfinished(struct run *r)
 {
-	const char *da = same_literal(journal_action(r, "driver")), *ca = journal_action(r, "cuda"),
-	           *ta = same_literal(journal_action(r, "toolkit"));
+	enum gb_action da = redo_action(journal_action(r, "driver")), ta = redo_action(journal_action(r, "toolkit"));
+	const char *ca = journal_action(r, "cuda");
 	int code;
 
-	r->in.redo_driver = da && streq(r->plan.driver.action, "keep");
-	r->in.redo_cuda = ca && streq(ca, "install") && streq(r->plan.cuda.action, "keep");
-	r->in.redo_toolkit = ta && streq(r->plan.toolkit.action, "keep");
+	r->in.redo_driver = da != GB_ACTION_UNSET && r->plan.driver.action == GB_ACTION_KEEP;
+	r->in.redo_cuda = ca && streq(ca, "install") && r->plan.cuda.action == GB_ACTION_KEEP;
+	r->in.redo_toolkit = ta != GB_ACTION_UNSET && r->plan.toolkit.action == GB_ACTION_KEEP;
 	if (!r->in.redo_driver && !r->in.redo_cuda && !r->in.redo_toolkit)
 		return 0;
 	gb_plan_done(&r->plan);
@@ -150,7 +148,7 @@ static int replan_unfinished(struct run *r)
 	if (code)
 		return code;
 	r->have_plan = true;
-	if (r->in.redo_driver && !streq(r->plan.driver.action, "keep"))
+	if (r->in.redo_driver && r->plan.driver.action != GB_ACTION_KEEP)
 		r->plan.driver.action = da;
 	gb_log_info("Resuming: the killed run's install of the%s%s%s is finished", r->in.redo_driver ? " driver" : "",
 	            r->in.redo_cuda ? " CUDA" : "", r->in.redo_toolkit ? " Container Toolkit" : "");
@@ -212,8 +210,7 @@ static bool nothing_to_change(const struct run *r)
 static int stage_skip_if_kept(struct run *r, struct gb_stage *st)
 {
 	gb_stage_end(r->ctx, st, "skipped", 0, "nothing to change: the installed driver %s is kept%s",
-	             r->plan.driver.version,
-	             r->plan.cuda.action && streq(r->plan.cuda.action, "keep") ? ", CUDA is kept" : "");
+	             r->plan.driver.version, r->plan.cuda.action == GB_ACTION_KEEP ? ", CUDA is kept" : "");
 	return 0;
 }
 
@@ -286,7 +283,7 @@ static int load_nodes_daemons(struct run *r, struct gb_stage *st);
 static int load_cdi(struct run *r, struct gb_stage *st)
 {
 	struct gb_ctk_input in = { 0 };
-	bool kept = r->plan.toolkit.action && streq(r->plan.toolkit.action, "keep");
+	bool kept = r->plan.toolkit.action == GB_ACTION_KEEP;
 	int k;
 
 	if (!r->ctk && !kept)
@@ -330,7 +327,7 @@ static int stage_load(struct run *r, struct gb_stage *st)
 		             r->ctx->opt.root, r->ctx->opt.target_gpu);
 		return 0;
 	}
-	if (r->plan.secure_boot.strategy && streq(r->plan.secure_boot.strategy, "sign-with-key")) {
+	if (r->plan.secure_boot.strategy == GB_SB_SIGN_WITH_KEY) {
 		code = sign_modules(r, st, &signing);
 		if (code) {
 			json_object_put(r->st.load);
@@ -397,8 +394,8 @@ static bool rpm_family(const struct run *r)
 
 static bool toolkit_installs(const struct run *r)
 {
-	return r->plan.toolkit.action && r->plan.toolkit.version &&
-	       (streq(r->plan.toolkit.action, "install") || streq(r->plan.toolkit.action, "replace"));
+	return r->plan.toolkit.version &&
+	       (r->plan.toolkit.action == GB_ACTION_INSTALL || r->plan.toolkit.action == GB_ACTION_REPLACE);
 }
 
 /* What this version can change: nouveau (prepare), the distribution's own
@@ -409,19 +406,19 @@ static bool toolkit_installs(const struct run *r)
  * says so. */
 static const char *not_implemented(const struct run *r)
 {
-	const char *a = r->plan.driver.action ? r->plan.driver.action : "install";
 	/* The distro install adds the headers of every kernel it builds for. */
 	bool apt = gb_pkgmgr_from_string(r->plan.in.pkgmgr) == GB_PKGMGR_APT, rpm = rpm_family(r);
 	/* Tests of the journal, the lock and the CLI need a run that stops at
 	 * prepare, before any change, whatever the fixture's plan. */
 	if (gb_test_knob("GPUBOOT_TEST_NOT_IMPLEMENTED"))
 		return gb_test_knob("GPUBOOT_TEST_NOT_IMPLEMENTED");
-	if (r->plan.kernel.action && streq(r->plan.kernel.action, "install-hwe") && !apt)
+	if (r->plan.kernel.action == GB_KERNEL_ACTION_INSTALL_HWE && !apt)
 		return "installing an HWE kernel without apt";
-	if (r->plan.kernel.action && streq(r->plan.kernel.action, "install-headers") &&
-	    !(streq(r->plan.driver.method, "distro") || ((apt || rpm) && streq(r->plan.driver.method, "packages"))))
+	if (r->plan.kernel.action == GB_KERNEL_ACTION_INSTALL_HEADERS &&
+	    !(r->plan.driver.method == GB_METHOD_DISTRO ||
+	      ((apt || rpm) && r->plan.driver.method == GB_METHOD_PACKAGES)))
 		return "installing kernel headers for this method";
-	if (!streq(a, "keep") && streq(r->plan.driver.method, "packages") && !apt && !rpm)
+	if (r->plan.driver.action != GB_ACTION_KEEP && r->plan.driver.method == GB_METHOD_PACKAGES && !apt && !rpm)
 		return "the packages method with this package manager";
 	if (toolkit_installs(r) && !apt && !rpm)
 		return "installing the Container Toolkit with this package manager";
@@ -510,7 +507,7 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 		gb_log_error("prepare: %s; nothing was changed", st->error);
 		return GB_EXIT_FAILED;
 	}
-	if (gb_prepare_nouveau_action_parse(r->plan.nouveau.action, &in.nouveau) < 0)
+	if (gb_prepare_nouveau_action_parse(gb_nouveau_action_name(r->plan.nouveau.action), &in.nouveau) < 0)
 		in.nouveau = GB_PREPARE_NOUVEAU_BLACKLIST;
 	in.image = image_mode(r);
 	pr = calloc(1, sizeof(*pr));
@@ -521,7 +518,7 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 	json_object_put(r->st.prepare);
 	r->st.prepare = gb_prepare_result_to_json(pr);
 	/* The HWE kernel after the blacklist: its initramfs is made with it. */
-	if (k >= 0 && r->plan.kernel.action && streq(r->plan.kernel.action, "install-hwe") &&
+	if (k >= 0 && r->plan.kernel.action == GB_KERNEL_ACTION_INSTALL_HWE &&
 	    (k = prepare_hwe(r, in.image, pr->cause, sizeof(pr->cause))) < 0)
 		gb_stage_hint(st, "see prepare.kernel in the status document; the journal names the apt command");
 	if (k < 0) {
@@ -541,12 +538,12 @@ static int stage_prepare(struct run *r, struct gb_stage *st)
 
 static bool driver_installs(const struct run *r)
 {
-	return r->plan.driver.action && !streq(r->plan.driver.action, "keep");
+	return r->plan.driver.action != GB_ACTION_UNSET && r->plan.driver.action != GB_ACTION_KEEP;
 }
 
 static bool cuda_installs(const struct run *r)
 {
-	return r->plan.cuda.action && streq(r->plan.cuda.action, "install");
+	return r->plan.cuda.action == GB_ACTION_INSTALL;
 }
 
 static void *fetch_main(void *p)
@@ -612,17 +609,18 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 		gb_stage_end(r->ctx, st, "skipped", 0, "--repair builds from what is on disk");
 		return 0;
 	}
-	runfile = driver_installs(r) && streq(r->plan.driver.method, "runfile");
+	runfile = driver_installs(r) && r->plan.driver.method == GB_METHOD_RUNFILE;
 	if (!runfile && !cuda_installs(r)) {
 		if (nothing_to_change(r) || !driver_installs(r))
 			return stage_skip_if_kept(r, st);
-		if (streq(r->plan.driver.method, "packages"))
+		if (r->plan.driver.method == GB_METHOD_PACKAGES)
 			gb_stage_end(r->ctx, st, "skipped", 0,
 			             "the packages method installs from NVIDIA's repository (%s/%s), through %s",
 			             r->plan.driver.repo, r->plan.driver.repo_arch, r->plan.in.pkgmgr);
 		else
 			gb_stage_end(r->ctx, st, "skipped", 0, "the %s method installs from %s %s's archive",
-			             r->plan.driver.method, r->plan.in.os_id, r->plan.in.os_version);
+			             gb_driver_method_name(r->plan.driver.method), r->plan.in.os_id,
+			             r->plan.in.os_version);
 		return 0;
 	}
 	memset(&j, 0, sizeof(j));
@@ -704,7 +702,7 @@ static struct gb_install_source install_source(const struct run *r)
 static int install_runfile(struct run *r, char *err, size_t errsz, json_object **ret_json)
 {
 	struct gb_runfile_input in = { .version = r->plan.driver.version,
-		                       .flavor = r->plan.driver.flavor,
+		                       .flavor = gb_driver_flavor_name(r->plan.driver.flavor),
 		                       .dkms = GB_RUNFILE_DKMS_AUTO };
 	struct gb_runfile_result *res;
 	const char *kernels[1];
@@ -833,8 +831,8 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		return stage_skip_if_kept(r, st);
 	}
 	if (driver_installs(r)) {
-		k = streq(r->plan.driver.method, "runfile") ? install_runfile(r, err, sizeof(err), &part)
-		                                            : install_plan(r, err, sizeof(err), &part);
+		k = r->plan.driver.method == GB_METHOD_RUNFILE ? install_runfile(r, err, sizeof(err), &part)
+		                                               : install_plan(r, err, sizeof(err), &part);
 		gb_json_add(out, "driver", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the driver", err);
@@ -1041,21 +1039,22 @@ static void dry_run_stages(const struct run *r, const char *tier)
 			return;
 		}
 	} else {
-		if (p->nouveau.action && !streq(p->nouveau.action, "none"))
-			printf("  prepare: nouveau: %s\n", p->nouveau.action);
-		if (p->kernel.action && !streq(p->kernel.action, "none"))
-			printf("  prepare: %s %s%s\n", p->kernel.action, p->kernel.package,
+		if (p->nouveau.action != GB_NOUVEAU_ACTION_UNSET && p->nouveau.action != GB_NOUVEAU_ACTION_NONE)
+			printf("  prepare: nouveau: %s\n", gb_nouveau_action_name(p->nouveau.action));
+		if (p->kernel.action != GB_KERNEL_ACTION_UNSET && p->kernel.action != GB_KERNEL_ACTION_NONE)
+			printf("  prepare: %s %s%s\n", gb_kernel_action_name(p->kernel.action), p->kernel.package,
 			       p->kernel.reboot_required && !image ? ", then reboot (exit 3); the resume unit finishes"
 			                                           : "");
-		if (driver_installs(r) && streq(p->driver.method, "runfile") && p->driver.runfile)
+		if (driver_installs(r) && p->driver.method == GB_METHOD_RUNFILE && p->driver.runfile)
 			printf("  fetch: the driver runfile %s (sha256 %s)\n", p->driver.runfile->url,
 			       p->driver.runfile->sha256);
 		if (cuda_installs(r))
 			printf("  fetch: CUDA %s's manifest and components\n", p->cuda.version);
 		if (driver_installs(r))
-			printf("  install: %s driver %s (%s module) with the %s method%s\n", p->driver.action,
-			       p->driver.version, p->driver.flavor, p->driver.method,
-			       streq(p->driver.method, "runfile") ? "" : ", from the package archive");
+			printf("  install: %s driver %s (%s module) with the %s method%s\n",
+			       gb_action_name(p->driver.action), p->driver.version,
+			       gb_driver_flavor_name(p->driver.flavor), gb_driver_method_name(p->driver.method),
+			       p->driver.method == GB_METHOD_RUNFILE ? "" : ", from the package archive");
 		if (cuda_installs(r))
 			printf("  install: CUDA %s into /usr/local/cuda-%.*s\n", p->cuda.version,
 			       (int)(strrchr(p->cuda.version, '.') ? strrchr(p->cuda.version, '.') - p->cuda.version

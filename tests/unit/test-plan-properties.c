@@ -95,28 +95,28 @@ static bool installed_ended(const struct gb_plan *p)
 
 static void check_installed(const struct gb_plan *p, bool flavor_auto, bool lts)
 {
-	CHECK(p->driver.action != NULL && p->driver.action_reason[0]);
-	if (!p->driver.action)
+	CHECK(p->driver.action != GB_ACTION_UNSET && p->driver.action_reason[0]);
+	if (p->driver.action == GB_ACTION_UNSET)
 		return;
 	if (!p->in.installed.version[0]) {
-		CHECK(streq(p->driver.action, "install"));
+		CHECK(p->driver.action == GB_ACTION_INSTALL);
 		return;
 	}
 	if (flavor_auto && installed_satisfies(p)) {
 		/* under lts an ended branch satisfies no longer: replaced, naming its end */
-		if (lts && installed_ended(p) && !streq(p->driver.action, "keep"))
+		if (lts && installed_ended(p) && p->driver.action != GB_ACTION_KEEP)
 			CHECK(strstr(p->driver.action_reason, "reached its end of life") != NULL);
 		else
-			CHECK(streq(p->driver.action, "keep"));
+			CHECK(p->driver.action == GB_ACTION_KEEP);
 	}
-	if (streq(p->driver.action, "keep") && installed_ended(p))
+	if (p->driver.action == GB_ACTION_KEEP && installed_ended(p))
 		CHECK(has_warning(p, "branch-eol")); /* kept, never silently */
-	if (streq(p->driver.action, "keep")) {
+	if (p->driver.action == GB_ACTION_KEEP) {
 		CHECK(installed_satisfies(p));
 		CHECK(streq(p->driver.version, p->in.installed.version));
-		CHECK(streq(p->driver.method, "none"));
+		CHECK(p->driver.method == GB_METHOD_NONE);
 	} else {
-		CHECK(streq(p->driver.action, "replace"));
+		CHECK(p->driver.action == GB_ACTION_REPLACE);
 	}
 }
 
@@ -151,24 +151,24 @@ static void check_toolkit(const struct gb_plan *p, const struct gb_profile *prof
 {
 	const char *have = p->in.toolkit_installed;
 
-	if (p->refusal_code || !p->toolkit.action)
+	if (p->refusal_code || p->toolkit.action == GB_ACTION_UNSET)
 		return;
 	CHECK(p->toolkit.action_reason[0] != '\0');
 	if (!prof->toolkit) {
-		CHECK(streq(p->toolkit.action, "none"));
+		CHECK(p->toolkit.action == GB_ACTION_NONE);
 		return;
 	}
-	if (streq(p->toolkit.action, "keep")) {
+	if (p->toolkit.action == GB_ACTION_KEEP) {
 		CHECK(have[0] && !toolkit_affected(have));
 		CHECK(p->toolkit.version == NULL);
 	}
 	if (have[0] && toolkit_affected(have)) {
-		CHECK(streq(p->toolkit.action, "replace"));
+		CHECK(p->toolkit.action == GB_ACTION_REPLACE);
 		CHECK(strstr(p->toolkit.action_reason, "CVE-2026-24260") != NULL);
 		if (isdigit((unsigned char)have[0]))
 			CHECK(strstr(p->toolkit.action_reason, "a_id 5850") != NULL);
 	}
-	if (streq(p->toolkit.action, "install") || streq(p->toolkit.action, "replace")) {
+	if (p->toolkit.action == GB_ACTION_INSTALL || p->toolkit.action == GB_ACTION_REPLACE) {
 		CHECK(p->toolkit.version != NULL);
 		if (p->toolkit.version) {
 			CHECK(!toolkit_affected(p->toolkit.version));
@@ -210,20 +210,20 @@ static void check_plan(const struct gb_plan *p, const char *target_arch, bool fl
 		CHECK(streq(p->driver.repo_arch, streq(target_arch, "aarch64") ? "sbsa" : "x86_64"));
 	check_installed(p, flavor_auto, lts);
 	check_gates(p);
-	if (p->driver.action && streq(p->driver.action, "keep"))
+	if (p->driver.action == GB_ACTION_KEEP)
 		return; /* an installed version need not be a catalog runfile */
 	CHECK(p->driver.runfile != NULL);
 	if (!p->driver.runfile)
 		return;
 	CHECK(streq(p->driver.runfile->version, p->driver.version));
 	CHECK(streq(p->driver.runfile->arch, streq(p->in.arch, "aarch64") ? "aarch64" : "x86_64"));
-	CHECK(p->driver.flavor && (streq(p->driver.flavor, "open") || streq(p->driver.flavor, "proprietary")));
+	CHECK(p->driver.flavor == GB_DRIVER_OPEN || p->driver.flavor == GB_DRIVER_PROPRIETARY);
 	for (size_t i = 0; i < p->n_gpus; i++) {
 		const struct gb_plan_gpu *g = &p->gpus[i];
 		CHECK(!g->last_branch || p->driver.branch <= g->last_branch);
 		CHECK(p->driver.branch >= g->min_branch);
-		CHECK(!(streq(p->driver.flavor, "open") && g->open == GB_OPEN_NO));
-		CHECK(!(streq(p->driver.flavor, "proprietary") && g->open_required));
+		CHECK(!(p->driver.flavor == GB_DRIVER_OPEN && g->open == GB_OPEN_NO));
+		CHECK(!(p->driver.flavor == GB_DRIVER_PROPRIETARY && g->open_required));
 		if (p->cuda.release)
 			CHECK(p->cuda.release->oldest_arch <= g->arch);
 	}
@@ -237,7 +237,7 @@ static void check_plan(const struct gb_plan *p, const char *target_arch, bool fl
 	for (size_t i = 0; i < p->n_daemons; i++)
 		reasons &= p->daemons[i].reason[0] != '\0';
 	CHECK(reasons);
-	CHECK(!p->kernel.reboot_required || streq(p->kernel.action, "install-hwe"));
+	CHECK(!p->kernel.reboot_required || p->kernel.action == GB_KERNEL_ACTION_INSTALL_HWE);
 }
 
 int main(void)
@@ -309,22 +309,22 @@ int main(void)
 			           prof[pi].policy == GB_POLICY_LTS);
 			check_toolkit(&p, &prof[pi]);
 			check_warnings(&p, &prof[pi]);
-			eol_kept += p.driver.action && streq(p.driver.action, "keep") && has_warning(&p, "branch-eol");
-			eol_replaced += p.driver.action && streq(p.driver.action, "replace") &&
+			eol_kept += p.driver.action == GB_ACTION_KEEP && has_warning(&p, "branch-eol");
+			eol_replaced += p.driver.action == GB_ACTION_REPLACE &&
 			                strstr(p.driver.action_reason, "reached its end of life") != NULL;
 			for (size_t w = 0; w < p.n_warnings; w++)
 				warned_soon += streq(p.warnings[w].code, "branch-eol-soon");
-			toolkits_replaced += p.toolkit.action && streq(p.toolkit.action, "replace");
-			toolkits_kept += p.toolkit.action && streq(p.toolkit.action, "keep");
+			toolkits_replaced += p.toolkit.action == GB_ACTION_REPLACE;
+			toolkits_kept += p.toolkit.action == GB_ACTION_KEEP;
 			/* NVSwitches: no plan installs a driver without its fabric manager
 			 * (its method's package in the list, or already there) */
 			if (in.n_nvswitches && !p.refusal_code && p.fm_need &&
-			    !(streq(p.driver.action, "keep") || streq(p.driver.action, "rebuild"))) {
+			    !(p.driver.action == GB_ACTION_KEEP || p.driver.action == GB_ACTION_REBUILD)) {
 				bool listed = false;
 				for (size_t k = 0; k < p.driver.n_packages; k++)
 					listed |= p.fm_package[0] && streq(p.driver.packages[k].name, p.fm_package);
 				CHECK(listed || streq(in.fabricmanager_installed, p.driver.version));
-				CHECK(streq(p.driver.method, "packages") || !listed);
+				CHECK(p.driver.method == GB_METHOD_PACKAGES || !listed);
 				fm_installed += listed;
 			}
 			plans++;

@@ -103,7 +103,7 @@ TEST(debian_own_branch_kept_and_warned)
 	installed(&in, "535.261.03", "open");
 	plan(&in, LTS, NULL, today, &p);
 	CHECK_INT(p.refusal_code, 0);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	CHECK_STREQ(p.driver.version, "535.261.03");
 	w = warning(&p, "branch-eol");
 	CHECK(w != NULL);
@@ -121,7 +121,7 @@ TEST(debian_own_branch_kept_and_warned)
 	/* asked for NVIDIA's repository: the plan can install a supported branch, so it does */
 	ask_method(&in, "packages");
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "replace"));
+	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	CHECK(has(p.driver.action_reason, "R535 reached its end of life on 2026-06-30"));
 	CHECK(has(p.driver.action_reason, "replaced by 580.173.02"));
 	CHECK_INT(p.n_warnings, 0);
@@ -139,7 +139,7 @@ TEST(distro_method_installs_ended_branch_with_warning)
 	ask_method(&in, "distro");
 	plan(&in, LTS, NULL, today, &p);
 	CHECK_INT(p.refusal_code, 0);
-	CHECK(p.driver.action && streq(p.driver.action, "install"));
+	CHECK(p.driver.action == GB_ACTION_INSTALL);
 	CHECK_STREQ(p.driver.version, "535.309.01");
 	w = warning(&p, "branch-eol");
 	CHECK(w != NULL);
@@ -176,7 +176,7 @@ TEST(lts_replaces_ended_branch_where_it_can)
 
 	installed(&in, "535.183.01", "open");
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "replace"));
+	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	CHECK(has(p.driver.action_reason, "535.183.01 open: R535 reached its end of life on 2026-06-30"));
 	CHECK(has(p.driver.action_reason, "lts policy wants a supported branch; replaced by 580.173.02"));
 	CHECK(warning(&p, "branch-eol") == NULL);
@@ -184,7 +184,7 @@ TEST(lts_replaces_ended_branch_where_it_can)
 
 	installed(&in, "580.159.04", "open");
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	CHECK_INT(p.n_warnings, 0);
 	gb_plan_done(&p);
 }
@@ -206,7 +206,7 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	/* the packages method brings the fabric manager of the new driver */
 	plan(&in, LTS, NULL, today, &p);
 	CHECK_INT(p.refusal_code, 0);
-	CHECK(p.driver.action && streq(p.driver.action, "replace"));
+	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	CHECK(p.driver.n_packages > 0 &&
 	      streq(p.driver.packages[p.driver.n_packages - 1].name, "nvidia-fabricmanager"));
 	gb_plan_done(&p);
@@ -215,7 +215,7 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	gb_strscpy(in.method_by, sizeof(in.method_by), "--method");
 	plan(&in, LTS, NULL, today, &p);
 	CHECK_INT(p.refusal_code, 0);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	w = warning(&p, "branch-eol");
 	CHECK(w != NULL);
 	if (w) {
@@ -227,14 +227,14 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	/* with the fabric manager of that version there, it is replaced */
 	gb_strscpy(in.fabricmanager_installed, sizeof(in.fabricmanager_installed), "580.173.02");
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "replace"));
+	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	gb_plan_done(&p);
 
 	in = machine("ubuntu", "22.04", "apt", 0x2330);
 	installed(&in, "535.183.01", "open");
 	in.offline = true;
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	w = warning(&p, "branch-eol");
 	CHECK(w && has(w->text, "--offline: 580.173.02 cannot be downloaded"));
 	gb_plan_done(&p);
@@ -242,13 +242,13 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 
 	plan(&in, LTS, &never, today, &p);
 	CHECK_INT(p.refusal_code, 0); /* an ended branch is no refusal under never */
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	w = warning(&p, "branch-eol");
 	CHECK(w && has(w->fix, "replace_installed = if-unsatisfied"));
 	gb_plan_done(&p);
 
 	plan(&in, PRODUCTION, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	w = warning(&p, "branch-eol");
 	CHECK(w && has(w->text, "the profile's policy production keeps a working driver"));
 	CHECK(w && has(w->fix, "[driver] branch = lts"));
@@ -256,7 +256,7 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 
 	in.repair = true;
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
 	w = warning(&p, "branch-eol");
 	CHECK(w && has(w->text, "--repair rebuilds what is installed and never switches branches"));
 	gb_plan_done(&p);
@@ -337,8 +337,8 @@ TEST(ubuntu_secure_boot)
 	installed(&in, "580.159.03", "open");
 	plan(&in, LTS, NULL, today, &p);
 	CHECK_INT(p.refusal_code, 0);
-	CHECK(p.driver.action && streq(p.driver.action, "keep"));
-	CHECK(p.secure_boot.strategy && streq(p.secure_boot.strategy, "ubuntu-signed-modules"));
+	CHECK(p.driver.action == GB_ACTION_KEEP);
+	CHECK(p.secure_boot.strategy == GB_SB_UBUNTU_SIGNED);
 	gb_plan_done(&p);
 }
 
@@ -399,7 +399,7 @@ TEST(toolkit_below_floor)
 	gb_strscpy(in.toolkit_installed, sizeof(in.toolkit_installed), "1.17.8-1");
 	in.n_engines = 1;
 	plan(&in, LTS, NULL, today, &p);
-	CHECK(p.toolkit.action && streq(p.toolkit.action, "none"));
+	CHECK(p.toolkit.action == GB_ACTION_NONE);
 	w = warning(&p, "toolkit-below-floor");
 	CHECK(w != NULL);
 	if (w) {
@@ -422,7 +422,7 @@ TEST(toolkit_below_floor)
 
 	gb_strscpy(in.toolkit_installed, sizeof(in.toolkit_installed), "1.17.8-1");
 	plan(&in, "[driver]\nbranch = lts\n[cuda]\npolicy = none\n", NULL, today, &p);
-	CHECK(p.toolkit.action && streq(p.toolkit.action, "replace"));
+	CHECK(p.toolkit.action == GB_ACTION_REPLACE);
 	CHECK_INT(p.n_warnings, 0);
 	gb_plan_done(&p);
 }
