@@ -49,6 +49,40 @@ static int plan_repo(const struct gb_plan *p, const struct gb_install_source *sr
 	return 0;
 }
 
+/* NVIDIA's .run, verified by the fetch stage, unpacked by gpuboot: for the
+ * plan's running kernel, or every kernel of an image. */
+static int install_runfile(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
+                           struct gb_journal *j, json_object **ret_json, char *err, size_t errsz)
+{
+	struct gb_runfile_input in = { .runfile = src->runfile,
+		                       .version = p->driver.version,
+		                       .flavor = gb_driver_flavor_name(p->driver.flavor),
+		                       .dkms = GB_RUNFILE_DKMS_AUTO };
+	struct gb_runfile_result *res;
+	const char *kernels[1];
+	int k;
+
+	if (!src->runfile) {
+		snprintf(err, errsz, "driver runfile %s is not in the cache: the fetch stage did not verify it",
+		         p->driver.version);
+		return -ENOENT;
+	}
+	if (p->in.kernel_known && !src->image) {
+		kernels[0] = p->in.kernel_release;
+		in.kernels = kernels;
+		in.n_kernels = 1;
+	}
+	res = calloc(1, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	k = gb_install_runfile(ctx, &in, j, res);
+	*ret_json = gb_runfile_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
+	free(res);
+	return k;
+}
+
 int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
                     struct gb_journal *j, json_object **ret_json, char *err, size_t errsz)
 {
@@ -61,7 +95,9 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 	int k;
 
 	*ret_json = NULL;
-	if (p->driver.method == GB_METHOD_PACKAGES) {
+	switch (p->driver.method) {
+	case GB_METHOD_RUNFILE: return install_runfile(ctx, p, src, j, ret_json, err, errsz);
+	case GB_METHOD_PACKAGES:
 		k = plan_repo(p, src, &repo, id, uri, key, err, errsz);
 		if (k < 0)
 			return k;
@@ -69,6 +105,12 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 		in.repo = &repo;
 		in.packages = p->driver.packages;
 		in.n_packages = p->driver.n_packages;
+		break;
+	case GB_METHOD_DISTRO: break;
+	default:
+		snprintf(err, errsz, "the plan installs no driver (method %s)",
+		         gb_driver_method_name(p->driver.method) ? gb_driver_method_name(p->driver.method) : "unset");
+		return -EINVAL;
 	}
 	res = calloc(1, sizeof(*res));
 	if (!res)

@@ -127,6 +127,11 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
 struct gb_install_source {
 	const char *mirror;
 	const char *ca_file;
+	/* the runfile method: the .run the fetch stage verified (its cache
+	 * path), NULL when it has none; and whether the root is an image
+	 * (every kernel it holds is built for, not the plan's running one) */
+	const char *runfile;
+	bool image;
 };
 
 /* The address of path below the mirror when it is an http(s) URL, else
@@ -134,12 +139,14 @@ struct gb_install_source {
 int gb_repo_url(const char *mirror, const char *host, const char *path, char *out, size_t outsz);
 
 struct gb_plan;
-/* Install the plan's driver by its method, distro or packages
- * (install-plan.c): the input from the plan (NVIDIA's repository from the
- * catalog, the plan's typed packages), then gb_install. *ret_json: the
- * result for the status document (also on failure, when there is one).
- * gb_install's returns, and -ENOKEY (no key pinned for the plan's
- * repository), with err. */
+/* Install the plan's driver by its method (install-plan.c): the
+ * distribution's or NVIDIA's packages (the input from the plan: NVIDIA's
+ * repository from the catalog, the plan's typed packages; gb_install), or
+ * NVIDIA's .run (src->runfile; gb_install_runfile). *ret_json: the result
+ * for the status document (also on failure, when there is one). Their
+ * returns, -ENOKEY (no key pinned for the plan's repository), -ENOENT (the
+ * runfile method with no verified .run), -EINVAL (a plan that installs no
+ * driver), with err. */
 int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
                     struct gb_journal *j, json_object **ret_json, char *err, size_t errsz);
 

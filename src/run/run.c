@@ -698,46 +698,19 @@ static struct gb_install_source install_source(const struct run *r)
 		                           .ca_file = r->ctx->opt.ca_file ? r->ctx->opt.ca_file : r->in.site.ca_file };
 }
 
-/* NVIDIA's .run, verified by the fetch stage, unpacked by gpuboot. */
-static int install_runfile(struct run *r, char *err, size_t errsz, json_object **ret_json)
-{
-	struct gb_runfile_input in = { .version = r->plan.driver.version,
-		                       .flavor = gb_driver_flavor_name(r->plan.driver.flavor),
-		                       .dkms = GB_RUNFILE_DKMS_AUTO };
-	struct gb_runfile_result *res;
-	const char *kernels[1];
-	char name[160];
-	const struct gb_artifact *a;
-	int k;
-
-	snprintf(name, sizeof(name), "driver runfile %s", r->plan.driver.version);
-	a = artifact(r, name);
-	if (!a) {
-		snprintf(err, errsz, "%s is not in the cache: the fetch stage did not verify it", name);
-		return -ENOENT;
-	}
-	in.runfile = a->cache_path;
-	if (r->plan.in.kernel_known && !image_mode(r)) {
-		/* the kernel the plan builds for (an image: every kernel it holds) */
-		kernels[0] = r->plan.in.kernel_release;
-		in.kernels = kernels;
-		in.n_kernels = 1;
-	}
-	res = calloc(1, sizeof(*res));
-	if (!res)
-		return -ENOMEM;
-	k = gb_install_runfile(r->ctx, &in, r->journal, res);
-	*ret_json = gb_runfile_result_to_json(res);
-	if (k < 0)
-		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
-	free(res);
-	return k;
-}
-
-/* The driver by the plan's method: the distribution's packages or NVIDIA's repository. */
+/* The driver by the plan's method (the install stage's choice): the
+ * distribution's packages, NVIDIA's repository, or the .run the fetch
+ * stage verified. */
 static int install_plan(struct run *r, char *err, size_t errsz, json_object **ret_json)
 {
 	struct gb_install_source src = install_source(r);
+	char name[160];
+	const struct gb_artifact *a;
+
+	snprintf(name, sizeof(name), "driver runfile %s", r->plan.driver.version);
+	a = artifact(r, name);
+	src.runfile = a ? a->cache_path : NULL;
+	src.image = image_mode(r);
 	return gb_install_plan(r->ctx, &r->plan, &src, r->journal, ret_json, err, errsz);
 }
 
@@ -831,8 +804,7 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		return stage_skip_if_kept(r, st);
 	}
 	if (driver_installs(r)) {
-		k = r->plan.driver.method == GB_METHOD_RUNFILE ? install_runfile(r, err, sizeof(err), &part)
-		                                               : install_plan(r, err, sizeof(err), &part);
+		k = install_plan(r, err, sizeof(err), &part);
 		gb_json_add(out, "driver", part);
 		if (k < 0)
 			code = install_failed(r, st, k, "the driver", err);
