@@ -287,24 +287,30 @@ static void fake_creates(struct fake *f, const struct gb_cmd_spec *spec)
 	}
 }
 
-static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret)
+/* argv as one line, a space between words, cut at sz. */
+static void join_argv(const char *const *argv, char *line, size_t sz)
 {
-	struct fake *f = F(ops);
-	const struct fake_rule *r;
-	char line[2048] = "";
 	size_t o = 0;
 
-	memset(ret, 0, sizeof(*ret));
-	if (!spec->argv || !spec->argv[0])
-		return -EINVAL;
-	for (size_t i = 0; spec->argv[i] && o < sizeof(line) - 2; i++) {
-		int n = snprintf(line + o, sizeof(line) - o, "%s%s", i ? " " : "", spec->argv[i]);
+	line[0] = '\0';
+	for (size_t i = 0; argv[i] && o < sz - 2; i++) {
+		int n = snprintf(line + o, sz - o, "%s%s", i ? " " : "", argv[i]);
 		if (n < 0)
 			break;
 		o += (size_t)n;
 	}
-	if (o >= sizeof(line))
-		o = sizeof(line) - 1;
+}
+
+static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *spec, struct gb_cmd_result *ret)
+{
+	struct fake *f = F(ops);
+	const struct fake_rule *r;
+	char line[2048];
+
+	memset(ret, 0, sizeof(*ret));
+	if (!spec->argv || !spec->argv[0])
+		return -EINVAL;
+	join_argv(spec->argv, line, sizeof(line));
 	fake_record(ops, "run%s%s %s", spec->chroot_dir ? " chroot=" : "", spec->chroot_dir ? spec->chroot_dir : "",
 	            line);
 	fake_creates(f, spec);
@@ -341,18 +347,12 @@ static int fake_run_command(const struct gb_ops *ops, const struct gb_cmd_spec *
 static int fake_run_exec(const struct gb_ops *ops, const struct gb_exec_spec *spec, struct gb_exec_result *ret)
 {
 	const struct fake_rule *r;
-	char line[1024] = "";
-	size_t o = 0;
+	char line[1024];
 
 	memset(ret, 0, sizeof(*ret));
 	if (!spec->argv || !spec->argv[0])
 		return -EINVAL;
-	for (size_t i = 0; spec->argv[i] && o < sizeof(line) - 2; i++) {
-		int n = snprintf(line + o, sizeof(line) - o, "%s%s", i ? " " : "", spec->argv[i]);
-		if (n < 0)
-			break;
-		o += (size_t)n;
-	}
+	join_argv((const char *const *)spec->argv, line, sizeof(line));
 	/* a program run to measure (the probe) changes nothing: recorded only
 	 * where the spec scripts it, so a run with no effect records nothing */
 	r = fake_find(F(ops), "exec", spec->argv[0]);
