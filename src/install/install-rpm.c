@@ -191,7 +191,8 @@ static int add_module(struct rinst *s, const struct gb_pkg_spec *p)
 	char spec[GB_INSTALL_NAME + 72];
 
 	if (gb_pkg_spec_format(p, spec, sizeof(spec)) < 0 || !gb_rpm_name_valid(p->name) ||
-	    !gb_rpm_name_valid(p->stream))
+	    !gb_rpm_name_valid(p->stream) || strlen(p->name) >= sizeof(s->module) ||
+	    strlen(p->stream) >= sizeof(s->stream))
 		return FAIL(s, -EINVAL, "'%s' '%s' is not a module stream (MODULE:STREAM)", p->name, p->stream);
 	if (s->e.in->userspace_only)
 		return FAIL(s, -EINVAL, "'%s' is a kernel module stream; this install is userspace only", spec);

@@ -275,13 +275,6 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		}
 		p->driver.flavor = GB_DRIVER_PROPRIETARY;
 		SAY(p->driver.flavor_reason, "%s predates Turing: the open module does not support it", need_prop_by);
-	} else if (prof->flavor == GB_FLAVOR_OPEN && p->driver.branch < gb_open_module_from) {
-		/* refused here, before prepare changes anything, not by the install after it */
-		refuse(
-		    p, GB_EXIT_UNSUPPORTED,
-		    "the profile asks for the open module, which R%u does not have (NVIDIA's open kernel modules begin "
-		    "with R%u); use module_flavor = auto or a branch from R%u on",
-		    p->driver.branch, gb_open_module_from, gb_open_module_from);
 	} else if (prof->flavor == GB_FLAVOR_OPEN) {
 		p->driver.flavor = GB_DRIVER_OPEN;
 		SAY(p->driver.flavor_reason, "the profile asks for the open module and every GPU supports it");
@@ -323,6 +316,24 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		SAY(p->driver.flavor_reason, "every GPU is Turing or newer and supported by the open module, "
 		                             "NVIDIA's default from R560");
 	}
+}
+
+/* The open kernel modules begin with R515 (the catalog's
+ * gb_open_module_from): an install or a replacement with the open module
+ * on an older branch is refused here, before prepare changes anything (the
+ * runfile's installer would refuse it after). A kept or rebuilt driver
+ * (--repair) keeps its own module, whatever the profile asks. */
+static bool open_module_exists(struct gb_plan *p, const struct gb_profile *prof)
+{
+	if (p->driver.flavor != GB_DRIVER_OPEN || p->driver.branch >= gb_open_module_from ||
+	    !(p->driver.action == GB_ACTION_INSTALL || p->driver.action == GB_ACTION_REPLACE))
+		return true;
+	refuse(p, GB_EXIT_UNSUPPORTED,
+	       "%s the open module, which R%u does not have (NVIDIA's open kernel modules begin with R%u); use "
+	       "module_flavor = auto or a branch from R%u on",
+	       prof->flavor == GB_FLAVOR_OPEN ? "the profile asks for" : "the plan chose", p->driver.branch,
+	       gb_open_module_from, gb_open_module_from);
+	return false;
 }
 
 static const struct gb_branch *newest_branch(const struct gb_plan *p, enum gb_branch_policy pol, unsigned pin_branch,
@@ -1415,7 +1426,7 @@ static int plan_make(const struct gb_plan_input *in, const struct gb_profile *pr
 	if (p->refusal_code)
 		goto out;
 	gb_plan_decide_driver_action(p, prof, site);
-	if (p->refusal_code)
+	if (p->refusal_code || !open_module_exists(p, prof))
 		goto out;
 	/* A kept driver is the plan's driver: CUDA is decided again for it, so
 	 * the reason names it and (--repair keeps any driver) CUDA never needs

@@ -427,6 +427,39 @@ TEST(toolkit_below_floor)
 	gb_plan_done(&p);
 }
 
+/* The open kernel modules begin with R515: a T4 pinned to R470 with the
+ * open module asked is refused before any change (exit 10) where the plan
+ * would install it; a kept R470 (--repair after a kernel update) keeps its
+ * own proprietary module whatever the profile asks; R535 has the open one. */
+TEST(open_module_floor)
+{
+	const char *r470 =
+	    "[driver]\nbranch = R470\nmodule_flavor = open\n[cuda]\npolicy = none\n[toolkit]\ninstall = no\n";
+	struct gb_plan_input in = machine("ubuntu", "22.04", "apt", 0x1eb8);
+	struct gb_plan p;
+
+	plan(&in, r470, NULL, today, &p);
+	CHECK_INT(p.refusal_code, 10);
+	CHECK(has(p.refusal, "the profile asks for the open module, which R470 does not have (NVIDIA's open kernel "
+	                     "modules begin with R515)"));
+	gb_plan_done(&p);
+
+	installed(&in, "470.256.02", "proprietary");
+	in.repair = true;
+	plan(&in, r470, NULL, today, &p);
+	CHECK_INT(p.refusal_code, 0);
+	CHECK_INT(p.driver.action, GB_ACTION_KEEP);
+	CHECK_INT(p.driver.flavor, GB_DRIVER_PROPRIETARY);
+	gb_plan_done(&p);
+
+	in = machine("ubuntu", "22.04", "apt", 0x1eb8);
+	plan(&in, "[driver]\nbranch = R535\nmodule_flavor = open\n[cuda]\npolicy = none\n[toolkit]\ninstall = no\n",
+	     NULL, today, &p);
+	CHECK_INT(p.refusal_code, 0);
+	CHECK_INT(p.driver.flavor, GB_DRIVER_OPEN);
+	gb_plan_done(&p);
+}
+
 int main(void)
 {
 	unit_run_tests();
