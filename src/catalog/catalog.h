@@ -222,6 +222,12 @@ enum gb_release_rule {
 	GB_RELEASE_SUSE, /* a major from 12 to 29, optionally .minor (the service pack): "15.6" */
 };
 
+/* Where the driver's libraries live below the root, in the order looked
+ * in (the distributions' multiarch layouts, Debian's alternatives behind
+ * them, the rpm families' lib64, NVIDIA's container layout, the runfile):
+ * detect's and repair's one list, NULL-terminated. */
+extern const char *const gb_nvidia_lib_dirs[];
+
 /* Debian's own NVIDIA driver packages (contrib, non-free,
  * non-free-firmware; src:nvidia-graphics-drivers and
  * src:nvidia-open-gpu-kernel-modules, all at the driver's version): per

@@ -21,6 +21,19 @@
 /* id, ID_LIKE, family, package manager, libc, release numbering and its
  * examples, oldest release, NVIDIA repository prefix and whether it is per
  * major release, headers package. */
+const char *const gb_nvidia_lib_dirs[] = {
+	"usr/lib/x86_64-linux-gnu",
+	"usr/lib/x86_64-linux-gnu/nvidia/current", /* Debian: the real files behind its alternatives */
+	"usr/lib/aarch64-linux-gnu",
+	"usr/lib/aarch64-linux-gnu/nvidia/current",
+	"usr/lib64",
+	"usr/lib",
+	"usr/local/nvidia/lib64",
+	"lib/x86_64-linux-gnu",
+	"lib64",
+	NULL,
+};
+
 const struct gb_debian_driver gb_debian_drivers[] = {
 	{ "open", "nvidia-open-kernel-dkms", "nvidia-current-open" },
 	{ "proprietary", "nvidia-kernel-dkms", "nvidia-current" },

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect.h"
 #include "shared/log.h"
@@ -54,33 +55,21 @@ int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret
 	return -EINVAL;
 }
 
-static const char *const lib_dirs[] = {
-	"usr/lib/x86_64-linux-gnu",
-	"usr/lib/x86_64-linux-gnu/nvidia/current", /* Debian: the real files behind its alternatives */
-	"usr/lib/aarch64-linux-gnu",
-	"usr/lib/aarch64-linux-gnu/nvidia/current",
-	"usr/lib64",
-	"usr/lib",
-	"usr/local/nvidia/lib64",
-	"lib/x86_64-linux-gnu",
-	"lib64",
-};
-
 /* A driver library by its versioned name, <prefix><version> in a library
  * directory ("libnvidia-ml.so.535.261.03"): the version is in the name. */
 static int find_versioned_lib(struct gb_ctx *ctx, const char *prefix, char **ret_version, char **ret_path)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(lib_dirs); i++) {
+	for (size_t i = 0; gb_nvidia_lib_dirs[i]; i++) {
 		char **names = NULL;
 		int r = -ENOENT;
-		if (gb_root_list_dir(ctx->root, lib_dirs[i], &names, NULL) < 0)
+		if (gb_root_list_dir(ctx->root, gb_nvidia_lib_dirs[i], &names, NULL) < 0)
 			continue;
 		for (char **n = names; *n; n++) {
 			const char *v = gb_startswith(*n, prefix);
 			char path[512];
 			if (!v || !gb_version_valid(v) || !strchr(v, '.'))
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", lib_dirs[i], *n);
+			snprintf(path, sizeof(path), "%s/%s", gb_nvidia_lib_dirs[i], *n);
 			/* Recorded for capture as a file whose existence was read. */
 			if (!gb_root_lexists(ctx->root, path))
 				continue;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "catalog/catalog.h"
 #include "context.h"
 #include "detect/detect.h"
 #include "prepare/prepare.h"
@@ -22,18 +23,6 @@
 
 #define DPKG_STATUS_MAX (32u << 20)
 #define OS_RELEASE_MAX 8192
-
-/* Where the driver's libraries live (the distributions' layouts, NVIDIA's
- * packages and the runfile). */
-static const char *const lib_dirs[] = {
-	"usr/lib/x86_64-linux-gnu",
-	"usr/lib/x86_64-linux-gnu/nvidia/current",
-	"usr/lib/aarch64-linux-gnu",
-	"usr/lib/aarch64-linux-gnu/nvidia/current",
-	"usr/lib64",
-	"usr/lib",
-	"lib64",
-};
 
 const char *gb_repair_verdict_name(enum gb_repair_verdict v)
 {
@@ -74,9 +63,9 @@ static bool lib_version(const char *name, char *ret, size_t retsz)
  * etc/alternatives): the version is in the last name. */
 static bool installed_by_link(struct gb_ctx *ctx, char *ret, size_t retsz)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(lib_dirs); i++) {
+	for (size_t i = 0; gb_nvidia_lib_dirs[i]; i++) {
 		char path[512], dir[512];
-		snprintf(path, sizeof(path), "%s/libnvidia-ml.so.1", lib_dirs[i]);
+		snprintf(path, sizeof(path), "%s/libnvidia-ml.so.1", gb_nvidia_lib_dirs[i]);
 		for (int hop = 0; hop < 6; hop++) {
 			_cleanup_free_ char *t = NULL;
 			char *slash;
@@ -100,10 +89,10 @@ static bool installed_by_link(struct gb_ctx *ctx, char *ret, size_t retsz)
 /* libnvidia-ml.so.<version> in a library directory, by listing it. */
 static bool installed_by_listing(struct gb_ctx *ctx, char *ret, size_t retsz)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(lib_dirs); i++) {
+	for (size_t i = 0; gb_nvidia_lib_dirs[i]; i++) {
 		char **names = NULL;
 		bool found = false;
-		if (gb_root_list_dir(ctx->root, lib_dirs[i], &names, NULL) < 0)
+		if (gb_root_list_dir(ctx->root, gb_nvidia_lib_dirs[i], &names, NULL) < 0)
 			continue;
 		for (char **n = names; *n && !found; n++)
 			found = lib_version(*n, ret, retsz);
