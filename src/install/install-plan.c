@@ -89,7 +89,6 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO,
 		                       .flavor = gb_driver_flavor_name(p->driver.flavor),
 		                       .driver_version = p->driver.version };
-	struct gb_install_result *res;
 	struct gb_apt_repo repo;
 	char id[80], uri[600], key[700];
 	int k;
@@ -112,13 +111,5 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 		         gb_driver_method_name(p->driver.method) ? gb_driver_method_name(p->driver.method) : "unset");
 		return -EINVAL;
 	}
-	res = calloc(1, sizeof(*res));
-	if (!res)
-		return -ENOMEM;
-	k = gb_install(ctx, &in, j, res);
-	*ret_json = gb_install_result_to_json(res);
-	if (k < 0)
-		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
-	free(res);
-	return k;
+	return gb_install_report(ctx, &in, j, ret_json, err, errsz);
 }

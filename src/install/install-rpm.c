@@ -662,11 +662,6 @@ static int repo_setup(struct rinst *s)
 
 /* A journaled command, after the package managers' locks are free;
  * -EIO when it exits non-zero (its tail is in the journal and the error). */
-static int effect(struct rinst *s, const char *id, const char *const *argv, unsigned timeout_ms)
-{
-	return gb_pkg_effect(&s->e, id, argv, timeout_ms);
-}
-
 static void add_missing(char *missing, size_t sz, size_t *o, const struct gb_install_pkg_result *p, const char *why)
 {
 	if (*o < sz)
@@ -822,7 +817,7 @@ static int lift_locks(struct rinst *s)
 	for (size_t k = 0; k < n; k++)
 		argv[a++] = names[k];
 	argv[a] = NULL;
-	return effect(s, is_dnf(s) ? "dnf-versionlock-delete" : "zypper-removelock", argv, SHORT_TIMEOUT_MS);
+	return gb_pkg_effect(&s->e, is_dnf(s) ? "dnf-versionlock-delete" : "zypper-removelock", argv, SHORT_TIMEOUT_MS);
 }
 
 /* After the install: every driver package at the driver's version (a
@@ -877,7 +872,7 @@ static int add_locks(struct rinst *s)
 	argv[a] = NULL;
 	if (n == 0)
 		return 0;
-	return effect(s, is_dnf(s) ? "dnf-versionlock-add" : "zypper-addlock", argv, SHORT_TIMEOUT_MS);
+	return gb_pkg_effect(&s->e, is_dnf(s) ? "dnf-versionlock-add" : "zypper-addlock", argv, SHORT_TIMEOUT_MS);
 }
 
 static int install_pkgs(struct rinst *s)
@@ -894,7 +889,7 @@ static int install_pkgs(struct rinst *s)
 		argv[a++] = "zypper", argv[a++] = "--non-interactive", argv[a++] = "install",
 		argv[a++] = "--auto-agree-with-licenses";
 	pkg_argv(s, argv, a, buf);
-	r = effect(s, is_dnf(s) ? "dnf-install" : "zypper-install", argv, ms);
+	r = gb_pkg_effect(&s->e, is_dnf(s) ? "dnf-install" : "zypper-install", argv, ms);
 	s->e.ret->packages_changed = true;
 	return r;
 }
@@ -1014,11 +1009,11 @@ static int rpm_reinstall(struct rinst *s)
 	               s->e.ctx->root->path);
 	if (u > 3) {
 		gb_journal_repeat_id(s->e.j, "zypper-removelock-damaged", id, sizeof(id));
-		r = effect(s, id, unlock, SHORT_TIMEOUT_MS);
+		r = gb_pkg_effect(&s->e, id, unlock, SHORT_TIMEOUT_MS);
 	}
 	gb_journal_repeat_id(s->e.j, is_dnf(s) ? "dnf-reinstall" : "zypper-install-force", id, sizeof(id));
 	if (r >= 0)
-		r = effect(s, id, argv, DEFAULT_INSTALL_MS);
+		r = gb_pkg_effect(&s->e, id, argv, DEFAULT_INSTALL_MS);
 	if (r < 0)
 		return r;
 	snprintf(s->e.ret->recovered, sizeof(s->e.ret->recovered),
@@ -1048,7 +1043,7 @@ static int rpm_recover(struct rinst *s)
 	               "the package manager's way (dnf remove --duplicates)",
 	               s->e.ctx->root->path, found);
 	gb_journal_repeat_id(s->e.j, "dnf-remove-duplicates", id, sizeof(id));
-	r = effect(s, id, dedupe, DEFAULT_INSTALL_MS);
+	r = gb_pkg_effect(&s->e, id, dedupe, DEFAULT_INSTALL_MS);
 	if (r < 0)
 		return r;
 	snprintf(s->e.ret->recovered, sizeof(s->e.ret->recovered),
@@ -1080,13 +1075,13 @@ static int rpm_install(struct rinst *s)
 	if (s->duplicates[0])
 		r = rpm_recover(s);
 	if (r >= 0 && !s->key_imported)
-		r = effect(s, "rpm-import", import, SHORT_TIMEOUT_MS);
+		r = gb_pkg_effect(&s->e, "rpm-import", import, SHORT_TIMEOUT_MS);
 	if (r >= 0 && s->module[0] && !s->module_enabled)
-		r = effect(s, "dnf-module-enable", module, REFRESH_TIMEOUT_MS);
+		r = gb_pkg_effect(&s->e, "dnf-module-enable", module, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && is_dnf(s) && s->e.in->repo->signing == GB_REPO_SIGNS_METADATA)
-		r = effect(s, "dnf-makecache", makecache, REFRESH_TIMEOUT_MS);
+		r = gb_pkg_effect(&s->e, "dnf-makecache", makecache, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && !is_dnf(s))
-		r = effect(s, "zypper-refresh", refresh, REFRESH_TIMEOUT_MS);
+		r = gb_pkg_effect(&s->e, "zypper-refresh", refresh, REFRESH_TIMEOUT_MS);
 	if (r >= 0 && s->damaged[0]) /* from the repository, its key imported and its metadata fresh */
 		r = rpm_reinstall(s);
 	/* every version in place (only a lock or the key missing): nothing to install */

@@ -3,12 +3,14 @@
  * document. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
 #include "install-internal.h"
 #include "install.h"
 #include "shared/json-util.h"
+#include "shared/util.h"
 
 int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
                struct gb_install_result *ret)
@@ -27,6 +29,23 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
 	snprintf(ret->error, sizeof(ret->error), "Install method %d is not implemented in this version",
 	         (int)in->method);
 	return -EOPNOTSUPP;
+}
+
+int gb_install_report(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
+                      json_object **ret_json, char *err, size_t errsz)
+{
+	struct gb_install_result *res = calloc(1, sizeof(*res));
+	int k;
+
+	*ret_json = NULL;
+	if (!res)
+		return -ENOMEM;
+	k = gb_install(ctx, in, j, res);
+	*ret_json = gb_install_result_to_json(res);
+	if (k < 0)
+		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
+	free(res);
+	return k;
 }
 
 static json_object *str_or_null(const char *s)

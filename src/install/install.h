@@ -150,6 +150,11 @@ struct gb_plan;
 int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
                     struct gb_journal *j, json_object **ret_json, char *err, size_t errsz);
 
+/* gb_install with its result as the status document's part (*ret_json,
+ * also on failure) and its error in err: the caller's one call. */
+int gb_install_report(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_journal *j,
+                      json_object **ret_json, char *err, size_t errsz);
+
 /* The result for the status document: {method, image, distro, codename,
  * sources_changed, packages_changed, recovered, packages[{name, wanted, version,
  * suite, before, after, held}], modules[{kernel, path}], error}. */

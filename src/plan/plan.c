@@ -72,16 +72,14 @@ static const char *arch_name(enum gb_arch a)
 	return s ? s : "unknown";
 }
 
-static const struct gb_distro *find_distro(const struct gb_plan_input *in);
-
 const struct gb_distro *gb_plan_distro(const struct gb_plan *p)
 {
-	return find_distro(&p->in);
+	return gb_distro_find(p->in.os_id, p->in.os_version);
 }
 
 const char *gb_plan_other_methods(const struct gb_plan *p)
 {
-	const struct gb_distro *d = find_distro(&p->in);
+	const struct gb_distro *d = gb_plan_distro(p);
 	return d && gb_repo_key_find(d->key_pin) ? "--method packages or --method runfile" : "--method runfile";
 }
 
@@ -427,7 +425,7 @@ static const struct gb_branch *pinned_version_branch(struct gb_plan *p, const ch
  * module no longer builds against bookworm's kernel; data/SOURCES.md). */
 static void distro_flavor(struct gb_plan *p, const char *need_open_by)
 {
-	const struct gb_distro *dd = find_distro(&p->in);
+	const struct gb_distro *dd = gb_plan_distro(p);
 	if (!dd || dd->distro_open || p->driver.flavor != GB_DRIVER_OPEN)
 		return;
 	if (need_open_by) {
@@ -447,7 +445,7 @@ static void distro_flavor(struct gb_plan *p, const char *need_open_by)
 /* The version the distribution packages (--method distro), or NULL refused. */
 static const char *distro_driver(struct gb_plan *p)
 {
-	const struct gb_distro *dd = find_distro(&p->in);
+	const struct gb_distro *dd = gb_plan_distro(p);
 	if (dd && dd->distro_driver)
 		return dd->distro_driver;
 	refuse(p, GB_EXIT_UNSUPPORTED,
@@ -622,11 +620,6 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 }
 
 /* ---- distribution, method, kernel, Secure Boot ---- */
-
-static const struct gb_distro *find_distro(const struct gb_plan_input *in)
-{
-	return gb_distro_find(in->os_id, in->os_version);
-}
 
 static bool platform_check(struct gb_plan *p)
 {
@@ -944,7 +937,7 @@ static void plan_newer_kernel(struct gb_plan *p, const struct gb_distro *d, bool
 
 static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_config *site)
 {
-	const struct gb_distro *d = find_distro(&p->in);
+	const struct gb_distro *d = gb_plan_distro(p);
 	const struct gb_branch *b = gb_catalog_branch(p->driver.branch);
 	bool ubuntu = streq(p->in.os_id, "ubuntu");
 	bool apt = gb_pkgmgr_from_string(p->in.pkgmgr) == GB_PKGMGR_APT;
@@ -1119,7 +1112,7 @@ static int decide_cuda(struct gb_plan *p, const struct gb_profile *prof, const s
 	                     : prof->cuda == GB_CUDA_PINNED ? prof->cuda_version
 	                                                    : NULL;
 	char skipped[160] = "";
-	const struct gb_distro *dd = find_distro(&p->in);
+	const struct gb_distro *dd = gb_plan_distro(p);
 	unsigned last_major = dd ? dd->cuda_last_major : 0;
 	char os_dropped[120] = "";
 
@@ -1273,6 +1266,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		 * Refused before any change, unless the site put the fabric
 		 * manager of the planned version there. */
 		if (installs && !p->fm_package[0] && !streq(p->in.fabricmanager_installed, p->driver.version)) {
+			const struct gb_distro *dd = gb_plan_distro(p);
 			char have[80];
 			SAY(have, "%s",
 			    p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed");
@@ -1283,7 +1277,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 				    "fabric manager (%s); use --method packages: NVIDIA's %s repository carries "
 				    "nvidia-fabricmanager at the driver's version",
 				    why, p->driver.version, p->in.os_id, p->in.os_version, have,
-				    find_distro(&p->in) ? find_distro(&p->in)->repo : "NVIDIA's");
+				    dd ? dd->repo : "NVIDIA's");
 			else
 				refuse(
 				    p, GB_EXIT_UNSUPPORTED,

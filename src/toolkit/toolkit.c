@@ -20,7 +20,6 @@ int gb_toolkit_install(struct gb_ctx *ctx, struct gb_journal *j, const struct gb
                        json_object **ret_json, char *err, size_t errsz)
 {
 	struct gb_pkg_spec pkgs[ARRAY_SIZE(gb_ctk_packages)];
-	struct gb_install_result *res;
 	char uri[600], key[700], pin[256], path[96];
 	const struct gb_cpu_arch *arch = gb_cpu_arch_target(tin->arch);
 	struct gb_apt_repo repo = { .id = "nvidia-container-toolkit",
@@ -56,15 +55,8 @@ int gb_toolkit_install(struct gb_ctx *ctx, struct gb_journal *j, const struct gb
 		gb_strscpy(pkgs[i].name, sizeof(pkgs[i].name), gb_ctk_packages[i]);
 		gb_strscpy(pkgs[i].version, sizeof(pkgs[i].version), tin->version);
 	}
-	res = calloc(1, sizeof(*res));
-	if (!res)
-		return -ENOMEM;
 	gb_journal_set_scope(j, "toolkit");
-	k = gb_install(ctx, &in, j, res);
+	k = gb_install_report(ctx, &in, j, ret_json, err, errsz);
 	gb_journal_set_scope(j, NULL);
-	*ret_json = gb_install_result_to_json(res);
-	if (k < 0)
-		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
-	free(res);
 	return k;
 }
