@@ -10,8 +10,11 @@ import re
 import sys
 
 ORDER = ["shared", "catalog", "effect",
-         # the stages, in the pipeline's order
-         "detect", "plan", "prepare", "fetch", "install", "toolkit", "load", "verify", "repair", "status",
+         # the stages, in the pipeline's order but for one: prepare installs
+         # its newer kernel through install's package backends, so install
+         # (and fetch, which install uses for the repositories' keys) sit
+         # below it
+         "detect", "plan", "fetch", "install", "prepare", "toolkit", "load", "verify", "repair", "status",
          "run", "cmd", "tools"]
 RANK = {d: i for i, d in enumerate(ORDER)}
 TOP = len(ORDER)  # src/main.c

@@ -55,6 +55,7 @@ struct inst {
 	struct gb_pkg_engine e; /* first: the walk's state (install-internal.h) */
 	const char *module; /* the module file DKMS builds, without .ko (distro) */
 	bool packages; /* the packages method (NVIDIA's repository) */
+	bool kernel; /* prepare's newer kernel (GB_INSTALL_KERNEL): no driver, pin, hold or module */
 	char interrupted[160]; /* why dpkg needs repairing first (dpkg_audit), "" when it does not */
 	char unreachable[256]; /* the first source apt-get update could not fetch, "" when none */
 	struct {
@@ -79,8 +80,11 @@ static int os_release(struct inst *s)
 	gb_strscpy(s->e.ret->distro, sizeof(s->e.ret->distro), osr.id);
 	gb_strscpy(s->e.ret->codename, sizeof(s->e.ret->codename), osr.version_codename);
 	os = gb_os_find(osr.id);
-	if (s->packages && os && os->pkgmgr == GB_PKGMGR_APT)
+	if ((s->packages || s->kernel) && os && os->pkgmgr == GB_PKGMGR_APT)
 		return 0;
+	if (s->kernel)
+		return FAIL(s, -EOPNOTSUPP, "A newer kernel is installed with apt here; %s is '%s', which has not apt",
+		            s->e.ctx->root->path, s->e.ret->distro);
 	if (s->packages)
 		return FAIL(s, -EOPNOTSUPP,
 		            "The packages method on %s ('%s') needs dnf or zypper, which this version does not drive; "
@@ -738,18 +742,126 @@ static int sources(struct inst *s)
 	return r;
 }
 
+/* ---- prepare's newer kernel (GB_INSTALL_KERNEL) ---- */
+
+/* Does an installed version ("6.12.48-1~bpo12+1", Ubuntu's
+ * "6.8.0.49.52~22.04.1") reach the kernel's minimum major.minor? An epoch
+ * is not a kernel's. */
+static bool kernel_reaches(const char *version, const char *minimum)
+{
+	char xy[16];
+	if (!version[0])
+		return false;
+	if (!minimum || !minimum[0])
+		return true;
+	gb_kernel_xy(version, xy, sizeof(xy));
+	return xy[0] && gb_version_cmp(xy, minimum) >= 0;
+}
+
+/* The metapackage and its headers, unversioned, not held: the archive's
+ * (the suite's) newest is the one. */
+static int kernel_list(struct inst *s)
+{
+	int r = 0;
+	if (!s->e.in->packages || !s->e.in->n_packages)
+		return FAIL(s, -EINVAL, "A kernel install needs the kernel's packages");
+	for (size_t i = 0; i < s->e.in->n_packages && r >= 0; i++) {
+		const struct gb_pkg_spec *p = &s->e.in->packages[i];
+		if (p->kind != GB_PKG_NAME || p->version[0] || p->hold)
+			return FAIL(s, -EINVAL, "'%s' is not a kernel package to install (a name alone)", p->name);
+		r = add_pkg(s, p->name, "", false);
+	}
+	if (r >= 0 && s->e.in->suite && s->e.in->suite[0] && !gb_deb_name_valid(s->e.in->suite))
+		return FAIL(s, -EINVAL, "'%s' is not an apt suite", s->e.in->suite);
+	return r < 0 ? r : query_installed(s, NULL, 0, false);
+}
+
+static bool kernel_satisfied(struct inst *s)
+{
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		if (!kernel_reaches(s->e.ret->pkgs[i].before, s->e.in->kernel_minimum))
+			return false;
+	return true;
+}
+
+/* apt's words for a suite or package its sources do not have, named with
+ * the fix; another failure as it was. */
+static int kernel_unknown(struct inst *s, int r)
+{
+	const char *suite = s->e.in->suite && s->e.in->suite[0] ? s->e.in->suite : NULL;
+	if (r != -EIO)
+		return r;
+	if (suite && strstr(s->e.res->output, "APT::Default-Release"))
+		return FAIL(
+		    s, -ENOPKG,
+		    "apt's sources in %s have no suite %s%s%s: add it (deb http://deb.debian.org/debian %s main) "
+		    "and run again; nothing was installed",
+		    s->e.ctx->root->path, suite, s->unreachable[0] ? ", and apt-get update could not reach " : "",
+		    s->unreachable, suite);
+	if (strstr(s->e.res->output, "Unable to locate package") || strstr(s->e.res->output, "has no installation"))
+		return FAIL(s, -ENOPKG, "Not in %s's archive%s%s%s: %s; nothing was installed", s->e.ret->distro,
+		            suite ? " (" : "", suite ? suite : "", suite ? ")" : "", s->e.ret->pkgs[0].name);
+	return r;
+}
+
+/* What a killed dpkg left repaired first (the package manager's way), then
+ * apt-get update and the install from the suite; the kernel's postinst
+ * makes its initramfs and updates GRUB, the headers' DKMS builds an
+ * installed driver's module for it. */
+static int kernel_install(struct inst *s)
+{
+	const char *argv[GB_INSTALL_MAX_PKGS + 12] = { "apt-get", "update", "-q", NULL };
+	unsigned apt_ms = s->e.in->apt_timeout_ms ? s->e.in->apt_timeout_ms : DEFAULT_APT_MS;
+	size_t n = 0;
+	int r = s->interrupted[0] ? dpkg_recover(s) : 0;
+
+	if (r >= 0 && (r = effect(s, "apt-get-update", argv, UPDATE_TIMEOUT_MS)) < 0)
+		return update_refused(s, r);
+	if (r < 0)
+		return r;
+	update_failures(s);
+	argv[n++] = "apt-get", argv[n++] = "install", argv[n++] = "-y", argv[n++] = "-q";
+	argv[n++] = "-o", argv[n++] = "Dpkg::Options::=--force-confdef";
+	argv[n++] = "-o", argv[n++] = "Dpkg::Options::=--force-confold";
+	if (s->e.in->suite && s->e.in->suite[0])
+		argv[n++] = "-t", argv[n++] = s->e.in->suite;
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++)
+		argv[n++] = s->e.ret->pkgs[i].name;
+	argv[n] = NULL;
+	r = effect(s, "apt-get-install", argv, apt_ms);
+	s->e.ret->packages_changed = true;
+	return kernel_unknown(s, r);
+}
+
+/* After apt: each package installed, at a version reaching the minimum. */
+static int kernel_after(struct inst *s)
+{
+	int r = query_installed(s, NULL, 0, true);
+	for (size_t i = 0; r >= 0 && i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
+		if (!kernel_reaches(p->after, s->e.in->kernel_minimum))
+			return FAIL(s, -EIO, "After apt-get install, %s is at '%s', which does not reach %s", p->name,
+			            p->after,
+			            s->e.in->kernel_minimum ? s->e.in->kernel_minimum : "an installed version");
+		memcpy(p->resolved, p->after, sizeof(p->resolved));
+	}
+	return r;
+}
+
 /* ---- the apt backend ---- */
 
 static int apt_os(struct gb_pkg_engine *e)
 {
 	struct inst *s = (struct inst *)e;
 	s->packages = e->in->method == GB_INSTALL_PACKAGES;
+	s->kernel = e->in->method == GB_INSTALL_KERNEL;
 	return os_release(s);
 }
 
 static int apt_list(struct gb_pkg_engine *e)
 {
-	return build_list((struct inst *)e);
+	struct inst *s = (struct inst *)e;
+	return s->kernel ? kernel_list(s) : build_list(s);
 }
 
 /* The sources, then what a killed dpkg left; done when nothing needs
@@ -757,10 +869,10 @@ static int apt_list(struct gb_pkg_engine *e)
 static int apt_prepare(struct gb_pkg_engine *e, bool *ret_done)
 {
 	struct inst *s = (struct inst *)e;
-	int r = sources(s);
+	int r = s->kernel ? 0 : sources(s);
 	if (r >= 0)
 		r = dpkg_audit(s);
-	*ret_done = r >= 0 && !s->interrupted[0] && satisfied(s);
+	*ret_done = r >= 0 && !s->interrupted[0] && (s->kernel ? kernel_satisfied(s) : satisfied(s));
 	return r;
 }
 
@@ -774,6 +886,8 @@ static int apt_settle(struct gb_pkg_engine *e)
 		struct gb_install_pkg_result *p = &e->ret->pkgs[i];
 		memcpy(p->resolved, p->before, sizeof(p->resolved));
 	}
+	if (s->kernel)
+		return 0;
 	r = gb_pkg_write_blacklist(e);
 	if (r >= 0)
 		r = write_pin(s);
@@ -782,12 +896,14 @@ static int apt_settle(struct gb_pkg_engine *e)
 
 static int apt_install_op(struct gb_pkg_engine *e)
 {
-	return apt_install((struct inst *)e);
+	struct inst *s = (struct inst *)e;
+	return s->kernel ? kernel_install(s) : apt_install(s);
 }
 
 static int apt_after(struct gb_pkg_engine *e)
 {
-	return check_after((struct inst *)e);
+	struct inst *s = (struct inst *)e;
+	return s->kernel ? kernel_after(s) : check_after(s);
 }
 
 static void apt_find_module(struct gb_pkg_engine *e, const char *kver, char *out, size_t outsz)

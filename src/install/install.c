@@ -19,7 +19,8 @@ int gb_install(struct gb_ctx *ctx, const struct gb_install_input *in, struct gb_
 	if (!ctx || !ctx->root || !ctx->ops || !in || !j)
 		return -EINVAL;
 	switch (in->method) {
-	case GB_INSTALL_DISTRO: return gb_install_distro(ctx, in, j, ret);
+	case GB_INSTALL_DISTRO:
+	case GB_INSTALL_KERNEL: return gb_install_distro(ctx, in, j, ret);
 	case GB_INSTALL_PACKAGES:
 		/* NVIDIA's repository: dnf or zypper on an rpm family, apt otherwise */
 		if (gb_rpm_root_pm(ctx) != GB_PKGMGR_NONE)

@@ -30,6 +30,8 @@ enum gb_install_method {
 	GB_INSTALL_DISTRO = 1, /* the distribution's own driver packages */
 	GB_INSTALL_PACKAGES, /* NVIDIA's repository, key pinned by fingerprint: apt (apt-repo.c), dnf or zypper
 	                      * (install-rpm.c) by the root's os-release */
+	GB_INSTALL_KERNEL, /* prepare's newer kernel from the distribution's archive (Ubuntu's HWE metapackage,
+	                    * Debian's backports kernel): apt, no driver, no module, no blacklist */
 };
 
 /* What a repository's signing key signs, on dnf and zypper (apt checks
@@ -71,6 +73,9 @@ struct gb_install_input {
 	 * at driver_version, file gpuboot-nvidia.pref). */
 	const char *pin_name, *pin_packages, *pin_version;
 	bool userspace_only; /* no kernel module (the Container Toolkit): no headers, no module, no blacklist */
+	/* GB_INSTALL_KERNEL: apt's target release (apt-get -t: "bookworm-backports"), NULL for none; the
+	 * major.minor each package's installed version must reach ("6.12"), NULL for any version */
+	const char *suite, *kernel_minimum;
 	unsigned lock_timeout_ms; /* wait for the package manager's locks; 0: 5 minutes */
 	unsigned apt_timeout_ms; /* one apt-get install (DKMS builds); 0: 60 minutes */
 };
@@ -91,7 +96,7 @@ struct gb_install_kernel_result {
 };
 
 struct gb_install_result {
-	const char *method; /* "distro" | "packages" */
+	const char *method; /* "distro" | "packages" | "kernel" */
 	bool image; /* installed into an image root, chrooted */
 	char distro[32], codename[32];
 	struct gb_install_pkg_result pkgs[GB_INSTALL_MAX_PKGS];

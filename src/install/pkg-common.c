@@ -29,7 +29,7 @@ int gb_install_kernels(struct gb_ctx *ctx, const struct gb_install_input *in, ch
 	int r;
 
 	*n_out = 0;
-	if (in->userspace_only)
+	if (in->userspace_only || in->method == GB_INSTALL_KERNEL)
 		return 0;
 	for (size_t i = 0; in->kernels && i < in->n_kernels && *n_out < GB_INSTALL_MAX_KERNELS; i++)
 		if (gb_strscpy(out[(*n_out)++], GB_INSTALL_KVER, in->kernels[i]) < 0 ||

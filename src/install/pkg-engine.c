@@ -83,7 +83,9 @@ int gb_pkg_engine_run(const struct gb_pkg_backend *be, struct gb_ctx *ctx, const
 	if (!res || !e)
 		return -ENOMEM;
 	*e = (struct gb_pkg_engine){ .be = be, .ctx = ctx, .j = j, .in = in, .ret = ret, .res = res };
-	ret->method = in->method == GB_INSTALL_PACKAGES ? "packages" : "distro";
+	ret->method = in->method == GB_INSTALL_PACKAGES ? "packages"
+	              : in->method == GB_INSTALL_KERNEL ? "kernel"
+	                                                : "distro";
 	ret->image = !ctx->root->is_host;
 	if (ret->image) {
 		if (!realpath(ctx->opt.root, e->dir))

@@ -12,7 +12,7 @@
  *       a line per installed package; exit 1 when one is not installed
  *   apt-cache madison NAME    the archive's versions, in apt's columns
  *   apt-get update            exit 0
- *   apt-get install ... NAME[=VERSION]...
+ *   apt-get install [-t SUITE] ... NAME[=VERSION]...
  *       each from the archive (exit 100, "Unable to locate" or "Version ...
  *       was not found", and nothing installed when one is missing), its
  *       tree copied into the root, its stanza "install ok installed"
@@ -314,7 +314,7 @@ static int apt_install(const char *root, const char *dir, const char *const *arg
 		char name[128], *eq;
 		const struct pkg *p;
 		if (argv[i][0] == '-') {
-			i += streq(argv[i], "-o") && argv[i + 1];
+			i += (streq(argv[i], "-o") || streq(argv[i], "-t")) && argv[i + 1];
 			continue;
 		}
 		gb_strscpy(name, sizeof(name), argv[i]);
@@ -336,7 +336,7 @@ static int apt_install(const char *root, const char *dir, const char *const *arg
 		const struct pkg *ap;
 		struct stat st;
 		if (argv[i][0] == '-') {
-			i += streq(argv[i], "-o") && argv[i + 1];
+			i += (streq(argv[i], "-o") || streq(argv[i], "-t")) && argv[i + 1];
 			continue;
 		}
 		gb_strscpy(name, sizeof(name), argv[i]);

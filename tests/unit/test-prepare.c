@@ -1041,10 +1041,25 @@ out:
 }
 
 /* The newer kernel (Ubuntu's HWE metapackage, Debian's backports kernel):
- * installed with apt (chrooted in an image), then the kernel GRUB boots
- * next read; nothing run when it is there. fixture: the root copied. */
-static int hwe_run_req(const char *name, const char *fixture, const char *dpkg_out, const char *apt_exit,
-                       const struct gb_prepare_kernel_request *req, struct gb_prepare_kernel_result *kr, char **record)
+ * installed through the apt backend (chrooted below a root that is not
+ * "/"), against the fake apt and dpkg (apt=DIR: the archive, the root's
+ * var/lib/dpkg/status), then the kernel GRUB boots next read; nothing run
+ * when it is there. fixture: the root copied; status: dpkg's database
+ * before; archive: apt's Packages; rules: more fake-ops items, or "". */
+struct hwe_case {
+	const char *name, *fixture, *status, *archive, *rules;
+	bool killed; /* a record of dpkg's own in var/lib/dpkg/updates, as a kill leaves it */
+};
+
+static const char bpo_archive[] = "Package: linux-image-amd64\nVersion: 6.12.48-1~bpo12+1\n\n"
+                                  "Package: linux-headers-amd64\nVersion: 6.12.48-1~bpo12+1\n";
+static const char bookworm_status[] = "Package: linux-image-amd64\nStatus: install ok installed\nVersion: 6.1.176-1\n";
+static const char bpo_status[] =
+    "Package: linux-image-amd64\nStatus: install ok installed\nVersion: 6.12.48-1~bpo12+1\n\n"
+    "Package: linux-headers-amd64\nStatus: install ok installed\nVersion: 6.12.48-1~bpo12+1\n";
+
+static int hwe_run_req(const struct hwe_case *c, const struct gb_prepare_kernel_request *req,
+                       struct gb_prepare_kernel_result *kr, char **record)
 {
 	struct gb_ctx ctx = { 0 };
 	struct gb_journal *j = NULL;
@@ -1053,15 +1068,23 @@ static int hwe_run_req(const char *name, const char *fixture, const char *dpkg_o
 	char dir[4200], root[4300], spec[8192], p[4400], err[512];
 	int r;
 
-	snprintf(dir, sizeof(dir), "%s/%s", base, name);
+	snprintf(dir, sizeof(dir), "%s/%s", base, c->name);
 	snprintf(root, sizeof(root), "%s/root", dir);
-	snprintf(p, sizeof(p), "mkdir -p %s && cp -a %s %s", dir, fixture, root);
+	snprintf(p, sizeof(p), "mkdir -p %s/apt && cp -a %s %s && mkdir -p %s/var/lib/dpkg", dir, c->fixture, root,
+	         root);
 	CHECK_INT(system(p), 0);
-	snprintf(p, sizeof(p), "%s/dpkg", dir);
-	write_text(p, dpkg_out);
-	snprintf(spec, sizeof(spec),
-	         "record=%s/record,clock:1000000000,command:dpkg-query:1:%s/dpkg,command:apt-get install:%s:%s/dpkg",
-	         dir, dir, apt_exit, dir);
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg/status", root);
+	write_text(p, c->status);
+	if (c->killed) {
+		snprintf(p, sizeof(p), "mkdir -p %s/var/lib/dpkg/updates", root);
+		CHECK_INT(system(p), 0);
+		snprintf(p, sizeof(p), "%s/var/lib/dpkg/updates/0003", root);
+		write_text(p, "Package: linux-image-amd64\n");
+	}
+	snprintf(p, sizeof(p), "%s/apt/Packages", dir);
+	write_text(p, c->archive);
+	snprintf(spec, sizeof(spec), "record=%s/record,root=%s,apt=%s/apt,clock:1000000000%s%s", dir, root, dir,
+	         c->rules[0] ? "," : "", c->rules);
 	CHECK_INT(gb_ops_fake_new(spec, &ops), 0);
 	ctx.ops = ops;
 	CHECK_INT(gb_root_open(root, &ctx.root), 0);
@@ -1081,13 +1104,6 @@ static int hwe_run_req(const char *name, const char *fixture, const char *dpkg_o
 	return r;
 }
 
-static int hwe_run(const char *name, const char *dpkg_out, const char *apt_exit, bool image,
-                   struct gb_prepare_kernel_result *kr, char **record)
-{
-	const struct gb_prepare_kernel_request req = { .package = "linux-generic-hwe-22.04", .image = image };
-	return hwe_run_req(name, "tests/prepare/debian12", dpkg_out, apt_exit, &req, kr, record);
-}
-
 /* Debian 12's kernel from bookworm-backports, over bookworm's 6.1. */
 TEST(hwe_debian)
 {
@@ -1095,45 +1111,63 @@ TEST(hwe_debian)
 		                                 .headers = "linux-headers-amd64",
 		                                 .suite = "bookworm-backports",
 		                                 .minimum = "6.12" };
+	struct hwe_case c = { "deb-live", "tests/prepare/debian12", bookworm_status, bpo_archive, "" };
 	struct gb_prepare_kernel_result kr;
-	char *rec = NULL;
+	char *rec = NULL, p[4400];
 
 	/* bookworm's own linux-image-amd64 (6.1) is not the one: apt installs from backports, with the
-	 * headers (DKMS builds the module for the new kernel in the same apt run); GRUB's default is
-	 * still 6.1 in this root, so the live reboot would not help: -ERANGE, named */
-	CHECK_INT(hwe_run_req("deb-live", "tests/prepare/debian12",
-	                      "linux-image-amd64\t6.1.176-1\tinstall ok installed\n", "0", &req, &kr, &rec),
-	          -ERANGE);
+	 * headers (DKMS builds the module for the new kernel in the same apt run), chrooted below this
+	 * root; GRUB's default is still 6.1 in this root, so a live reboot would not help: -ERANGE, named */
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), -ERANGE);
+	CHECK(strstr(rec, "dpkg --audit\n") != NULL);
 	CHECK(strstr(rec,
 	             "apt-get install -y -q -o Dpkg::Options::=--force-confdef -o "
 	             "Dpkg::Options::=--force-confold -t bookworm-backports linux-image-amd64 linux-headers-amd64\n") !=
 	      NULL);
+	CHECK(strstr(rec, "apt-get update -q\n") < strstr(rec, "apt-get install"));
+	CHECK(strstr(rec, "mount_bind /proc ") != NULL && strstr(rec, "umount ") != NULL);
 	CHECK(kr.installed_now);
 	CHECK_STREQ(kr.installed_version, "6.1.176-1");
 	CHECK_STREQ(kr.next_kernel, "6.1.0-18-amd64");
 	CHECK(strstr(kr.error, "GRUB boots 6.1.0-18-amd64 next, older than 6.12") != NULL);
+	/* its journal steps are the kernel's, apart from the driver's install */
+	snprintf(p, sizeof(p), "%s/deb-live/state/journal.json", base);
 	free(rec);
-	/* the backports version already there: no apt; the same GRUB answer */
-	CHECK_INT(hwe_run_req("deb-there", "tests/prepare/debian12",
-	                      "linux-image-amd64\t6.12.48-1~bpo12+1\tinstall ok installed\n", "0", &req, &kr, &rec),
-	          -ERANGE);
+	rec = slurp(p, NULL);
+	CHECK(rec && strstr(rec, "\"kernel/apt-get-install\"") != NULL && strstr(rec, "\"apt-get-install\"") == NULL);
+	free(rec);
+	/* the backports version already there, headers too: no apt; the same GRUB answer */
+	c = (struct hwe_case){ "deb-there", "tests/prepare/debian12", bpo_status, bpo_archive, "" };
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), -ERANGE);
 	CHECK(strstr(rec, "apt-get") == NULL);
 	CHECK(!kr.installed_now);
 	free(rec);
 	/* the guest's real grub.cfg after update-grub with backports' kernel installed: GRUB boots 6.12 next,
 	 * the reboot will bring it up */
-	CHECK_INT(hwe_run_req("deb-grub-6.12", "tests/prepare/debian12-backports",
-	                      "linux-image-amd64\t6.12.95-1~bpo12+1\tinstall ok installed\n", "0", &req, &kr, &rec),
-	          0);
+	c = (struct hwe_case){ "deb-grub-6.12", "tests/prepare/debian12-backports", bpo_status, bpo_archive, "" };
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), 0);
 	CHECK(strstr(rec, "apt-get") == NULL);
 	CHECK_STREQ(kr.next_kernel, "6.12.95+deb12-amd64");
 	CHECK_STREQ(kr.error, "");
 	free(rec);
 	/* an image: its first boot picks its newest kernel; GRUB's file is not held against it */
 	req.image = true;
-	CHECK_INT(hwe_run_req("deb-image", "tests/prepare/debian12", "", "0", &req, &kr, &rec), 0);
+	c = (struct hwe_case){ "deb-image", "tests/prepare/debian12", "", bpo_archive, "" };
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), 0);
 	CHECK(strstr(rec, "-t bookworm-backports linux-image-amd64 linux-headers-amd64\n") != NULL);
 	CHECK(strstr(rec, "mount_bind /proc ") != NULL);
+	free(rec);
+	/* backports not in apt's sources: apt's own words turned into the cause and the fix, nothing installed */
+	snprintf(p, sizeof(p), "%s/no-suite.out", base);
+	write_text(p, "E: The value 'bookworm-backports' is invalid for APT::Default-Release as such a release is "
+	              "not available in the sources\n");
+	{
+		char rules[4600];
+		snprintf(rules, sizeof(rules), "command:apt-get install:100:%s", p);
+		c = (struct hwe_case){ "deb-no-suite", "tests/prepare/debian12", bookworm_status, bpo_archive, rules };
+		CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), -ENOPKG);
+	}
+	CHECK(strstr(kr.error, "have no suite bookworm-backports: add it") != NULL);
 	free(rec);
 	/* a suite that is not a word: refused, nothing run */
 	{
@@ -1143,36 +1177,73 @@ TEST(hwe_debian)
 	}
 }
 
-TEST(hwe)
+/* A kernel install a kill interrupted (dpkg's journal in
+ * var/lib/dpkg/updates, the image package half-configured): the next run
+ * repairs dpkg the package manager's way first, under the kernel's steps,
+ * then installs; apt alone would refuse ("dpkg was interrupted"). */
+TEST(hwe_killed)
 {
+	const struct gb_prepare_kernel_request req = { .package = "linux-image-amd64",
+		                                       .headers = "linux-headers-amd64",
+		                                       .suite = "bookworm-backports",
+		                                       .minimum = "6.12",
+		                                       .image = true };
+	static const char killed[] =
+	    "Package: linux-image-amd64\nStatus: install ok half-configured\nVersion: 6.12.48-1~bpo12+1\n";
+	const struct hwe_case c = { "deb-killed", "tests/prepare/debian12", killed, bpo_archive, "", true };
 	struct gb_prepare_kernel_result kr;
 	char *rec = NULL;
 
-	/* not installed, live: apt-get update and install, unchrooted; GRUB's next kernel read */
-	CHECK_INT(hwe_run("hwe-live", "", "0", false, &kr, &rec), 0);
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), 0);
+	CHECK(strstr(rec, "dpkg --force-confdef --force-confold --configure -a\n") != NULL);
+	CHECK(strstr(rec, "dpkg --force-confdef --force-confold --configure -a\n") < strstr(rec, "apt-get install"));
+	CHECK(kr.installed_now);
+	CHECK_STREQ(kr.error, "");
+	free(rec);
+}
+
+TEST(hwe)
+{
+	const struct gb_prepare_kernel_request req = { .package = "linux-generic-hwe-22.04" };
+	static const char archive[] = "Package: linux-generic-hwe-22.04\nVersion: 6.8.0.49.52~22.04.1\n";
+	static const char there[] =
+	    "Package: linux-generic-hwe-22.04\nStatus: install ok installed\nVersion: 6.8.0.49.52~22.04.1\n";
+	struct hwe_case c = { "hwe-new", "tests/prepare/debian12", "", archive, "" };
+	struct gb_prepare_kernel_result kr;
+	char *rec = NULL, p[4400];
+
+	/* not installed: apt-get update and install, chrooted, unmounted after; GRUB's next kernel read */
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), 0);
 	CHECK(strstr(rec, "apt-get update -q\n") != NULL);
 	CHECK(strstr(rec, "apt-get install -y -q -o Dpkg::Options::=--force-confdef -o "
 	                  "Dpkg::Options::=--force-confold linux-generic-hwe-22.04\n") != NULL);
-	CHECK(strstr(rec, "mount_bind") == NULL);
+	CHECK(strstr(rec, "mount_bind /proc ") != NULL && strstr(rec, "umount ") != NULL);
+	CHECK(strstr(rec, "apt-get install") > strstr(rec, "mount_bind /proc "));
 	CHECK(kr.installed_now);
 	CHECK_STREQ(kr.next_kernel, "6.1.0-18-amd64");
 	free(rec);
-	/* an image: the same, chrooted, and unmounted after */
-	CHECK_INT(hwe_run("hwe-image", "", "0", true, &kr, &rec), 0);
-	CHECK(strstr(rec, "mount_bind /proc ") != NULL && strstr(rec, "umount ") != NULL);
-	CHECK(strstr(rec, "apt-get install") > strstr(rec, "mount_bind /proc "));
-	free(rec);
 	/* already installed: nothing runs */
-	CHECK_INT(hwe_run("hwe-there", "linux-generic-hwe-22.04\t6.8.0.49.52~22.04.1\tinstall ok installed\n", "0",
-	                  false, &kr, &rec),
-	          0);
+	c = (struct hwe_case){ "hwe-there", "tests/prepare/debian12", there, archive, "" };
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), 0);
 	CHECK(strstr(rec, "apt-get") == NULL);
 	CHECK(!kr.installed_now);
 	free(rec);
 	/* apt fails: -EIO, named; nothing left mounted */
-	CHECK_INT(hwe_run("hwe-fails", "", "100", true, &kr, &rec), -EIO);
+	snprintf(p, sizeof(p), "%s/fails.out", base);
+	write_text(p, "E: Sub-process /usr/bin/dpkg returned an error code (1)\n");
+	{
+		char rules[4600];
+		snprintf(rules, sizeof(rules), "command:apt-get install:100:%s", p);
+		c = (struct hwe_case){ "hwe-fails", "tests/prepare/debian12", "", archive, rules };
+		CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), -EIO);
+	}
 	CHECK(strstr(kr.error, "apt-get install failed") != NULL);
 	CHECK(strstr(rec, "umount ") != NULL);
+	free(rec);
+	/* not in the archive: named, nothing installed */
+	c = (struct hwe_case){ "hwe-unknown", "tests/prepare/debian12", "", "", "" };
+	CHECK_INT(hwe_run_req(&c, &req, &kr, &rec), -ENOPKG);
+	CHECK(strstr(kr.error, "Not in debian's archive: linux-generic-hwe-22.04") != NULL);
 	free(rec);
 	/* a name that is not a package: refused, nothing run */
 	{
