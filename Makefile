@@ -240,7 +240,7 @@ soak: soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc
 # vm-tests: a real first boot under QEMU (TCG) with cloud-init; minutes, not seconds.
 vm-test:
 	scripts/install-deps.sh --vm
-	$(MAKE) build/gpuboot $(DEV)/release-sign $(ASAN)/gpuboot
+	$(MAKE) build/gpuboot $(DEV)/release-sign $(ASAN)/gpuboot $(ASAN)/tools/install-tool
 	$(MAKE) static ARCH=aarch64
 	GPUBOOT_RELEASE_DIR=build/vm-release GPUBOOT_RELEASE_URL=file:///media/gpuboot \
 		scripts/release.sh build/gpuboot build/gpuboot-aarch64 $(DEV)/release-sign

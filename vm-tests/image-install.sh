@@ -80,12 +80,14 @@ root=$work/root
 # The state lives in the image: its first boot finishes the job from it.
 state=$root/var/lib/gpuboot
 cleanup() {
-	# Nothing of the install may stay mounted; if something did, say so and unmount it.
-	if grep -q " $root/" /proc/mounts; then
-		echo "image-install: mounts left under $root:" >&2
-		grep " $root/" /proc/mounts >&2
-		grep " $root/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+	# Nothing of the install may stay mounted; if something did, say so and
+	# unmount it (before any rm -rf: a bound /dev is the host's).
+	if grep -q " $work/" /proc/mounts; then
+		echo "image-install: mounts left under $work:" >&2
+		grep " $work/" /proc/mounts >&2
+		grep " $work/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
 	fi
+	grep -q " $work/" /proc/mounts && { echo "image-install: $work still has mounts; not removed" >&2; return; }
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -189,6 +191,76 @@ import json,sys
 d=json.load(open('$j'))
 sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))"
 check "nothing mounted after the rerun" sh -c "! grep -q ' $root/' /proc/mounts"
+
+# ---- prepare's newer kernel through the apt backend, on real apt ----
+# What `gpuboot run` does for a [kernel] minimum Debian 12's kernel does
+# not reach (GB_INSTALL_KERNEL: bookworm-backports' kernel), on a second
+# copy of the image root, with install-tool (the kernel alone: no driver,
+# no DKMS): the suite missing from apt's sources is named; then a kill -9
+# in the middle of dpkg (as soon as the new kernel's image is unpacked)
+# of every process in the root and of the tool, as a power cut would, and
+# the rerun that must repair dpkg and finish; then a rerun with zero
+# effects. The cloud kernel, no headers: the smallest real kernel install.
+IT=${GB_INSTALL_TOOL:-build/asan/tools/install-tool}
+kroot=$work/kroot kstate=$work/kstate
+kpkg=linux-image-cloud-amd64
+cp -a "$img/root" "$kroot"
+mkdir -p "$kstate"
+kernel_run() { # the install-tool's output into $work/k$1.{out,err}
+	ASAN_OPTIONS=detect_leaks=0 "$IT" --method kernel --root "$kroot" --state "$kstate" --package "$kpkg" \
+		--suite bookworm-backports --minimum 6.12 >"$work/k$1.out" 2>"$work/k$1.err"
+}
+kernel_run 0
+rc=$?
+cat "$work/k0.err"
+check "kernel: bookworm-backports not in apt's sources: exit 1, the suite named with the line to add" \
+	sh -c "[ $rc = 1 ] && grep -q 'have no suite bookworm-backports: add it' '$work/k0.err'"
+check "kernel: nothing installed, nothing mounted" sh -c "
+	! ls '$kroot'/boot/vmlinuz-6.12* >/dev/null 2>&1 && ! grep -q ' $kroot/' /proc/mounts"
+printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+	>"$kroot/etc/apt/sources.list.d/backports.sources"
+rm -rf "$kstate" && mkdir -p "$kstate"
+setsid sh -c 'ASAN_OPTIONS=detect_leaks=0 exec "$0" --method kernel --root "$1" --state "$2" --package "$3" --suite bookworm-backports --minimum 6.12' \
+	"$IT" "$kroot" "$kstate" "$kpkg" >"$work/k1.out" 2>"$work/k1.err" &
+kpid=$!
+i=0
+while [ $i -lt 6000 ] && kill -0 "$kpid" 2>/dev/null && ! ls "$kroot"/boot/vmlinuz-6.1[2-9]* >/dev/null 2>&1; do
+	sleep 0.1
+	i=$((i + 1))
+done
+# as a power cut would: every process in the root (apt, dpkg, the
+# maintainer scripts: gpuboot runs them in their own process group), and
+# the tool
+for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/root" 2>/dev/null)" = "$kroot" ] && kill -9 "${p#/proc/}" 2>/dev/null
+done
+kill -9 -- "-$kpid" 2>/dev/null
+wait "$kpid" 2>/dev/null
+audit=$(chroot "$kroot" dpkg --audit 2>&1 | head -n 3)
+updates=$(ls "$kroot/var/lib/dpkg/updates" 2>/dev/null | grep -c '^[0-9]*$')
+if [ -n "$audit" ] || [ "$updates" -gt 0 ]; then
+	echo "image-install: kernel: killed in the middle of dpkg ($updates record(s) in updates/): $audit"
+	killed=1
+else
+	echo "image-install: kernel: the kill came after dpkg had finished (nothing to repair this time)"
+	killed=0
+fi
+grep " $kroot/" /proc/mounts | sed 's/^/image-install: kernel: left mounted by the kill: /'
+kernel_run 2
+rc=$?
+cat "$work/k2.err"
+check "kernel: the run after the kill exits 0" test "$rc" = 0
+check "kernel: $kpkg from bookworm-backports, 6.12 or later" sh -c "
+	v=\$(chroot '$kroot' dpkg-query -W -f '\${Version}' $kpkg); echo \"  $kpkg \$v\"; case \$v in 6.1[2-9]*bpo*|6.[2-9][0-9]*bpo*) exit 0 ;; *) exit 1 ;; esac"
+check "kernel: dpkg consistent after it (dpkg --audit empty)" sh -c "[ -z \"\$(chroot '$kroot' dpkg --audit)\" ]"
+if [ "$killed" = 1 ]; then
+	check "kernel: the killed dpkg repaired the package manager's way first (recovered named)" \
+		python3 -c "import json,sys; d=json.load(open('$work/k2.out')); print('  recovered:', d['recovered']); sys.exit(not (d['recovered'] or '').startswith('dpkg'))"
+fi
+check "kernel: nothing left mounted, policy-rc.d gone" sh -c "! grep -q ' $kroot/' /proc/mounts && test ! -e '$kroot/usr/sbin/policy-rc.d'"
+kernel_run 3
+rc=$?
+check "kernel: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && grep -q 'effects=0' '$work/k3.err'"
 
 echo "image-install: timings: first install $(secs "$t0" "$t1") s, rerun $(secs "$t2" "$t3") s"
 echo "$pass passed, $fail failed"

@@ -8,11 +8,13 @@
  *                --version V [--flavor F] [--kernel KVER]... [--dkms yes|no]
  *   install-tool --method cuda --root DIR --state DIR --cuda-version 13.0.0
  *                --component NAME:VERSION:ARCHIVE... [--threads N]
+ *   install-tool --method kernel --root DIR --state DIR --package NAME...
+ *                [--suite SUITE] [--minimum X.Y]
  *
  * Builds a context for DIR (the real operations, or the fake ones of
  * GPUBOOT_FAKE_OPS), opens the journal in the state directory, runs
- * gb_install with the distro method (or gb_install_runfile,
- * gb_install_cuda) and prints the result as JSON on
+ * gb_install with the distro method (or the kernel method, prepare's
+ * newer kernel; or gb_install_runfile, gb_install_cuda) and prints the result as JSON on
  * stdout; on stderr "install-tool: effects=N" (what this run changed) and
  * the error. Exit 0, or 1 on a failure. */
 #include <errno.h>
@@ -84,6 +86,10 @@ static int parse_more(struct tool *t, const char *a, const char *v)
 	uint32_t n;
 	if (!strcmp(a, "--method"))
 		t->method = v;
+	else if (!strcmp(a, "--suite"))
+		t->in.suite = v;
+	else if (!strcmp(a, "--minimum"))
+		t->in.kernel_minimum = v;
 	else if (!strcmp(a, "--runfile"))
 		t->rf.runfile = v;
 	else if (!strcmp(a, "--dkms") && (!strcmp(v, "yes") || !strcmp(v, "no")))
@@ -127,6 +133,8 @@ static int parse(int argc, char **argv, struct gb_ctx *ctx, struct tool *t)
 		else if (parse_more(t, a, v) < 0)
 			return -EINVAL;
 	}
+	if (t->method && !strcmp(t->method, "kernel"))
+		t->in.method = GB_INSTALL_KERNEL;
 	t->rf.flavor = t->in.flavor;
 	t->rf.version = t->in.driver_version;
 	if (t->in.n_kernels) {
@@ -193,7 +201,8 @@ int main(int argc, char **argv)
 		    "usage: install-tool --root DIR --state DIR [--flavor F] [--version V] [--kernel K]... "
 		    "[--package NAME[=VERSION][:hold]]... [--lock-timeout-ms N] | --method runfile --runfile F "
 		    "--version V "
-		    "[--dkms yes|no] | --method cuda --cuda-version V --component NAME:VER:FILE... [--threads N]\n");
+		    "[--dkms yes|no] | --method cuda --cuda-version V --component NAME:VER:FILE... [--threads N] | "
+		    "--method kernel --package NAME... [--suite S] [--minimum X.Y]\n");
 		return 2;
 	}
 	if (fake && gb_ops_fake_new(fake, &ctx.ops) < 0) {
