@@ -196,13 +196,12 @@ int main(int argc, char **argv)
 
 	gb_log_set_level(getenv("V") ? GB_LOG_DEBUG : GB_LOG_WARNING);
 	if (parse(argc, argv, &ctx, &t) < 0) {
-		fprintf(
-		    stderr,
-		    "usage: install-tool --root DIR --state DIR [--flavor F] [--version V] [--kernel K]... "
-		    "[--package NAME[=VERSION][:hold]]... [--lock-timeout-ms N] | --method runfile --runfile F "
-		    "--version V "
-		    "[--dkms yes|no] | --method cuda --cuda-version V --component NAME:VER:FILE... [--threads N] | "
-		    "--method kernel --package NAME... [--suite S] [--minimum X.Y]\n");
+		fprintf(stderr,
+		        "usage: install-tool --root DIR --state DIR [--flavor F] [--version V] [--kernel K]... "
+		        "[--package NAME[=VERSION][:hold]]... [--lock-timeout-ms N] | --method runfile --runfile F "
+		        "--version V "
+		        "[--dkms yes|no] | --method cuda --cuda-version V --component NAME:VER:FILE... [--threads N] | "
+		        "--method kernel --package NAME... [--suite S] [--minimum X.Y]\n");
 		return 2;
 	}
 	if (fake && gb_ops_fake_new(fake, &ctx.ops) < 0) {
