@@ -30,10 +30,12 @@ run() { # name timeout cmd...
 	name=$1 t=$2
 	shift 2
 	log="$logdir/$(echo "$name" | tr '/ ' '__').log"
+	t0=$(date +%s)
 	timeout -k 5 "$t" "$@" >"$log" 2>&1
 	rc=$?
+	secs=$(($(date +%s) - t0))
 	case $rc in
-	0) pass=$((pass + 1)); ran=$((ran + 1)); echo "PASS  $name" ;;
+	0) pass=$((pass + 1)); ran=$((ran + 1)); echo "PASS  $name (${secs} s)" ;;
 	77) skip=$((skip + 1)); echo "SKIP  $name ($(tail -n1 "$log"))" ;;
 	*) ran=$((ran + 1)); failure "$name" "exit $rc; log $log"; sed 's/^/      | /' "$log" | tail -n 30 ;;
 	esac
