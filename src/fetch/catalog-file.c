@@ -341,6 +341,10 @@ static int apply_newest(struct gb_catalog_file *c, size_t n)
 		tried[best] = true;
 		if (gb_catalog_apply_update(&c[best].u, err, sizeof(err)) == 0)
 			return best;
+		if (best == 0 && strstr(err, "not newer")) { /* the kept one, after an upgrade of gpuboot: no fault */
+			gb_log_info("The catalog update kept in the state is superseded by the built-in one: %s", err);
+			continue;
+		}
 		refused(c[best].u.origin, err,
 		        strstr(err, "not newer") ? "remove it: this gpuboot's built-in catalog is newer"
 		                                 : "correct the file and sign it again (docs/catalog.md)");
