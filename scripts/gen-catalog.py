@@ -222,6 +222,27 @@ def catalog_date(data):
     return date
 
 
+def gen_sources(data):
+    """What the catalog rests on: the files of data/SOURCES.md's table (a
+    real machine's capture excepted: tests read it, the catalog does not),
+    each with its origin, for `gpuboot catalog` and the plan's header."""
+    rows, last = [], ""
+    with open(os.path.join(data, "SOURCES.md"), encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^\| `([^`]+)` \|.*\| ([^|]+) \|$", line.rstrip("\n"))
+            if not m or m.group(1).startswith("machines/"):
+                continue
+            origin = m.group(2).strip().replace("`", "")
+            origin = last if origin == "same" else origin
+            last = origin
+            rows.append(f"data/{m.group(1)}: {origin}")
+    rows.append("data/catalog.json: the curated facts, each section with what it rests on (data/SOURCES.md)")
+    out = ["/* What it rests on: data/SOURCES.md's table. */", "const char *const gb_catalog_sources[] = {"]
+    out += [f"\t{c_str(r)}," for r in rows]
+    out += ["};", "const size_t gb_catalog_sources_len = sizeof(gb_catalog_sources) / sizeof(gb_catalog_sources[0]);", ""]
+    return out
+
+
 def gen_data(data):
     date = catalog_date(data)
     out = ["/* SPDX-License-Identifier: MIT */",
@@ -230,6 +251,7 @@ def gen_data(data):
            "/* The catalog's version and date: data/SOURCES.md, Catalog date. */",
            f"const char gb_catalog_version[] = {c_str(date.replace('-', '.'))};",
            f"const char gb_catalog_date[] = {c_str(date)};", ""]
+    out += gen_sources(data)
     out += gen_traits()
     out.append("const struct gb_branch gb_branches[] = {")
     for row in CAT["branches"]["rows"]:

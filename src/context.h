@@ -30,6 +30,8 @@ struct gb_options {
 	const char *kernel; /* --repair --kernel KVER */
 	bool if_needed, from_hook, nodes; /* --repair --if-needed, --from-hook, --nodes */
 	const char *method; /* --method packages|distro|runfile, or NULL: the plan's choice */
+	const char *catalog; /* --catalog FILE: a signed catalog update (FILE.sig beside it) */
+	bool catalog_keep; /* run, repair, fetch: the state directory is their own; keep an accepted catalog there */
 	const char *trust_keys[GB_MAX_TRUST_KEYS];
 	size_t n_trust_keys;
 	uint64_t mirror_version;

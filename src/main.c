@@ -26,13 +26,14 @@
 
 static const struct gb_cmd *const commands[] = {
 	&gb_cmd_run,    &gb_cmd_detect, &gb_cmd_plan,   &gb_cmd_fetch,   &gb_cmd_verify,
-	&gb_cmd_status, &gb_cmd_mirror, &gb_cmd_repair, &gb_cmd_cleanup,
+	&gb_cmd_status, &gb_cmd_mirror, &gb_cmd_repair, &gb_cmd_cleanup, &gb_cmd_catalog,
 };
 
 #define ALL 0xffffu
 #define RUNS (GB_CMD_RUN | GB_CMD_REPAIR)
 #define DECIDES (RUNS | GB_CMD_PLAN | GB_CMD_FETCH | GB_CMD_MIRROR)
 #define FETCHES (RUNS | GB_CMD_FETCH | GB_CMD_MIRROR)
+#define CATALOGS (DECIDES | GB_CMD_CATALOG) /* read a signed catalog update */
 
 enum {
 	OPT_ROOT = 0x100,
@@ -67,6 +68,7 @@ enum {
 	OPT_IF_NEEDED,
 	OPT_FROM_HOOK,
 	OPT_NODES,
+	OPT_CATALOG,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -86,10 +88,13 @@ static const struct option_doc options[] = {
 	{ "profile", required_argument, OPT_PROFILE, DECIDES | GB_CMD_VERIFY, "NAME|FILE",
 	  "workload profile (training, inference, hpc, render, minimal)" },
 	{ "mirror", required_argument, OPT_MIRROR, FETCHES, "URL", "download from this mirror (https:// or file://)" },
-	{ "config", required_argument, OPT_CONFIG, DECIDES | GB_CMD_VERIFY, "FILE",
+	{ "config", required_argument, OPT_CONFIG, DECIDES | GB_CMD_VERIFY | GB_CMD_CATALOG, "FILE",
 	  "site configuration (default /etc/gpuboot/gpuboot.conf)" },
-	{ "state-dir", required_argument, OPT_STATE_DIR, FETCHES | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CLEANUP,
-	  "DIR", "state, cache, journal and status (default /var/lib/gpuboot)" },
+	{ "state-dir", required_argument, OPT_STATE_DIR,
+	  FETCHES | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CLEANUP | GB_CMD_PLAN | GB_CMD_CATALOG, "DIR",
+	  "state, cache, journal and status (default /var/lib/gpuboot)" },
+	{ "catalog", required_argument, OPT_CATALOG, CATALOGS, "FILE",
+	  "a signed catalog update (FILE.sig beside it); the newest valid one is in force (docs/catalog.md)" },
 	{ "ca-file", required_argument, OPT_CA_FILE, FETCHES, "FILE",
 	  "CA bundle for HTTPS (default: the distro's bundle)" },
 	{ "target-gpu", required_argument, OPT_TARGET_GPU, DECIDES, "MODEL",
@@ -106,8 +111,8 @@ static const struct option_doc options[] = {
 	  "where the ready flags go (default /run/gpuboot)" },
 	{ "upstream", required_argument, OPT_UPSTREAM, FETCHES, "URL",
 	  "fetch: a base URL standing in for NVIDIA's hosts (same layout)" },
-	{ "trust-key", required_argument, OPT_TRUST_KEY, FETCHES, "FILE",
-	  "fetch: trust mirror manifests signed by this Ed25519 key (repeatable)" },
+	{ "trust-key", required_argument, OPT_TRUST_KEY, CATALOGS, "FILE",
+	  "trust mirror manifests and catalog updates signed by this Ed25519 key (repeatable)" },
 	{ "sign-key", required_argument, OPT_SIGN_KEY, GB_CMD_MIRROR, "FILE",
 	  "mirror: sign the manifest with this Ed25519 private key" },
 	{ "mirror-version", required_argument, OPT_MIRROR_VERSION, GB_CMD_MIRROR, "N",
@@ -131,8 +136,8 @@ static const struct option_doc options[] = {
 	  "run: started by gpuboot-resume.service after a reboot (the journal continues)" },
 	{ "method", required_argument, OPT_METHOD, DECIDES, "METHOD",
 	  "install method: packages (NVIDIA's repositories), distro (the distribution's), runfile" },
-	{ "json", no_argument, OPT_JSON, GB_CMD_DETECT | GB_CMD_PLAN | GB_CMD_VERIFY | GB_CMD_STATUS, NULL,
-	  "print JSON instead of text" },
+	{ "json", no_argument, OPT_JSON, GB_CMD_DETECT | GB_CMD_PLAN | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CATALOG,
+	  NULL, "print JSON instead of text" },
 	{ "prometheus", no_argument, OPT_PROMETHEUS, GB_CMD_STATUS, NULL, "status: print Prometheus text" },
 	{ "offline", no_argument, OPT_OFFLINE, FETCHES, NULL,
 	  "never use the network (cache and file:// mirrors only)" },
@@ -200,6 +205,7 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_RUN_DIR: o->run_dir = arg, o->run_dir_given = true; break;
 	case OPT_UPSTREAM: o->upstream = arg; break;
 	case OPT_SIGN_KEY: o->sign_key = arg; break;
+	case OPT_CATALOG: o->catalog = arg; break;
 	case OPT_TRUST_KEY:
 		if (o->n_trust_keys == GB_MAX_TRUST_KEYS) {
 			gb_log_error("at most %d --trust-key options", GB_MAX_TRUST_KEYS);
@@ -410,9 +416,12 @@ static int init_libraries(const struct gb_cmd *cmd)
  * build go beside it, never into the host's /run. */
 static int image_state_dir(struct gb_ctx *ctx)
 {
-	static const char *const own[] = { "lock",    "journal.json",   "status.json", "gpuboot.prom", "nfd-features",
-		                           "cache",   "cache/sha256",   "cache/tmp",   "cache/mirror", "run",
-		                           "runfile", "mirror-version", NULL };
+	static const char *const own[] = {
+		"lock",    "journal.json",   "status.json",  "gpuboot.prom",     "nfd-features",
+		"cache",   "cache/sha256",   "cache/tmp",    "cache/mirror",     "run",
+		"runfile", "mirror-version", "catalog.json", "catalog.json.sig", "catalog-version",
+		NULL
+	};
 	static char image_state[4200], image_run[4300];
 	const char *bad = NULL;
 	int r;

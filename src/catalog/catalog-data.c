@@ -6,6 +6,23 @@
 const char gb_catalog_version[] = "2026.12.04";
 const char gb_catalog_date[] = "2026-12-04";
 
+/* What it rests on: data/SOURCES.md's table. */
+const char *const gb_catalog_sources[] = {
+	"data/pci.ids: pciutils/pciids, pci.ids",
+	"data/nvidia/cuda-redist/redistrib_{11.8.0,12.8.0,13.0.0}.json: upstream developer.download.nvidia.com/compute/cuda/redist/redistrib_<v>.json, copies vendored by public packaging repos; the 13.0.0 and 12.8.0 sha256 match pins in other public build rules",
+	"data/nvidia/cuda-redist/cudnn-redistrib_9.4.0.json: upstream compute/cudnn/redist/",
+	"data/nvidia/driver-redist/redistrib_450.203.08.json: upstream compute/nvidia-driver/redist/",
+	"data/nvidia/driver-redist/redistrib_455.32.00.json: upstream compute/nvidia-driver/redist/",
+	"data/nvidia/driver-redist/redistrib_535.288.01.json.excerpt: upstream compute/nvidia-driver/redist/",
+	"data/nvidia/supported-gpus/*-supported-gpus.json: extracted from a distro driver package, published in a public repo",
+	"data/nvidia/supported-gpus/*-modaliases: extracted from a distro driver package, published in a public repo",
+	"data/nvidia/driver-runfiles.tsv: generated from a public packaging repo that pins every runfile",
+	"data/nvidia/cuda-runfiles.tsv: a public download script's catalog",
+	"data/nvidia/open-gpu-kernel-modules-595.45.04-README.md: NVIDIA/open-gpu-kernel-modules tag 595.45.04",
+	"data/catalog.json: the curated facts, each section with what it rests on (data/SOURCES.md)",
+};
+const size_t gb_catalog_sources_len = sizeof(gb_catalog_sources) / sizeof(gb_catalog_sources[0]);
+
 const struct gb_gpu_traits gb_gpu_traits[] = {
 	{ 0x102d, "K80", false, false, false, 0, false, 11441 },
 	{ 0x15f8, "P100", false, false, false, 0, false, 16280 },

@@ -34,9 +34,11 @@ const char *gb_arch_to_string(enum gb_arch arch)
 
 const struct gb_branch *gb_catalog_branch(unsigned branch)
 {
-	for (size_t i = 0; i < gb_branches_len; i++)
-		if (gb_branches[i].branch == branch)
-			return &gb_branches[i];
+	size_t n;
+	const struct gb_branch *v = gb_catalog_branches(&n);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].branch == branch)
+			return &v[i];
 	return NULL;
 }
 
@@ -68,8 +70,10 @@ static unsigned branch_of(const char *version)
 const struct gb_runfile *gb_catalog_newest_runfile(unsigned branch, const char *arch)
 {
 	const struct gb_runfile *best = NULL;
-	for (size_t i = 0; i < gb_runfiles_len; i++) {
-		const struct gb_runfile *r = &gb_runfiles[i];
+	size_t n;
+	const struct gb_runfile *v = gb_catalog_runfiles(&n);
+	for (size_t i = 0; i < n; i++) {
+		const struct gb_runfile *r = &v[i];
 		if (branch_of(r->version) != branch || strcmp(r->arch, arch) != 0)
 			continue;
 		if (!best || gb_version_cmp(r->version, best->version) > 0)
@@ -80,9 +84,11 @@ const struct gb_runfile *gb_catalog_newest_runfile(unsigned branch, const char *
 
 const struct gb_runfile *gb_catalog_runfile(const char *version, const char *arch)
 {
-	for (size_t i = 0; i < gb_runfiles_len; i++)
-		if (strcmp(gb_runfiles[i].version, version) == 0 && strcmp(gb_runfiles[i].arch, arch) == 0)
-			return &gb_runfiles[i];
+	size_t n;
+	const struct gb_runfile *v = gb_catalog_runfiles(&n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].version, version) == 0 && strcmp(v[i].arch, arch) == 0)
+			return &v[i];
 	return NULL;
 }
 

@@ -111,7 +111,13 @@ const struct gb_distro *gb_distro_find(const char *os_id, const char *os_version
  * The plan warns when the date is long past (catalog-stale, docs/plan.md). */
 extern const char gb_catalog_version[];
 extern const char gb_catalog_date[];
+/* What the built-in catalog rests on (data/SOURCES.md's table), one line each. */
+extern const char *const gb_catalog_sources[];
+extern const size_t gb_catalog_sources_len;
 
+/* The built-in rows. Nothing outside the catalog reads them: the lookups
+ * (gb_catalog_branches, gb_catalog_runfiles and those below) answer from
+ * the catalog in force, the built-in or a newer signed update over it. */
 extern const struct gb_branch gb_branches[];
 extern const size_t gb_branches_len;
 /* The first branch without the proprietary kernel module (R620: NVIDIA's r620
@@ -122,6 +128,69 @@ extern const unsigned gb_proprietary_removed_from;
 extern const unsigned gb_open_module_from;
 extern const struct gb_runfile gb_runfiles[];
 extern const size_t gb_runfiles_len;
+
+/* ---- the catalog in force (catalog-update.c, docs/catalog.md) ----
+ * The facts that age (driver branches and their end of life, driver
+ * runfiles, the Container Toolkit floor) can come newer than the build, in
+ * a signed catalog update from the site's mirror or the project's release:
+ * fetch/catalog-file.c checks its signature, expiry and rollback floor and
+ * hands its rows here, which put them in force over the built-in ones. */
+
+/* An update's rows, as read from its file (strings borrowed: copied by
+ * gb_catalog_apply_update). */
+struct gb_catalog_update {
+	uint64_t version; /* YYYYMMDDNN: its date and a serial; newer than the built-in's number */
+	const char *date; /* "YYYY-MM-DD": the day its newest source was read */
+	const char *origin; /* where it was read: a file, a mirror's URL */
+	const char *const *sources;
+	size_t n_sources;
+	const struct gb_branch *branches; /* each replaces the built-in row of its branch, or adds one */
+	size_t n_branches;
+	const struct gb_runfile *runfiles; /* each adds a release, or replaces the row of its version and arch */
+	size_t n_runfiles;
+	const char *ctk_min, *ctk_min_cve, *ctk_min_why; /* a raised Container Toolkit floor; NULL: unchanged */
+};
+#define GB_CATALOG_MAX_SOURCES 64
+#define GB_CATALOG_MAX_BRANCHES 64
+#define GB_CATALOG_MAX_RUNFILES 512
+
+/* The built-in catalog's number, comparable with an update's version:
+ * its date as YYYYMMDD00 (2026120400). */
+uint64_t gb_catalog_builtin_number(void);
+/* Check u (newer than the built-in, every row well formed, the floor only
+ * raised) and put it in force in place of any earlier update; its rows
+ * are copied. 0, or a negative errno with err naming what is wrong
+ * (-ESTALE: not newer than the built-in); the catalog in force is then
+ * unchanged. */
+int gb_catalog_apply_update(const struct gb_catalog_update *u, char *err, size_t errsz);
+/* The built-in back in force (tests). */
+void gb_catalog_reset(void);
+
+struct gb_catalog_info {
+	uint64_t version; /* YYYYMMDDNN */
+	const char *date;
+	const char *origin; /* NULL: the built-in */
+	const char *const *sources;
+	size_t n_sources;
+};
+const struct gb_catalog_info *gb_catalog_in_force(void);
+/* The rows in force: branches ascending by number, runfiles by version. */
+const struct gb_branch *gb_catalog_branches(size_t *n);
+const struct gb_runfile *gb_catalog_runfiles(size_t *n);
+/* The Container Toolkit floor in force ("1.19.1"): a site pin below it is
+ * refused, an installed toolkit below it replaced; the advisory it fixes
+ * ("CVE-2026-24260") and why, in words that end with the floor. */
+const char *gb_catalog_ctk_min(void);
+const char *gb_catalog_builtin_ctk_min(void);
+const char *gb_catalog_ctk_min_cve(void);
+const char *gb_catalog_ctk_min_why(void);
+
+/* An update refused (older, unsigned, expired, altered, a bad row): the
+ * plan warns it (catalog-refused) with the fix; the catalog in force stays. */
+#define GB_CATALOG_MAX_REFUSALS 4
+void gb_catalog_note_refusal(const char *text, const char *fix);
+/* The i-th refusal noted, NULL past the last; *fix its fix. */
+const char *gb_catalog_refusal(size_t i, const char **fix);
 extern const struct gb_cuda_release gb_cuda_releases[];
 extern const size_t gb_cuda_releases_len;
 extern const struct gb_cuda_component gb_cuda_components[];

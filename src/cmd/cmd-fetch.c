@@ -108,6 +108,8 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 	int code;
 
 	memset(&j, 0, sizeof(j));
+	/* fetch prepares this state for later runs, offline too: an accepted catalog update is kept there */
+	ctx->opt.catalog_keep = !mirror_mode;
 	code = gb_inputs_plan(ctx, &in, &plan);
 	if (code)
 		goto done; /* nothing decided, nothing to record */

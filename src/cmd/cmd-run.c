@@ -7,6 +7,7 @@
 static int cmd_run(struct gb_ctx *ctx, int argc, char **argv)
 {
 	int r = gb_cmd_no_args(ctx->opt.repair ? "--repair" : "run", argc, argv);
+	ctx->opt.catalog_keep = true; /* its state directory is its own: an accepted catalog update is kept there */
 	return r ? r : gb_run(ctx);
 }
 

@@ -48,8 +48,9 @@ static bool state_key(const char *k)
 }
 
 /* A copy without dates, reasons, warnings (they age by the day: a rerun
- * tomorrow is the same plan) and the machine's current state: the target
- * alone. */
+ * tomorrow is the same plan), the catalog's header (a newer catalog that
+ * decides the same is the same plan; one that decides otherwise shows in
+ * the decisions) and the machine's current state: the target alone. */
 static json_object *decisions(json_object *o)
 {
 	json_object *c;
@@ -66,7 +67,8 @@ static json_object *decisions(json_object *o)
 	     !json_object_iter_equal(&it, &end); json_object_iter_next(&it)) {
 		const char *k = json_object_iter_peek_name(&it);
 		size_t n = strlen(k);
-		if (streq(k, "date") || streq(k, "warnings") || (n >= 6 && streq(k + n - 6, "reason")) || state_key(k))
+		if (streq(k, "date") || streq(k, "warnings") || streq(k, "catalog") ||
+		    (n >= 6 && streq(k + n - 6, "reason")) || state_key(k))
 			continue;
 		gb_json_add(c, k, decisions(json_object_iter_peek_value(&it)));
 	}

@@ -140,7 +140,7 @@ int gb_redistrib_parse(const char *text, size_t len, const char *platform, const
 
 /* ---- signatures ---- */
 
-static int iso_to_epoch(const char *s, uint64_t *ret)
+int gb_iso_to_epoch(const char *s, uint64_t *ret)
 {
 	struct tm tm;
 	char *end;
@@ -190,7 +190,7 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		ret->version = m.version; /* the caller names it */
 		goto out;
 	}
-	if (iso_to_epoch(gb_json_get_str(root, "expires"), &exp) < 0) {
+	if (gb_iso_to_epoch(gb_json_get_str(root, "expires"), &exp) < 0) {
 		snprintf(err, errsz, "mirror manifest: no valid expiry time");
 		r = -EBADMSG;
 		goto out;

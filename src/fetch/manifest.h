@@ -24,6 +24,8 @@ struct gb_manifest {
 };
 
 void gb_manifest_done(struct gb_manifest *m);
+/* "2027-02-28T12:00:00Z" (UTC, as the signed documents write it) to seconds. */
+int gb_iso_to_epoch(const char *s, uint64_t *ret);
 const struct gb_manifest_entry *gb_manifest_find(const struct gb_manifest *m, const char *path);
 
 /* Parse NVIDIA's redistrib JSON for one platform ("linux-x86_64"). Each

@@ -255,20 +255,18 @@ void gb_plan_decide_toolkit_action(struct gb_plan *p, const struct gb_profile *p
 		p->toolkit.action = GB_ACTION_REPLACE;
 		SAY(p->toolkit.action_reason,
 		    "nvidia-ctk is there without its package (version %s): it cannot be shown to be at the floor %s, "
-		    "the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE "; replaced by %s",
-		    have, GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
-	} else if (gb_version_cmp(have, GB_CONTAINER_TOOLKIT_MIN) < 0) {
+		    "the fix for %s; replaced by %s",
+		    have, gb_catalog_ctk_min(), gb_catalog_ctk_min_cve(), p->toolkit.version);
+	} else if (gb_version_cmp(have, gb_catalog_ctk_min()) < 0) {
 		p->toolkit.action = GB_ACTION_REPLACE;
 		SAY(p->toolkit.action_reason,
-		    "%s is older than the floor %s, so it is vulnerable to " GB_CONTAINER_TOOLKIT_MIN_WHY
-		    "; replaced by %s",
-		    have, GB_CONTAINER_TOOLKIT_MIN, p->toolkit.version);
+		    "%s is older than the floor %s, so it is vulnerable to %s; replaced by %s", have,
+		    gb_catalog_ctk_min(), gb_catalog_ctk_min_why(), p->toolkit.version);
 	} else {
 		p->toolkit.action = GB_ACTION_KEEP;
 		p->toolkit.version = NULL;
-		SAY(p->toolkit.action_reason,
-		    "%s is installed, at or above the floor %s (the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE ")", have,
-		    GB_CONTAINER_TOOLKIT_MIN);
+		SAY(p->toolkit.action_reason, "%s is installed, at or above the floor %s (the fix for %s)", have,
+		    gb_catalog_ctk_min(), gb_catalog_ctk_min_cve());
 	}
 }
 

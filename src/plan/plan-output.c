@@ -118,6 +118,17 @@ static json_object *warnings_json(const struct gb_plan *p)
 	return arr;
 }
 
+/* The catalog the plan was made from: the built-in, or the update in force. */
+static json_object *catalog_json(void)
+{
+	const struct gb_catalog_info *c = gb_catalog_in_force();
+	json_object *o = gb_json_new_object();
+	gb_json_add(o, "version", gb_json_new_int64((int64_t)c->version));
+	gb_json_add(o, "date", gb_json_new_string(c->date));
+	gb_json_add(o, "source", gb_json_new_string(c->origin ? c->origin : "built-in"));
+	return o;
+}
+
 json_object *gb_plan_to_json(const struct gb_plan *p)
 {
 	json_object *root = gb_json_new_object();
@@ -127,6 +138,7 @@ json_object *gb_plan_to_json(const struct gb_plan *p)
 	gb_json_add(root, "profile", gb_json_new_string(p->profile));
 	gb_json_add(root, "profile_source", gb_json_new_string(p->profile_source));
 	gb_json_add(root, "date", gb_json_new_string(p->today));
+	gb_json_add(root, "catalog", catalog_json());
 	gb_json_add(target, "os", jstr(p->in.os_id));
 	gb_json_add(target, "version", jstr(p->in.os_version));
 	gb_json_add(target, "arch", jstr(p->in.arch));
@@ -367,10 +379,14 @@ void gb_plan_print(const struct gb_plan *p, FILE *out)
 {
 	char buf[256];
 
+	const struct gb_catalog_info *c = gb_catalog_in_force();
+
 	fprintf(out, "profile %s (%s), %s %s %s, kernel %s (%s), %s\n", p->profile, p->profile_source,
 	        p->in.os_id[0] ? p->in.os_id : "?", p->in.os_version, p->in.arch,
 	        p->in.kernel_release[0] ? p->in.kernel_release : "?", p->in.target_os ? "target" : "detected",
 	        p->today);
+	fprintf(out, "catalog %llu of %s (%s)\n", (unsigned long long)c->version, c->date,
+	        c->origin ? c->origin : "built-in");
 	print_gpus(p, out);
 	if (p->refusal_code) {
 		fprintf(out, "REFUSED      exit %d: %s\n", p->refusal_code, p->refusal);

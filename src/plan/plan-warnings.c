@@ -33,17 +33,35 @@ static bool days_between(const char *a, const char *b, int64_t *ret)
 
 static void catalog_warning(struct gb_plan *p)
 {
+	const struct gb_catalog_info *c = gb_catalog_in_force();
 	struct gb_plan_warning *w;
+	const char *text, *fix;
 	int64_t age;
 
-	if (!days_between(gb_catalog_date, p->today, &age) || age <= GB_WARN_CATALOG_DAYS ||
-	    !(w = warn(p, "catalog-stale")))
+	/* an update refused: the catalog in force stays, and the site learns why */
+	for (size_t i = 0; (text = gb_catalog_refusal(i, &fix)); i++) {
+		if (!(w = warn(p, "catalog-refused")))
+			break;
+		SAY(w->text, "%s; the catalog in force stays %llu of %s (%s)", text, (unsigned long long)c->version,
+		    c->date, c->origin ? c->origin : "built-in");
+		SAY(w->fix, "%s", fix);
+	}
+	if (!days_between(c->date, p->today, &age) || age <= GB_WARN_CATALOG_DAYS || !(w = warn(p, "catalog-stale")))
 		return;
-	SAY(w->text,
-	    "this gpuboot's catalog (version %s) is of %s, %lld days before %s: driver releases, end-of-life dates "
-	    "and security floors published since are not in it, so its choices may be outdated",
-	    gb_catalog_version, gb_catalog_date, (long long)age, p->today);
-	SAY(w->fix, "update gpuboot to a release whose catalog is newer (one more than %d days old is warned)",
+	if (c->origin)
+		SAY(w->text,
+		    "the catalog in force (version %llu, from %s) is of %s, %lld days before %s: driver releases, "
+		    "end-of-life dates and security floors published since are not in it, so its choices may be "
+		    "outdated",
+		    (unsigned long long)c->version, c->origin, c->date, (long long)age, p->today);
+	else
+		SAY(w->text,
+		    "this gpuboot's catalog (version %s) is of %s, %lld days before %s: driver releases, end-of-life "
+		    "dates and security floors published since are not in it, so its choices may be outdated",
+		    gb_catalog_version, gb_catalog_date, (long long)age, p->today);
+	SAY(w->fix,
+	    "update gpuboot to a release whose catalog is newer, or publish a newer signed catalog on the mirror "
+	    "(docs/catalog.md; one more than %d days old is warned)",
 	    GB_WARN_CATALOG_DAYS);
 }
 
@@ -64,7 +82,7 @@ static void branch_warning(struct gb_plan *p)
 		    "R%u (%s) reached its end of life on %s, %lld days ago (NVIDIA's lifecycle, in this catalog of "
 		    "%s): "
 		    "its driver gets no more fixes, security ones included; the plan %s %s: %s",
-		    b->branch, gb_branch_type_to_string(b->type), b->eol, (long long)-left, gb_catalog_date,
+		    b->branch, gb_branch_type_to_string(b->type), b->eol, (long long)-left, gb_catalog_in_force()->date,
 		    kept ? "keeps" : "installs", p->driver.version,
 		    p->driver.eol_why[0] ? p->driver.eol_why : "nothing replaces it here");
 		SAY(w->fix, "%s", p->driver.eol_fix[0] ? p->driver.eol_fix : "move to a supported branch");
@@ -75,7 +93,7 @@ static void branch_warning(struct gb_plan *p)
 	SAY(w->text,
 	    "R%u (%s) reaches its end of life on %s, in %lld days (NVIDIA's lifecycle, in this catalog of %s): then "
 	    "its driver gets no more fixes, security ones included; the plan %s %s",
-	    b->branch, gb_branch_type_to_string(b->type), b->eol, (long long)left, gb_catalog_date,
+	    b->branch, gb_branch_type_to_string(b->type), b->eol, (long long)left, gb_catalog_in_force()->date,
 	    kept ? "keeps" : "installs", p->driver.version);
 	if (s && s != b && (!s->eol || strcmp(s->eol, b->eol) > 0))
 		SAY(w->fix,
@@ -86,7 +104,7 @@ static void branch_warning(struct gb_plan *p)
 		SAY(w->fix,
 		    "no branch in this catalog (of %s) supports these GPUs longer: update gpuboot for a newer one "
 		    "before %s, or plan the GPUs' retirement",
-		    gb_catalog_date, b->eol);
+		    gb_catalog_in_force()->date, b->eol);
 }
 
 /* Below the floor and left in place: the profile installs no toolkit (a
@@ -99,25 +117,25 @@ static void toolkit_warning(struct gb_plan *p)
 
 	if (!have[0] || p->toolkit.action != GB_ACTION_NONE)
 		return;
-	if (!unknown && gb_version_cmp(have, GB_CONTAINER_TOOLKIT_MIN) >= 0)
+	if (!unknown && gb_version_cmp(have, gb_catalog_ctk_min()) >= 0)
 		return;
 	if (!(w = warn(p, "toolkit-below-floor")))
 		return;
 	if (unknown)
 		SAY(w->text,
 		    "an nvidia-ctk without its package is installed (version %s): it cannot be shown to be at the "
-		    "floor " GB_CONTAINER_TOOLKIT_MIN ", the fix for " GB_CONTAINER_TOOLKIT_MIN_CVE
-		    "; the plan leaves it (%s)",
-		    have, p->toolkit.action_reason);
+		    "floor %s, the fix for %s; the plan leaves it (%s)",
+		    have, gb_catalog_ctk_min(), gb_catalog_ctk_min_cve(), p->toolkit.action_reason);
 	else
 		SAY(w->text,
-		    "Container Toolkit %s is installed, below the floor " GB_CONTAINER_TOOLKIT_MIN
-		    ": it is vulnerable to " GB_CONTAINER_TOOLKIT_MIN_WHY "; the plan leaves it (%s)",
-		    have, p->toolkit.action_reason);
+		    "Container Toolkit %s is installed, below the floor %s: it is vulnerable to %s; the plan leaves it "
+		    "(%s)",
+		    have, gb_catalog_ctk_min(), gb_catalog_ctk_min_why(), p->toolkit.action_reason);
 	SAY(w->fix,
 	    "upgrade nvidia-container-toolkit, nvidia-container-toolkit-base, libnvidia-container-tools and "
-	    "libnvidia-container1 to " GB_CONTAINER_TOOLKIT_MIN " or newer, or remove them where no container uses "
-	    "the GPUs; a profile with [toolkit] install = yes makes gpuboot replace it");
+	    "libnvidia-container1 to %s or newer, or remove them where no container uses "
+	    "the GPUs; a profile with [toolkit] install = yes makes gpuboot replace it",
+	    gb_catalog_ctk_min());
 }
 
 void gb_plan_decide_warnings(struct gb_plan *p)

@@ -338,11 +338,13 @@ static const struct gb_branch *newest_branch(const struct gb_plan *p, enum gb_br
                                              unsigned lo, unsigned hi, const char *rarch, bool ubuntu_sb)
 {
 	const struct gb_branch *chosen = NULL;
+	size_t nb;
+	const struct gb_branch *branches = gb_catalog_branches(&nb);
 
 	/* Newest branch of the policy's kind, alive today, with a runfile for
 	 * this arch, inside what every GPU supports. */
-	for (size_t i = gb_branches_len; i > 0 && !chosen; i--) {
-		const struct gb_branch *b = &gb_branches[i - 1];
+	for (size_t i = nb; i > 0 && !chosen; i--) {
+		const struct gb_branch *b = &branches[i - 1];
 		bool kind_ok;
 		if (b->branch < lo || (hi && b->branch > hi))
 			continue;
@@ -1322,25 +1324,30 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 
 static void decide_toolkit(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
 {
+	const char *ctk_floor = gb_catalog_ctk_min();
+
 	if (!prof->toolkit) {
 		SAY(p->toolkit.reason, "the profile installs no Container Toolkit");
 		return;
 	}
-	p->toolkit.version = site && site->pinned_toolkit[0] ? site->pinned_toolkit : GB_CONTAINER_TOOLKIT_MIN;
-	if (gb_version_cmp(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN) < 0) {
+	p->toolkit.version = site && site->pinned_toolkit[0] ? site->pinned_toolkit : ctk_floor;
+	if (gb_version_cmp(p->toolkit.version, ctk_floor) < 0) {
 		refuse(p, GB_EXIT_USAGE,
-		       "the site pins Container Toolkit %s, older than the floor %s (" GB_CONTAINER_TOOLKIT_MIN_WHY
-		       "); raise the pin",
-		       p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN);
+		       "the site pins Container Toolkit %s, older than the floor %s (%s); raise the pin",
+		       p->toolkit.version, ctk_floor, gb_catalog_ctk_min_why());
 		return;
 	}
-	SAY(p->toolkit.reason,
-	    "nvidia-container-toolkit, -base, libnvidia-container-tools, libnvidia-container1 pinned to one version, "
-	    "%s%s; then nvidia-ctk runtime configure and CDI",
-	    p->toolkit.version,
-	    streq(p->toolkit.version, GB_CONTAINER_TOOLKIT_MIN)
-	        ? " (the floor: " GB_CONTAINER_TOOLKIT_MIN_WHY "; it has the earlier container-escape fixes too)"
-	        : " (site pin, above the floor " GB_CONTAINER_TOOLKIT_MIN ")");
+	if (streq(p->toolkit.version, ctk_floor))
+		SAY(p->toolkit.reason,
+		    "nvidia-container-toolkit, -base, libnvidia-container-tools, libnvidia-container1 pinned to one "
+		    "version, %s (the floor: %s; it has the earlier container-escape fixes too); then nvidia-ctk "
+		    "runtime configure and CDI",
+		    p->toolkit.version, gb_catalog_ctk_min_why());
+	else
+		SAY(p->toolkit.reason,
+		    "nvidia-container-toolkit, -base, libnvidia-container-tools, libnvidia-container1 pinned to one "
+		    "version, %s (site pin, above the floor %s); then nvidia-ctk runtime configure and CDI",
+		    p->toolkit.version, ctk_floor);
 }
 
 static int decide_verify(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)

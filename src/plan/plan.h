@@ -16,7 +16,7 @@
 #define GB_PLAN_MAX_GPUS 16
 #define GB_REASON 640
 #define GB_PLAN_MAX_KERNEL_KEYS 64
-#define GB_PLAN_MAX_WARNINGS 4
+#define GB_PLAN_MAX_WARNINGS 8
 /* Warned ahead: a branch this many days or fewer from its end of life, a
  * catalog more than this many days old (docs/plan.md, Warnings). */
 #define GB_WARN_EOL_DAYS 90
@@ -88,7 +88,7 @@ struct gb_plan_named {
 
 /* What ages while the plan stands: a fleet alerts on these (the status's
  * warnings). code: "branch-eol", "branch-eol-soon", "catalog-stale",
- * "toolkit-below-floor". */
+ * "catalog-refused", "toolkit-below-floor". */
 struct gb_plan_warning {
 	const char *code;
 	char text[GB_REASON];

@@ -252,8 +252,10 @@ static unsigned version_branch(const char *v)
 
 static void append_branches(char *why, size_t n)
 {
-	for (size_t i = 0; i < gb_branches_len; i++)
-		gb_conf_append(why, n, "%s R%u", i ? "," : "", gb_branches[i].branch);
+	size_t nb;
+	const struct gb_branch *v = gb_catalog_branches(&nb);
+	for (size_t i = 0; i < nb; i++)
+		gb_conf_append(why, n, "%s R%u", i ? "," : "", v[i].branch);
 }
 
 /* A branch pin (R580): one the catalog has a lifecycle entry for. */
@@ -293,8 +295,11 @@ static bool known_driver(const char *v, char *why, size_t n)
 	unsigned b = version_branch(v);
 	size_t k = 0;
 
-	for (size_t i = 0; i < gb_runfiles_len; i++) {
-		const char *x = gb_runfiles[i].version;
+	size_t nr;
+	const struct gb_runfile *rf = gb_catalog_runfiles(&nr);
+
+	for (size_t i = 0; i < nr; i++) {
+		const char *x = rf[i].version;
 		int c;
 		if (streq(x, v))
 			return true;
@@ -350,14 +355,14 @@ static bool known_cuda(const char *v, char *why, size_t n)
 	return false;
 }
 
-/* A Container Toolkit pin: the floor (GB_CONTAINER_TOOLKIT_MIN, the first
- * release with the fix for CVE-2026-24260) or a later one. */
+/* A Container Toolkit pin: the floor in force (gb_catalog_ctk_min, the
+ * first release with the fix its advisory names) or a later one. */
 static bool known_toolkit(const char *v, char *why, size_t n)
 {
-	if (gb_version_cmp(v, GB_CONTAINER_TOOLKIT_MIN) >= 0)
+	if (gb_version_cmp(v, gb_catalog_ctk_min()) >= 0)
 		return true;
-	snprintf(why, n, "toolkit %s is older than %s, the floor: " GB_CONTAINER_TOOLKIT_MIN_WHY, v,
-	         GB_CONTAINER_TOOLKIT_MIN);
+	snprintf(why, n, "toolkit %s is older than %s, the floor: %s", v, gb_catalog_ctk_min(),
+	         gb_catalog_ctk_min_why());
 	return false;
 }
 

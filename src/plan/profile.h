@@ -9,22 +9,9 @@
 
 struct gb_ctx;
 
-/* The Container Toolkit floor, and the version the plan installs (the four
- * packages at one version). NVIDIA's "Security Bulletin: NVIDIA Container
- * Toolkit - June 2026" (a_id 5850, CVE-2026-24260, a time-of-check
- * time-of-use race, CVSS 8.5) lists all versions up to and including 1.19.0
- * as affected and 1.19.1 as the updated version; 1.19.1 also carries the
- * earlier container-escape fixes (CVE-2024-0132 in 1.16.2, CVE-2025-23359 in
- * 1.17.4, CVE-2025-23266/23267 in 1.17.8). A site pin ([pins] toolkit) older
- * than this is refused; an installed toolkit older than this is replaced. */
-#define GB_CONTAINER_TOOLKIT_MIN "1.19.1"
-/* Why the floor is where it is, for the plan's reasons and refusals. */
-#define GB_CONTAINER_TOOLKIT_MIN_CVE "CVE-2026-24260"
-#define GB_CONTAINER_TOOLKIT_MIN_WHY                                                               \
-	GB_CONTAINER_TOOLKIT_MIN_CVE                                                               \
-	", a time-of-check time-of-use race (CVSS 8.5), which NVIDIA's security bulletin of June " \
-	"2026 (a_id 5850) finds in every version up to and including 1.19.0 and fixes "            \
-	"in " GB_CONTAINER_TOOLKIT_MIN
+/* The Container Toolkit floor is the catalog's (gb_catalog_ctk_min,
+ * catalog/catalog-update.c): a site pin ([pins] toolkit) older than it is
+ * refused; an installed toolkit older than it is replaced. */
 
 enum gb_branch_policy {
 	GB_POLICY_LTS,

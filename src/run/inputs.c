@@ -10,11 +10,13 @@
 #include "context.h"
 #include "exit-codes.h"
 #include "run.h"
+#include "fetch/catalog-file.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/test-knob.h"
 #include "shared/tls.h"
 #include "load/modsign.h"
+#include "shared/macro.h"
 #include "shared/util.h"
 
 /* [secure_boot] signing_key and signing_cert: both or neither, a key and its
@@ -49,6 +51,37 @@ static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
 	return r;
 }
 
+int gb_inputs_catalog(struct gb_ctx *ctx, const struct gb_site_config *site)
+{
+	static bool loaded;
+	char *keys[GB_MAX_TRUST_KEYS + 32];
+	size_t nk = 0;
+	struct gb_catalog_sources s = {
+		.file = ctx->opt.catalog,
+		.mirror = ctx->opt.mirror         ? ctx->opt.mirror
+		          : ctx->opt.catalog_keep ? site->mirror
+		                                  : NULL,
+		.ca_file = ctx->opt.ca_file ? ctx->opt.ca_file : site->ca_file,
+		.offline = ctx->opt.offline,
+		.state_dir =
+		    ctx->root->is_host || ctx->opt.state_dir_given || ctx->opt.catalog_keep ? ctx->opt.state_dir : NULL,
+		.store = ctx->opt.catalog_keep && !ctx->opt.dry_run,
+		.keys = keys,
+		.now_s = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull,
+	};
+
+	if (loaded)
+		return 0;
+	loaded = true;
+	for (size_t i = 0; i < ctx->opt.n_trust_keys; i++)
+		keys[nk++] = (char *)ctx->opt.trust_keys[i];
+	for (char **k = site->trusted_keys; k && *k && nk < ARRAY_SIZE(keys) - 1; k++)
+		keys[nk++] = *k;
+	keys[nk] = NULL;
+	s.allow_http = s.mirror && gb_startswith(s.mirror, "http://") && site->allow_http_mirror;
+	return gb_catalog_load(&s);
+}
+
 int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in)
 {
 	char err[1024] = "";
@@ -64,6 +97,8 @@ int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in)
 	}
 	if (r >= 0)
 		r = site_signing_load(&in->site, err, sizeof(err));
+	if (r >= 0 && gb_inputs_catalog(ctx, &in->site) == -ENOMEM)
+		r = -ENOMEM;
 	if (r == -ENOMEM) {
 		gb_log_error("out of memory while loading the profile and the configuration");
 		return GB_EXIT_FAILED;

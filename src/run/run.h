@@ -27,6 +27,12 @@ struct gb_inputs {
 /* Load the profile (--profile, default "training") and the site
  * configuration. Returns 0, or an exit code with the error logged. */
 int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in);
+/* The catalog in force (docs/catalog.md): the newest valid of the update
+ * kept in the state directory, --catalog FILE and the mirror's (run's own
+ * mirror, or --mirror); once a process, by gb_inputs_load. A refused one
+ * is a warning (the plan's catalog-refused), never an error: 0, or
+ * -ENOMEM. */
+int gb_inputs_catalog(struct gb_ctx *ctx, const struct gb_site_config *site);
 /* Detect the machine under the root. Returns 0 or an exit code (logged). */
 int gb_inputs_detect(struct gb_ctx *ctx, struct gb_inputs *in);
 void gb_inputs_done(struct gb_inputs *in);

@@ -2,7 +2,7 @@
 # commands that do not exist yet refuse honestly.
 . tests/integration/lib.sh
 expect_exit 0 "$GB" --help
-for c in run detect plan fetch verify status mirror repair; do
+for c in run detect plan fetch verify status mirror repair catalog; do
 	grep -q "^  $c " "$TMP/out" || fail "--help does not list command $c"
 done
 grep -q -- "--repair" "$TMP/out" || fail "--help does not list --repair"

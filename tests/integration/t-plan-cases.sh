@@ -294,7 +294,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 lines = text.splitlines()
-label = {"profile": "profile ", "profile_source": "profile ", "date": "profile ", "target": "profile ",
+label = {"profile": "profile ", "profile_source": "profile ", "date": "profile ", "target": "profile ", "catalog": "catalog ",
          "gpus": "gpu ", "refusal": "REFUSED ", "warnings": "WARNING ", "driver": "driver ", "cuda": "cuda ", "toolkit": "toolkit ",
          "kernel": "kernel ", "nouveau": "nouveau ", "secure_boot": "secure boot ", "daemons": "daemons ",
          "modules": "modules ", "module_params": "module param ", "verify": "verify "}
