@@ -296,6 +296,16 @@ static int candidate(const struct gb_catalog_sources *s, const char *where, bool
 	                           sizeof(fix));
 	if (r == -ENOMEM)
 		return r;
+	if (r >= 0 && f->u.version < s->site_floor) {
+		snprintf(err, sizeof(err),
+		         "version %llu is older than the site's floor, [trust] min_catalog_version = %llu (rollback "
+		         "refused)",
+		         (unsigned long long)f->u.version, (unsigned long long)s->site_floor);
+		snprintf(fix, sizeof(fix), "serve a catalog of version %llu or newer",
+		         (unsigned long long)s->site_floor);
+		gb_catalog_file_done(f);
+		r = -ESTALE;
+	}
 	if (r < 0) {
 		refused(where, err, fix);
 		return 0;

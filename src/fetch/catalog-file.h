@@ -43,6 +43,7 @@ struct gb_catalog_sources {
 	const char *ca_file;
 	bool allow_http, offline;
 	const char *state_dir; /* the accepted one and its version (the rollback floor); NULL: none */
+	uint64_t site_floor; /* [trust] min_catalog_version: older updates are refused, on a first boot too; 0: none */
 	bool store; /* keep a newly accepted one in state_dir (run, repair; never a dry run) */
 	char *const *keys; /* the trusted keys, NULL-terminated */
 	uint64_t now_s;

@@ -778,6 +778,14 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 		s->min_mirror_version = m;
 		return 0;
 	}
+	if (IS("trust", "min_catalog_version")) {
+		uint64_t m;
+		if (gb_safe_atou64(v, 10, &m) < 0 || m == 0)
+			return bad(why, n,
+			           "min_catalog_version must be a catalog update's version (YYYYMMDDNN), not '%s'", v);
+		s->min_catalog_version = m;
+		return 0;
+	}
 	if (IS("pins", "driver")) {
 		r = set_version(s->pinned_driver, sizeof(s->pinned_driver), k, v, why, n);
 		return r < 0 || known_driver(v, why, n) ? r : -EINVAL;

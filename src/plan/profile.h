@@ -80,6 +80,7 @@ struct gb_site_config {
 	char *mirror, *proxy, *ca_file;
 	char **trusted_keys;
 	uint64_t min_mirror_version; /* [trust] min_mirror_version: the rollback floor a first boot sees, 0 = none */
+	uint64_t min_catalog_version; /* [trust] min_catalog_version: the same for catalog updates, 0 = none */
 	char pinned_driver[32], pinned_cuda[16], pinned_toolkit[16];
 	enum gb_replace_policy replace_installed; /* [install] replace_installed, over the profile's */
 	bool replace_installed_set;

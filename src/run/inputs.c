@@ -65,6 +65,7 @@ int gb_inputs_catalog(struct gb_ctx *ctx, const struct gb_site_config *site)
 		.offline = ctx->opt.offline,
 		.state_dir =
 		    ctx->root->is_host || ctx->opt.state_dir_given || ctx->opt.catalog_keep ? ctx->opt.state_dir : NULL,
+		.site_floor = site->min_catalog_version,
 		.store = ctx->opt.catalog_keep && !ctx->opt.dry_run,
 		.keys = keys,
 		.now_s = ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull,

@@ -126,6 +126,35 @@ expect_exit 0 "$GB" --root "$ROOT" plan $ARGS --json --state-dir "$S" --catalog 
 [ "$(j 'd["catalog"]["version"]')" = 2026121502 ] || fail "rollback: $(j 'd["catalog"]')"
 j '[w["text"] for w in d["warnings"] if w["code"] == "catalog-refused"][0]' | grep -q "older than version 2026121502 already accepted here (rollback refused)" ||
 	fail "rollback not named: $(j 'd["warnings"]')"
+# The site's floor, [trust] min_catalog_version: an update below it is
+# refused on a machine that has accepted none (a first boot), named.
+printf '[trust]\nmin_catalog_version = 2026121600\n' >"$TMP/site.conf"
+# shellcheck disable=SC2086
+expect_exit 0 "$GB" --root "$ROOT" plan $ARGS --json --config "$TMP/site.conf" --catalog "$TMP/new.json" --trust-key "$TMP/key.pub"
+[ "$(j 'd["catalog"]["source"], d["driver"]["version"]')" = "('built-in', '580.173.02')" ] ||
+	fail "site floor: $(j 'd["catalog"]')"
+j '[w["text"] + " FIX " + w["fix"] for w in d["warnings"] if w["code"] == "catalog-refused"][0]' |
+	grep -q "older than the site's floor, \[trust\] min_catalog_version = 2026121600 (rollback refused).* FIX serve a catalog of version 2026121600 or newer" ||
+	fail "site floor not named: $(j 'd["warnings"]')"
+printf '[trust]\nmin_catalog_version = soon\n' >"$TMP/bad.conf"
+# shellcheck disable=SC2086
+expect_exit 2 "$GB" --root "$ROOT" plan $ARGS --config "$TMP/bad.conf"
+grep -q "min_catalog_version must be a catalog update's version" "$TMP/err" || fail "bad floor: $(cat "$TMP/err")"
+
+# Over HTTPS: the mirror's catalog.json fetched from a loopback mirror (a
+# CA of this run's), kept; a mirror answering with the wrong host's
+# certificate is refused, named, the built-in in force.
+. tests/integration/lib-tls.sh
+make_certs
+start_server "$OUT/mirror"
+# shellcheck disable=SC2086
+expect_exit 0 "$GB" --root "$ROOT" fetch --mirror "https://127.0.0.1:$PORT" --ca-file "$TMP/ca.pem" --trust-key "$OUT/key.pub" --trust-key "$TMP/key.pub" $ARGS --state-dir "$TMP/s4"
+[ "$(cat "$TMP/s4/catalog-version")" = 2026121502 ] || fail "https: the mirror's catalog was not kept: $(ls "$TMP/s4")"
+# shellcheck disable=SC2086
+expect_exit 13 "$GB" --root "$ROOT" fetch --mirror "https://127.0.0.1:$WPORT" --ca-file "$TMP/ca.pem" --trust-key "$OUT/key.pub" --trust-key "$TMP/key.pub" $ARGS --state-dir "$TMP/s5"
+grep -q "catalog update https://127.0.0.1:$WPORT/catalog.json refused" "$TMP/err" || fail "wrong host: $(cat "$TMP/err")"
+[ ! -e "$TMP/s5/catalog.json" ] || fail "a catalog was kept from the wrong host"
+
 # A mirror with no catalog is fine: the built-in is in force.
 rm "$OUT/mirror/catalog.json" "$OUT/mirror/catalog.json.sig"
 # shellcheck disable=SC2086
