@@ -381,16 +381,17 @@ static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned
 	if (pinned_branch) {
 		/* a pin is taken alive or not: its end of life is a warning, not "alive" */
 		SAY(p->driver.reason,
-		    "pinned to branch R%u by %s, within what every GPU supports (%s); newest %s runfile of it%s",
+		    "pinned to branch R%u by %s, within what every GPU supports (%s); newest %s runfile of it in this "
+		    "catalog (of %s)%s",
 		    branch, pinned_by_gpu ? "a gpus.d override" : "the profile", range, rarch,
-		    ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
+		    gb_catalog_in_force()->date, ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
 		return;
 	}
 	SAY(p->driver.reason,
 	    "policy %s%s: the newest such branch alive on %s within what every GPU supports (%s) is "
-	    "R%u; newest %s runfile of it%s",
+	    "R%u; newest %s runfile of it in this catalog (of %s)%s",
 	    policy, pinned_by_gpu ? " (pinned by a gpus.d override)" : "", p->today, range, branch, rarch,
-	    ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
+	    gb_catalog_in_force()->date, ubuntu_sb ? "; limited to branches Ubuntu signs (Secure Boot)" : "");
 }
 
 /* A pinned version (the site, the profile, or the distribution's own):
@@ -578,8 +579,9 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 				chosen = gb_catalog_branch(hi);
 			if (chosen)
 				SAY(p->driver.reason,
-				    "%s's last branch is R%u (legacy, no longer %s); newest %s runfile of it", hi_by,
-				    hi, policy, rarch);
+				    "%s's last branch is R%u (legacy, no longer %s); newest %s runfile of it in this "
+				    "catalog (of %s)",
+				    hi_by, hi, policy, rarch, gb_catalog_in_force()->date);
 		}
 		if (!chosen) {
 			if (pol == GB_POLICY_BRANCH)
