@@ -368,6 +368,29 @@ static const struct gb_branch *newest_branch(const struct gb_plan *p, enum gb_br
 	return chosen;
 }
 
+/* No branch fits: a pinned one the catalog has no runfile of (exit 2, the
+ * catalog's date and the fix), one outside what the GPUs support, or no
+ * branch of the policy alive (exit 12). pin_branch 0: a policy. */
+static void refuse_no_branch(struct gb_plan *p, const char *policy, unsigned pin_branch, unsigned lo, unsigned hi,
+                             const char *rarch, bool ubuntu_sb)
+{
+	if (pin_branch && pin_branch >= lo && (!hi || pin_branch <= hi) && !ubuntu_sb &&
+	    gb_catalog_branch(pin_branch) && !gb_catalog_newest_runfile(pin_branch, rarch))
+		refuse(p, GB_EXIT_USAGE,
+		       "pinned branch R%u has no %s runfile in this catalog (of %s): a signed catalog update that adds "
+		       "one (docs/catalog.md), or another branch",
+		       pin_branch, rarch, gb_catalog_in_force()->date);
+	else if (pin_branch)
+		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+		       "pinned branch R%u is outside R%u%s for these GPUs, or has no %s runfile%s", pin_branch, lo,
+		       hi ? "..last" : "+", rarch, ubuntu_sb ? " signed by Ubuntu" : "");
+	else
+		refuse(p, GB_EXIT_UNSUPPORTED_GPU,
+		       "no %s driver branch alive on %s supports these GPUs (R%u%s) on %s%s", policy, p->today, lo,
+		       hi ? " up to their last branch" : " or newer", rarch,
+		       ubuntu_sb ? " with Ubuntu-signed modules" : "");
+}
+
 static void say_branch_reason(struct gb_plan *p, const char *policy, bool pinned_branch, bool pinned_by_gpu,
                               unsigned lo, unsigned hi, unsigned branch, const char *rarch, bool ubuntu_sb)
 {
@@ -584,16 +607,7 @@ static void decide_driver(struct gb_plan *p, const struct gb_profile *prof, cons
 				    hi_by, hi, policy, rarch, gb_catalog_in_force()->date);
 		}
 		if (!chosen) {
-			if (pol == GB_POLICY_BRANCH)
-				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
-				       "pinned branch R%u is outside R%u%s for these GPUs, or has no %s runfile%s",
-				       pin_branch, lo, hi ? "..last" : "+", rarch,
-				       ubuntu_sb ? " signed by Ubuntu" : "");
-			else
-				refuse(p, GB_EXIT_UNSUPPORTED_GPU,
-				       "no %s driver branch alive on %s supports these GPUs (R%u%s) on %s%s", policy,
-				       p->today, lo, hi ? " up to their last branch" : " or newer", rarch,
-				       ubuntu_sb ? " with Ubuntu-signed modules" : "");
+			refuse_no_branch(p, policy, pol == GB_POLICY_BRANCH ? pin_branch : 0, lo, hi, rarch, ubuntu_sb);
 			return;
 		}
 		p->driver.branch = chosen->branch;

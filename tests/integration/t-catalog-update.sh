@@ -98,6 +98,38 @@ j '[w["text"] + " FIX " + w["fix"] for w in d["warnings"] if w["code"] == "catal
 sed 's/"x86_64", "category"/"ppc64le", "category"/' "$TMP/new.json" >"$TMP/badrow.json" && sign "$TMP/badrow.json"
 refused bad-row "$TMP/badrow.json" "runfile 580.199.01: arch must be x86_64 or aarch64"
 
+# R620 from an update (the built-in catalog has no R620 runfile): NVIDIA
+# removed the proprietary module from R620 on, so a T4 (held back on the
+# proprietary module by default) pinned to R620 gets the open module, and
+# a profile that asks for the proprietary one is refused (exit 10).
+python3 - "$TMP/new.json" "$TMP/r620.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["branches"] = [{"branch": 620, "type": "ltsb", "end_of_life": "2029-09-30"}]
+d["runfiles"] = [{"version": "620.70.06", "arch": "x86_64", "category": "TESLA",
+                  "sha256": "6a1e0c3b5d7f9e2a4c6b8d0f1e3a5c7b9d2f4e6a8c0b1d3f5e7a9c2b4d6f8e0a", "size": 401234567,
+                  "url": "https://us.download.nvidia.com/tesla/620.70.06/NVIDIA-Linux-x86_64-620.70.06.run"}]
+d["sources"] = ["NVIDIA's redistrib_620.70.06.json (release_date 2026-11-04); the runfile's hash a test's"]
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+sign "$TMP/r620.json"
+sed 's/^branch = lts$/branch = R620/' profiles/minimal.profile >"$TMP/r620.profile"
+sed 's/^module_flavor = auto$/module_flavor = proprietary/' "$TMP/r620.profile" >"$TMP/r620-prop.profile"
+R620="--target-os ubuntu:24.04 --target-gpu T4"
+# shellcheck disable=SC2086
+expect_exit 0 "$GB" --root "$ROOT" plan $R620 --profile "$TMP/r620.profile" --json --catalog "$TMP/r620.json" --trust-key "$TMP/key.pub"
+[ "$(j 'd["driver"]["version"], d["driver"]["module_flavor"]')" = "('620.70.06', 'open')" ] ||
+	fail "R620 for a T4: $(j 'd["driver"]')"
+j 'd["driver"]["module_flavor_reason"]' | grep -q "R620 has only the open kernel module .*the hold-back of .* cannot apply" ||
+	fail "R620's flavour reason: $(j 'd["driver"]["module_flavor_reason"]')"
+# shellcheck disable=SC2086
+expect_exit 10 "$GB" --root "$ROOT" plan $R620 --profile "$TMP/r620-prop.profile" --catalog "$TMP/r620.json" --trust-key "$TMP/key.pub"
+grep -q "the proprietary module, which R620 does not have" "$TMP/err" "$TMP/out" || fail "R620 proprietary: $(cat "$TMP/err" "$TMP/out")"
+# Without the update, R620 has no runfile here: refused, named (not "outside" the GPUs' branches).
+# shellcheck disable=SC2086
+expect_exit 2 "$GB" --root "$ROOT" plan $R620 --profile "$TMP/r620.profile"
+grep -q "pinned branch R620 has no x86_64 runfile in this catalog (of 2026-12-04): a signed catalog update" "$TMP/err" "$TMP/out" || fail "R620 without a runfile: $(cat "$TMP/err")"
+
 # From a mirror: fetch takes the mirror's catalog.json (a later end of life
 # for R580: the bundle's runfile stays the plan's), keeps it in the state,
 # and later plans use it offline; a rollback below it is refused.
