@@ -4,8 +4,6 @@
  * checks and merge of its rows (catalog/catalog-update.c), with keys made
  * here. */
 #include <errno.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "fetch/catalog-file.h"
 #include "fetch/sig.h"
+#include "unit-ed25519.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/gpuboot-test-catalog.XXXXXX", priv[128], pub[128], pub2[128];
@@ -24,18 +23,6 @@ static char *keys[2], *keys2[2];
 	"{ \"version\": \"580.199.01\", \"arch\": \"x86_64\", \"category\": \"TESLA\", \"sha256\": "           \
 	"\"5f0d8c4a3e2b1a09f8e7d6c5b4a3928170f6e5d4c3b2a19080f7e6d5c4b3a291\", \"size\": 412345678, \"url\": " \
 	"\"https://us.download.nvidia.com/tesla/580.199.01/NVIDIA-Linux-x86_64-580.199.01.run\" }"
-
-static void make_key(const char *p, const char *q)
-{
-	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-	FILE *f = fopen(p, "w");
-	PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
-	fclose(f);
-	f = fopen(q, "w");
-	PEM_write_PUBKEY(f, k);
-	fclose(f);
-	EVP_PKEY_free(k);
-}
 
 /* A document: version, date, expiry and the rows' text. */
 static void doc(char *buf, size_t n, unsigned long long version, const char *date, const char *expires,
@@ -63,11 +50,11 @@ TEST(setup)
 	snprintf(priv, sizeof(priv), "%s/k.pem", dir);
 	snprintf(pub, sizeof(pub), "%s/k.pub", dir);
 	snprintf(pub2, sizeof(pub2), "%s/k2.pub", dir);
-	make_key(priv, pub);
+	unit_ed25519_key(priv, pub);
 	{
 		char p2[160];
 		snprintf(p2, sizeof(p2), "%s/k2.pem", dir);
-		make_key(p2, pub2);
+		unit_ed25519_key(p2, pub2);
 	}
 	keys[0] = pub;
 	keys2[0] = pub2;

@@ -2,14 +2,13 @@
 /* NVIDIA's real redistrib manifests (data/), and the mirror manifest's
  * signature rules, with keys made here. */
 #include <errno.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shared/digest.h"
 #include "fetch/manifest.h"
+#include "unit-ed25519.h"
 #include "unit.h"
 
 static char *slurp(const char *path, size_t *len)
@@ -100,18 +99,6 @@ TEST(redistrib)
 	}
 }
 
-static void make_key(const char *priv, const char *pub)
-{
-	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-	FILE *f = fopen(priv, "w");
-	PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
-	fclose(f);
-	f = fopen(pub, "w");
-	PEM_write_PUBKEY(f, k);
-	fclose(f);
-	EVP_PKEY_free(k);
-}
-
 TEST(mirror)
 {
 	char dir[] = "/tmp/gpuboot-test-manifest.XXXXXX", priv[128], pub[128], pub2[128], priv2[128];
@@ -125,8 +112,8 @@ TEST(mirror)
 	snprintf(pub, sizeof(pub), "%s/k.pub", dir);
 	snprintf(priv2, sizeof(priv2), "%s/k2.pem", dir);
 	snprintf(pub2, sizeof(pub2), "%s/k2.pub", dir);
-	make_key(priv, pub);
-	make_key(priv2, pub2);
+	unit_ed25519_key(priv, pub);
+	unit_ed25519_key(priv2, pub2);
 	snprintf(e.path, sizeof(e.path), "%s", "a/b.tar.xz");
 	snprintf(e.sha256, sizeof(e.sha256), "%s", "30ffafae23833dafc965cf4e4d034f8553805586959328c64e2c47b3ef3bcd55");
 	m.v = &e;
