@@ -821,6 +821,53 @@ static bool needs_nvlsm(const struct gb_plan *p)
 	return false;
 }
 
+/* A kept driver on NVSwitches whose fabric manager is missing or of another
+ * version: the fabric manager alone at the driver's exact version from
+ * NVIDIA's repository, held beside it, nothing of the driver touched (no
+ * driver package, no DKMS, no module rebuilt). Where nothing can bring it
+ * (Debian's own driver: Debian packages none; no NVIDIA repository, or
+ * none whose key gpuboot pins) the plan refuses before any change, naming
+ * the fix. --repair installs no package (a kernel hook runs inside the
+ * package manager's transaction): the load says what is missing. */
+static void fm_for_kept(struct gb_plan *p, const struct gb_distro *d, bool apt, bool dnf)
+{
+	const char *have = p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed";
+
+	if (!p->fm_need || p->in.repair || streq(p->in.fabricmanager_installed, p->driver.version))
+		return;
+	if (streq(p->in.os_id, "debian") && d && d->distro_driver &&
+	    gb_plan_version_branch(d->distro_driver) == p->driver.branch) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s: the fabric manager must run at the kept driver's version %s (%s), and R%u is %s %s's own "
+		       "driver, whose packages bring no fabric manager; use --method packages to replace the driver "
+		       "with NVIDIA's (its %s repository carries nvidia-fabricmanager at the driver's version)",
+		       p->fm_need, p->driver.version, have, p->driver.branch, p->in.os_id, p->in.os_version, d->repo);
+		return;
+	}
+	if (!d || !(apt || dnf) || !gb_repo_key_find(d->key_pin)) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s: the fabric manager must run at the kept driver's version %s (%s), and %s; install "
+		       "nvidia-fabricmanager %s first (NVIDIA's redistributable archive), or replace the driver "
+		       "with one whose method brings it",
+		       p->fm_need, p->driver.version, have,
+		       d && (apt || dnf) ? "NVIDIA signs its repository with a key gpuboot does not pin yet"
+		                         : "NVIDIA publishes no repository gpuboot drives here",
+		       p->driver.version);
+		return;
+	}
+	p->driver.fm_only = p->in.fabricmanager_installed[0] ? GB_ACTION_REPLACE : GB_ACTION_INSTALL;
+	SAY(p->driver.repo, "%s", d->repo);
+	SAY(p->driver.repo_key, "%s", d->key_pin);
+	SAY(p->driver.repo_arch, "%s", gb_cpu_arch_target(p->in.arch)->cuda_repo);
+	add_fabricmanager(p, dnf, false);
+	SAY(p->driver.method_reason,
+	    "the installed driver is kept; its fabric manager only (%s): %s %s from NVIDIA's repository "
+	    "developer.download.nvidia.com/compute/cuda/repos/%s/%s/ (key pinned by fingerprint), held; no driver "
+	    "package, no DKMS, no module rebuilt",
+	    p->in.fabricmanager_installed[0] ? "replacing the installed one of another version" : "none is installed",
+	    p->fm_package, p->driver.version, p->driver.repo, p->driver.repo_arch);
+}
+
 /* How the driver gets onto the machine: kept, runfile, or packages. */
 static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
 {
@@ -830,6 +877,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 	if (p->driver.action == GB_ACTION_KEEP) {
 		p->driver.method = GB_METHOD_NONE;
 		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
+		fm_for_kept(p, d, apt, dnf);
 	} else if (streq(p->in.method, "distro")) {
 		method_distro(p);
 	} else if (streq(p->in.method, "runfile")) {
@@ -1245,8 +1293,9 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			snprintf(
 			    r, sizeof(r),
 			    "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802; "
-			    "%s is installed with the driver at its version %s and held there%s",
-			    why, p->fm_package, p->driver.version,
+			    "%s is installed %s at its version %s and held there%s",
+			    why, p->fm_package, p->driver.fm_only ? "beside the kept driver" : "with the driver",
+			    p->driver.version,
 			    p->nvlsm ? "; NVLSM (nvlsm) and infiniband-diags beside it: the NVLink5 switches "
 			               "behind the ConnectX bridge need NVIDIA's NVLink Subnet Manager, which the "
 			               "fabric manager's unit starts"

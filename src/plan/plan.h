@@ -187,6 +187,11 @@ struct gb_plan {
 		bool eol_replace; /* replaced only because the installed branch ended (lts) */
 		bool eol_keep; /* replacing it was refused: keep it (gb_plan_make's second pass) */
 		bool gsp_off; /* the hold-back decided the flavour: its stack turns the GSP firmware off */
+		/* A kept driver whose fabric manager is missing (install) or of
+		 * another version (replace): the fabric manager alone, from
+		 * NVIDIA's repository (packages, repo), no driver package; UNSET
+		 * otherwise. */
+		enum gb_action fm_only;
 	} driver;
 	struct {
 		char version[16];

@@ -74,6 +74,41 @@ expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --method runfile --json
 [ "$(j 'd["driver"]["action"]')" = "keep" ] || fail "HGX runfile: $(j 'd["driver"]["action_reason"]')"
 j '[w["text"] for w in d["warnings"] if w["code"] == "branch-eol"][0]' | grep -q "the runfile method installs none" ||
 	fail "HGX runfile keep: $(j 'd["warnings"]')"
+# A kept driver's fabric manager: replace_installed = never keeps the
+# captured R535, whose fabric manager has no package (none installed): the
+# plan installs nvidia-fabricmanager-535 at 535.183.01 alone from NVIDIA's
+# repository, held, nothing of the driver.
+printf '[install]\nreplace_installed = never\n' >"$TMP/never.conf"
+expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --config "$TMP/never.conf" --json
+[ "$(j '[d["driver"][k] for k in ("action", "method", "repository")]')" = "['keep', 'none', 'ubuntu2204']" ] &&
+	[ "$(j 'd["driver"]["packages"]')" = "['nvidia-fabricmanager-535']" ] || fail "HGX kept, no FM: $(j 'd["driver"]')"
+j 'd["driver"]["method_reason"]' | grep -q "its fabric manager only (none is installed): nvidia-fabricmanager-535 535.183.01 .* no driver package, no DKMS, no module rebuilt" ||
+	fail "HGX kept, no FM: $(j 'd["driver"]["method_reason"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-fabricmanager"][0]' | grep -q "installed beside the kept driver at its version 535.183.01" ||
+	fail "HGX kept, no FM: $(j 'd["daemons"]')"
+# ... and one of another version is replaced at the driver's
+HGXM=$TMP/hgx-fm-old
+cp -a "$HGX" "$HGXM"
+printf '\nPackage: nvidia-fabricmanager-535\nStatus: install ok installed\nArchitecture: amd64\nVersion: 535.161.08-1\n' >>"$HGXM/var/lib/dpkg/status"
+expect_exit 0 "$GB" --root "$HGXM" plan --profile minimal --config "$TMP/never.conf" --json
+[ "$(j 'd["driver"]["packages"]')" = "['nvidia-fabricmanager-535']" ] || fail "HGX kept, FM 535.161.08: $(j 'd["driver"]')"
+j 'd["driver"]["method_reason"]' | grep -q "replacing the installed one of another version" || fail "HGX kept, old FM: $(j 'd["driver"]["method_reason"]')"
+# ... and at the driver's version nothing is planned: the plan changes nothing
+sed -i 's/^Version: 535.161.08-1$/Version: 535.183.01-1/' "$HGXM/var/lib/dpkg/status"
+expect_exit 0 "$GB" --root "$HGXM" plan --profile minimal --config "$TMP/never.conf" --json
+[ "$(j 'd["driver"]["packages"]')" = "[]" ] && [ "$(j 'd["driver"]["method_reason"]')" = "the installed driver is kept: nothing to install" ] ||
+	fail "HGX kept, FM at its version: $(j 'd["driver"]')"
+# Debian's own driver kept (R535, Debian 12's branch) on an HGX board: Debian
+# packages no fabric manager, so the plan refuses (exit 10) before any
+# change, naming --method packages; the run changes nothing.
+DEBK=$TMP/debian-kept
+cp -a "$FIX/debian12-nvidia535-disk" "$DEBK"
+expect_exit 10 "$GB" --root "$DEBK" plan --target-gpu 2330x8 --profile minimal --json
+j 'd["refusal"]["reason"]' | grep -q "kept driver's version 535.261.03 (none is installed), and R535 is debian 12's own driver, whose packages bring no fabric manager; use --method packages to replace the driver with NVIDIA's" ||
+	fail "Debian kept on HGX: $(j 'd["refusal"]')"
+GPUBOOT_FAKE_OPS="clock:1796040000000000000,root=$DEBK,record=$TMP/debk.ops" expect_exit 10 "$GB" --root "$DEBK" run --target-gpu 2330x8 \
+	--profile minimal --state-dir "$TMP/debk.state" --run-dir "$TMP/debk.state/run"
+[ ! -s "$TMP/debk.ops" ] && diff -r --no-dereference "$FIX/debian12-nvidia535-disk" "$DEBK" >/dev/null || fail "Debian kept on HGX: the run changed the root: $(cat "$TMP/debk.ops" 2>/dev/null)"
 # NVIDIA's NVSwitch platform list names the HGX B300 and H800 8-GPU boards
 # too (data/SOURCES.md): their plans need the fabric manager like H100's.
 for g in B300x8 H800x8 B200x8; do
