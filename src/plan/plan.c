@@ -808,6 +808,33 @@ static void add_fabricmanager(struct gb_plan *p, bool rpm, bool ubuntu_archive)
 	}
 }
 
+/* IMEX beside the driver on a GB200/GB300 compute tray, at the driver's
+ * exact version (data/nvswitch-facts-2026-12.md): nvidia-imex from R580,
+ * nvidia-imex-<branch> for R550-R570 (apt and rpm alike), and in Ubuntu's
+ * archive; none before R550. */
+static void add_imex(struct gb_plan *p, bool ubuntu_archive)
+{
+	if (!p->imex || p->driver.branch < 550)
+		return;
+	if (ubuntu_archive || p->driver.branch < 580)
+		SAY(p->imex_package, "nvidia-imex-%u", p->driver.branch);
+	else
+		SAY(p->imex_package, "nvidia-imex");
+	if (!add_package(p, GB_PKG_NAME, false, "%s", p->imex_package))
+		p->imex_package[0] = '\0';
+}
+
+/* A GB200 or GB300 compute tray: a Grace superchip of Blackwell, whose
+ * GPUs reach the other trays of its NVL72 rack through the NVLink switch
+ * trays; memory shared across trays needs IMEX. */
+static bool needs_imex(const struct gb_plan *p)
+{
+	for (size_t i = 0; i < p->n_gpus; i++)
+		if (is_grace_board(p->gpus[i].device) && p->gpus[i].arch == GB_ARCH_BLACKWELL)
+			return true;
+	return false;
+}
+
 /* NVLSM: the fabric manager of a board whose switches sit behind its
  * ConnectX bridge (B200, B300: NVLink5) needs NVIDIA's NVLink Subnet Manager,
  * or it fails (NV_WARN_NOTHING_TO_DO); the fabric manager's unit starts it. */
@@ -910,6 +937,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		add_package(p, GB_PKG_NAME, false, "nvidia-driver-%u-server%s", p->driver.branch,
 		            p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
 		add_fabricmanager(p, false, true);
+		add_imex(p, true);
 	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason,
@@ -943,6 +971,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 				    p->driver.flavor == GB_DRIVER_OPEN ? "open" : "dkms");
 		}
 		add_fabricmanager(p, dnf, false);
+		add_imex(p, false);
 	} else {
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256 and installed with the %s module",
@@ -1279,6 +1308,30 @@ static void add_named(struct gb_plan_named *arr, size_t *n, size_t max, const ch
 	(*n)++;
 }
 
+/* nvidia-imex after the modules and the fabric manager: its nodes from the
+ * site ([imex] nodes), never guessed; without them it is not started (one
+ * tray alone needs no IMEX) and the plan warns (imex-not-configured). */
+static void decide_imex(struct gb_plan *p)
+{
+	char r[GB_REASON], pkg[96] = "";
+
+	if (p->imex_package[0])
+		SAY(pkg, "; %s is installed with the driver at its version %s and held there", p->imex_package,
+		    p->driver.version);
+	if (p->n_imex_nodes)
+		snprintf(r, sizeof(r),
+		         "GB200/GB300 compute tray: IMEX shares GPU memory across the trays of the NVLink domain%s; "
+		         "/etc/nvidia-imex/nodes_config.cfg from the site's [imex] nodes (%u), then started after the "
+		         "modules",
+		         pkg, p->n_imex_nodes);
+	else
+		snprintf(r, sizeof(r),
+		         "GB200/GB300 compute tray: IMEX shares GPU memory across the trays of the NVLink domain%s; "
+		         "not configured ([imex] nodes is unset in gpuboot.conf): not started, single-node only",
+		         pkg);
+	add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-imex", NULL, r);
+}
+
 static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *prof)
 {
 	char r[GB_REASON];
@@ -1338,6 +1391,8 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 				    p->driver.version);
 		}
 	}
+	if (p->imex)
+		decide_imex(p);
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia", NULL, "the driver");
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_uvm", NULL,
 	          "unified memory: CUDA needs it");
@@ -1483,6 +1538,11 @@ static int plan_make(const struct gb_plan_input *in, const struct gb_profile *pr
 	}
 	p->fm_need = fabricmanager_need(p, prof);
 	p->nvlsm = needs_nvlsm(p);
+	p->imex = needs_imex(p);
+	if (p->imex && site && site->n_imex_nodes) {
+		SAY(p->imex_nodes, "%s", site->imex_nodes);
+		p->n_imex_nodes = site->n_imex_nodes;
+	}
 	decide_method_kernel_sb(p, site);
 	if (p->refusal_code)
 		goto out;

@@ -235,7 +235,15 @@ struct gb_plan {
 	/* NVIDIA's NVLink Subnet Manager beside the fabric manager: boards
 	 * whose NVLink5 switches sit behind the ConnectX bridge (B200, B300) */
 	bool nvlsm;
-	struct gb_plan_named daemons[4];
+	/* A GB200/GB300 compute tray (NVL72): NVIDIA's IMEX service shares GPU
+	 * memory across the trays of the NVLink domain; the package the
+	 * method installs it with, at the driver's version ("" = none); the
+	 * site's [imex] nodes (space-separated, "" = not configured). */
+	bool imex;
+	char imex_package[48];
+	char imex_nodes[1200];
+	unsigned n_imex_nodes;
+	struct gb_plan_named daemons[5];
 	size_t n_daemons;
 	struct gb_plan_named modules[7];
 	size_t n_modules;

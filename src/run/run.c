@@ -1171,7 +1171,8 @@ static int load_nodes_daemons(struct run *r, struct gb_stage *st)
 		return stage_oom(r, st);
 	for (size_t i = 0; i < r->plan.n_daemons; i++)
 		names[i] = r->plan.daemons[i].name;
-	k = gb_load_daemons(r->ctx, r->journal, names, r->plan.n_daemons, r->plan.driver.version, dm);
+	k = gb_load_daemons(r->ctx, r->journal, names, r->plan.n_daemons, r->plan.driver.version, r->plan.imex_nodes,
+	                    dm);
 	gb_json_add(r->st.load, "daemons", gb_daemons_result_to_json(dm));
 	if (k < 0) {
 		gb_stage_end(r->ctx, st, "failed", k, "the modules are loaded; %s", dm->error);

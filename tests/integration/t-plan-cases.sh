@@ -109,6 +109,33 @@ j 'd["refusal"]["reason"]' | grep -q "kept driver's version 535.261.03 (none is 
 GPUBOOT_FAKE_OPS="clock:1796040000000000000,root=$DEBK,record=$TMP/debk.ops" expect_exit 10 "$GB" --root "$DEBK" run --target-gpu 2330x8 \
 	--profile minimal --state-dir "$TMP/debk.state" --run-dir "$TMP/debk.state/run"
 [ ! -s "$TMP/debk.ops" ] && diff -r --no-dereference "$FIX/debian12-nvidia535-disk" "$DEBK" >/dev/null || fail "Debian kept on HGX: the run changed the root: $(cat "$TMP/debk.ops" 2>/dev/null)"
+# GB200/GB300 compute trays (NVL72): IMEX at the driver's version with the
+# driver (nvidia-imex from R580, nvidia-imex-<branch> before), started after
+# the modules with the site's [imex] nodes; without them the plan warns
+# (imex-not-configured: single-node only) and invents no list.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu 2941x4 --profile minimal --json
+[ "$(j 'd["driver"]["packages"]')" = "['nvidia-driver-pinning-580', 'nvidia-open', 'nvidia-imex']" ] || fail "GB200: $(j 'd["driver"]["packages"]')"
+[ "$(j '[w["code"] for w in d["warnings"]]')" = "['imex-not-configured']" ] || fail "GB200 without nodes: $(j 'd["warnings"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-imex"][0]' | grep -q "not configured (\[imex\] nodes is unset in gpuboot.conf): not started, single-node only" ||
+	fail "GB200 without nodes: $(j 'd["daemons"]')"
+printf '[imex]\nnodes = 10.1.0.11 10.1.0.12, 10.1.0.13\n' >"$TMP/imex.conf"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64 --target-gpu 31c2x4 --profile minimal --config "$TMP/imex.conf" --json
+[ "$(j 'd["driver"]["packages"]')" = "['@nvidia-driver:580-open', 'nvidia-imex']" ] || fail "GB300 rhel9: $(j 'd["driver"]["packages"]')"
+[ "$(j '[w["code"] for w in d["warnings"]]')" = "[]" ] || fail "GB300 with nodes: $(j 'd["warnings"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-imex"][0]' | grep -q "nodes_config.cfg from the site's \[imex\] nodes (3), then started after the modules" ||
+	fail "GB300 with nodes: $(j 'd["daemons"]')"
+printf '[driver]\nbranch = R570\n[cuda]\npolicy = none\n' >"$TMP/r570gb.profile"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu 2941x4 --profile "$TMP/r570gb.profile" --json
+[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-imex-570" ] || fail "GB200 R570: $(j 'd["driver"]["packages"]')"
+# GH200 is no NVL72 tray: no IMEX
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu GH200 --profile minimal --json
+[ "$(j '[x["name"] for x in d["daemons"]]')" = "['nvidia-persistenced']" ] || fail "GH200: $(j 'd["daemons"]')"
+# a name, a repeated address or an empty list is a configuration error (exit 2, file:line)
+for bad in "nodes = tray1.example" "nodes = 10.1.0.11 10.1.0.11" "nodes ="; do
+	printf '[imex]\n%s\n' "$bad" >"$TMP/imex-bad.conf"
+	expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu 2941x4 --config "$TMP/imex-bad.conf"
+	grep -q "imex-bad.conf:2: " "$TMP/err" || fail "[imex] $bad: $(cat "$TMP/err")"
+done
 # NVIDIA's NVSwitch platform list names the HGX B300 and H800 8-GPU boards
 # too (data/SOURCES.md): their plans need the fabric manager like H100's.
 for g in B300x8 H800x8 B200x8; do
