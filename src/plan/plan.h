@@ -88,7 +88,7 @@ struct gb_plan_named {
 
 /* What ages while the plan stands: a fleet alerts on these (the status's
  * warnings). code: "branch-eol", "branch-eol-soon", "catalog-stale",
- * "toolkit-below-floor". */
+ * "toolkit-below-floor", "imex-not-configured". */
 struct gb_plan_warning {
 	const char *code;
 	char text[GB_REASON];
