@@ -871,6 +871,14 @@ static void fm_for_kept(struct gb_plan *p, const struct gb_distro *d, bool apt, 
 		       p->fm_need, p->driver.version, have, p->driver.branch, p->in.os_id, p->in.os_version, d->repo);
 		return;
 	}
+	if (p->in.offline) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s: the fabric manager must run at the kept driver's version %s (%s), and --offline downloads "
+		       "nothing; run gpuboot once with the network or a mirror (it installs nvidia-fabricmanager %s "
+		       "alone from NVIDIA's repository), or install it first",
+		       p->fm_need, p->driver.version, have, p->driver.version);
+		return;
+	}
 	if (!d || !(apt || dnf) || !gb_repo_key_find(d->key_pin)) {
 		refuse(p, GB_EXIT_UNSUPPORTED,
 		       "%s: the fabric manager must run at the kept driver's version %s (%s), and %s; install "

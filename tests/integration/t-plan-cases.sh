@@ -86,6 +86,11 @@ j 'd["driver"]["method_reason"]' | grep -q "its fabric manager only (none is ins
 	fail "HGX kept, no FM: $(j 'd["driver"]["method_reason"]')"
 j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-fabricmanager"][0]' | grep -q "installed beside the kept driver at its version 535.183.01" ||
 	fail "HGX kept, no FM: $(j 'd["daemons"]')"
+# --offline downloads nothing: refused before any change, saying so
+GPUBOOT_FAKE_OPS="clock:1796040000000000000,root=$HGX,record=$TMP/hgxoff.ops" expect_exit 10 "$GB" --root "$HGX" run --offline \
+	--profile minimal --config "$TMP/never.conf" --state-dir "$TMP/hgxoff.state" --run-dir "$TMP/hgxoff.state/run"
+grep -q "kept driver's version 535.183.01 (none is installed), and --offline downloads nothing" "$TMP/err" &&
+	[ ! -s "$TMP/hgxoff.ops" ] || fail "HGX kept, no FM, --offline: $(tail -3 "$TMP/err")"
 # ... and one of another version is replaced at the driver's
 HGXM=$TMP/hgx-fm-old
 cp -a "$HGX" "$HGXM"
