@@ -83,6 +83,32 @@ static int install_runfile(struct gb_ctx *ctx, const struct gb_plan *p, const st
 	return k;
 }
 
+/* The kept driver's fabric manager alone (the plan's fm_only): NVIDIA's
+ * repository, userspace only (no headers, no module, no blacklist), held
+ * and pinned at the driver's version by a pin of its own that names the
+ * fabric manager alone, so nothing of the driver is touched. */
+static int install_fm_only(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
+                           struct gb_journal *j, json_object **ret_json, char *err, size_t errsz)
+{
+	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
+		                       .flavor = gb_driver_flavor_name(p->driver.flavor),
+		                       .driver_version = p->driver.version,
+		                       .packages = p->driver.packages,
+		                       .n_packages = p->driver.n_packages,
+		                       .userspace_only = true,
+		                       .pin_name = "nvidia-fabricmanager",
+		                       .pin_packages = p->fm_package,
+		                       .pin_version = p->driver.version };
+	struct gb_apt_repo repo;
+	char id[80], uri[600], key[700];
+	int k = plan_repo(p, src, &repo, id, uri, key, err, errsz);
+
+	if (k < 0)
+		return k;
+	in.repo = &repo;
+	return gb_install_report(ctx, &in, j, ret_json, err, errsz);
+}
+
 int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
                     struct gb_journal *j, json_object **ret_json, char *err, size_t errsz)
 {
@@ -106,6 +132,10 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 		in.n_packages = p->driver.n_packages;
 		break;
 	case GB_METHOD_DISTRO: break;
+	case GB_METHOD_NONE:
+		if (p->driver.fm_only)
+			return install_fm_only(ctx, p, src, j, ret_json, err, errsz);
+		/* fall through */
 	default:
 		snprintf(err, errsz, "the plan installs no driver (method %s)",
 		         gb_driver_method_name(p->driver.method) ? gb_driver_method_name(p->driver.method) : "unset");

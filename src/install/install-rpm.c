@@ -258,8 +258,10 @@ static int build_list(struct rinst *s)
 		return FAIL(s, -EINVAL, "The packages method needs the repository and the plan's packages");
 	for (size_t i = 0; i < s->e.in->n_packages && r >= 0; i++) {
 		const struct gb_pkg_spec *p = &s->e.in->packages[i];
-		/* the toolkit is installed at the plan's version or not at all */
-		if (s->e.in->userspace_only && p->hold && !p->version[0])
+		/* the toolkit is installed at the plan's version or not at all; a
+		 * kept driver's fabric manager (driver_version given) may bring
+		 * NVLSM and infiniband-diags at their own versions, held */
+		if (s->e.in->userspace_only && !ver[0] && p->hold && !p->version[0])
 			return FAIL(s, -EINVAL,
 			            "%s has no version: a userspace install is locked at the plan's exact version; "
 			            "give the version (the plan's toolkit.version)",

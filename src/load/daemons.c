@@ -122,10 +122,11 @@ static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
 }
 
 /* systemctl enable --now, journaled: enable (the unit starts at every
- * boot) and start (now). */
-static int enable_now(struct gb_ctx *ctx, struct gb_journal *j, const char *unit)
+ * boot) and start (now); restart instead of start when its configuration
+ * was just changed. */
+static int enable_now_as(struct gb_ctx *ctx, struct gb_journal *j, const char *unit, bool restart)
 {
-	static const char *const verbs[] = { "enable", "start" };
+	const char *const verbs[] = { "enable", restart ? "restart" : "start" };
 	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++) {
 		char id[120];
 		int r, k;
@@ -146,6 +147,11 @@ static int enable_now(struct gb_ctx *ctx, struct gb_journal *j, const char *unit
 			return -EIO;
 	}
 	return 0;
+}
+
+static int enable_now(struct gb_ctx *ctx, struct gb_journal *j, const char *unit)
+{
+	return enable_now_as(ctx, j, unit, false);
 }
 
 static struct gb_daemon_result *slot(struct gb_daemons_result *ret, const char *name)
@@ -267,8 +273,60 @@ static int nvlsm(struct gb_ctx *ctx, struct gb_daemons_result *ret)
 	return 0;
 }
 
+#define IMEX_NODES_FILE "etc/nvidia-imex/nodes_config.cfg"
+
+/* IMEX on a GB200/GB300 compute tray, after the modules and the fabric
+ * manager: its nodes file from the site's list (one address a line, as
+ * NVIDIA's IMEX guide has the administrator fill IMEX_NODE_CONFIG_FILE),
+ * then the unit. No list: nothing written or started. */
+static int imex(struct gb_ctx *ctx, struct gb_journal *j, const char *nodes, struct gb_daemons_result *ret)
+{
+	struct gb_daemon_result *d = slot(ret, "nvidia-imex");
+	char text[1400];
+	size_t o = 0;
+	int r, w;
+
+	if (!nodes || !nodes[0]) {
+		d->state = "not-configured";
+		return 0;
+	}
+	r = unit_installed(ctx, d->name);
+	if (r <= 0) {
+		d->state = r < 0 ? "masked" : "not-installed";
+		snprintf(ret->error, sizeof(ret->error),
+		         r < 0 ? "nvidia-imex.service is masked, and the site names an IMEX domain ([imex] nodes)"
+		               : "the site names an IMEX domain ([imex] nodes) and nvidia-imex is not installed");
+		snprintf(ret->hint, sizeof(ret->hint), "%s",
+		         r < 0 ? "systemctl unmask nvidia-imex.service"
+		               : "install nvidia-imex at the driver's version from NVIDIA's repository");
+		return r < 0 ? r : -ENOPKG;
+	}
+	for (const char *q = nodes; *q && o < sizeof(text) - 1;) {
+		size_t l = strcspn(q, " ");
+		if (l >= sizeof(text) - 1 - o)
+			return -E2BIG;
+		memcpy(text + o, q, l);
+		o += l;
+		text[o++] = '\n';
+		q += l + (q[l] == ' ');
+	}
+	w = gb_journal_write_file(j, STAGE, IMEX_NODES_FILE, text, o, 0644);
+	if (w < 0) {
+		d->state = "failed";
+		snprintf(ret->error, sizeof(ret->error), "Failed to write /%s: %s", IMEX_NODES_FILE, strerror(-w));
+		return w;
+	}
+	/* written now (0): the running service reads it only at its start */
+	r = enable_now_as(ctx, j, "nvidia-imex.service", gb_journal_step_changed(j, "file:" IMEX_NODES_FILE));
+	d->state = r < 0 ? "failed" : "started";
+	if (r < 0)
+		snprintf(ret->error, sizeof(ret->error), "systemctl enable --now nvidia-imex.service failed: %s",
+		         strerror(-r));
+	return r;
+}
+
 int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const *names, size_t n,
-                    const char *driver_version, struct gb_daemons_result *ret)
+                    const char *driver_version, const char *imex_nodes, struct gb_daemons_result *ret)
 {
 	int r = 0;
 
@@ -280,6 +338,8 @@ int gb_load_daemons(struct gb_ctx *ctx, struct gb_journal *j, const char *const 
 			r = fabricmanager(ctx, j, driver_version, ret);
 		else if (streq(names[i], "nvlsm"))
 			r = nvlsm(ctx, ret);
+		else if (streq(names[i], "nvidia-imex"))
+			r = imex(ctx, j, imex_nodes, ret);
 	}
 	return r;
 }

@@ -274,7 +274,8 @@ bool gb_plan_changes_nothing(const struct gb_plan *p)
 {
 	if (p->refusal_code || p->driver.action == GB_ACTION_UNSET)
 		return false;
-	return p->driver.action == GB_ACTION_KEEP && p->cuda.action != GB_ACTION_INSTALL &&
+	return p->driver.action == GB_ACTION_KEEP && p->driver.fm_only == GB_ACTION_UNSET &&
+	       p->cuda.action != GB_ACTION_INSTALL &&
 	       (p->toolkit.action == GB_ACTION_UNSET || p->toolkit.action == GB_ACTION_KEEP ||
 	        p->toolkit.action == GB_ACTION_NONE) &&
 	       (p->kernel.action == GB_KERNEL_ACTION_UNSET || p->kernel.action == GB_KERNEL_ACTION_NONE) &&

@@ -138,6 +138,21 @@ static void toolkit_warning(struct gb_plan *p)
 	    gb_catalog_ctk_min());
 }
 
+/* A GB200/GB300 compute tray whose IMEX domain the site has not named:
+ * the plan invents no node list, so IMEX is not started and memory
+ * shared across the rack's trays fails until the site names them. */
+static void imex_warning(struct gb_plan *p)
+{
+	struct gb_plan_warning *w;
+
+	if (!p->imex || p->n_imex_nodes || !(w = warn(p, "imex-not-configured")))
+		return;
+	SAY(w->text, "IMEX not configured: this GB200/GB300 compute tray is planned single-node only; nvidia-imex is "
+	             "not started, so CUDA memory shared with the other trays of its NVLink domain fails");
+	SAY(w->fix, "set [imex] nodes in gpuboot.conf to the addresses of every compute tray of the NVLink domain "
+	            "(the same list on each), then run gpuboot again");
+}
+
 void gb_plan_decide_warnings(struct gb_plan *p)
 {
 	p->n_warnings = 0;
@@ -146,4 +161,5 @@ void gb_plan_decide_warnings(struct gb_plan *p)
 		return;
 	branch_warning(p);
 	toolkit_warning(p);
+	imex_warning(p);
 }

@@ -826,6 +826,33 @@ static void add_fabricmanager(struct gb_plan *p, bool rpm, bool ubuntu_archive)
 	}
 }
 
+/* IMEX beside the driver on a GB200/GB300 compute tray, at the driver's
+ * exact version (data/nvswitch-facts-2026-12.md): nvidia-imex from R580,
+ * nvidia-imex-<branch> for R550-R570 (apt and rpm alike), and in Ubuntu's
+ * archive; none before R550. */
+static void add_imex(struct gb_plan *p, bool ubuntu_archive)
+{
+	if (!p->imex || p->driver.branch < 550)
+		return;
+	if (ubuntu_archive || p->driver.branch < 580)
+		SAY(p->imex_package, "nvidia-imex-%u", p->driver.branch);
+	else
+		SAY(p->imex_package, "nvidia-imex");
+	if (!add_package(p, GB_PKG_NAME, false, "%s", p->imex_package))
+		p->imex_package[0] = '\0';
+}
+
+/* A GB200 or GB300 compute tray: a Grace superchip of Blackwell, whose
+ * GPUs reach the other trays of its NVL72 rack through the NVLink switch
+ * trays; memory shared across trays needs IMEX. */
+static bool needs_imex(const struct gb_plan *p)
+{
+	for (size_t i = 0; i < p->n_gpus; i++)
+		if (is_grace_board(p->gpus[i].device) && p->gpus[i].arch == GB_ARCH_BLACKWELL)
+			return true;
+	return false;
+}
+
 /* NVLSM: the fabric manager of a board whose switches sit behind its
  * ConnectX bridge (B200, B300: NVLink5) needs NVIDIA's NVLink Subnet Manager,
  * or it fails (NV_WARN_NOTHING_TO_DO); the fabric manager's unit starts it. */
@@ -839,6 +866,61 @@ static bool needs_nvlsm(const struct gb_plan *p)
 	return false;
 }
 
+/* A kept driver on NVSwitches whose fabric manager is missing or of another
+ * version: the fabric manager alone at the driver's exact version from
+ * NVIDIA's repository, held beside it, nothing of the driver touched (no
+ * driver package, no DKMS, no module rebuilt). Where nothing can bring it
+ * (Debian's own driver: Debian packages none; no NVIDIA repository, or
+ * none whose key gpuboot pins) the plan refuses before any change, naming
+ * the fix. --repair installs no package (a kernel hook runs inside the
+ * package manager's transaction): the load says what is missing. */
+static void fm_for_kept(struct gb_plan *p, const struct gb_distro *d, bool apt, bool dnf)
+{
+	const char *have = p->in.fabricmanager_installed[0] ? p->in.fabricmanager_installed : "none is installed";
+
+	if (!p->fm_need || p->in.repair || streq(p->in.fabricmanager_installed, p->driver.version))
+		return;
+	if (streq(p->in.os_id, "debian") && d && d->distro_driver &&
+	    gb_plan_version_branch(d->distro_driver) == p->driver.branch) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s: the fabric manager must run at the kept driver's version %s (%s), and R%u is %s %s's own "
+		       "driver, whose packages bring no fabric manager; use --method packages to replace the driver "
+		       "with NVIDIA's (its %s repository carries nvidia-fabricmanager at the driver's version)",
+		       p->fm_need, p->driver.version, have, p->driver.branch, p->in.os_id, p->in.os_version, d->repo);
+		return;
+	}
+	if (p->in.offline) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s: the fabric manager must run at the kept driver's version %s (%s), and --offline downloads "
+		       "nothing; run gpuboot once with the network or a mirror (it installs nvidia-fabricmanager %s "
+		       "alone from NVIDIA's repository), or install it first",
+		       p->fm_need, p->driver.version, have, p->driver.version);
+		return;
+	}
+	if (!d || !(apt || dnf) || !gb_repo_key_find(d->key_pin)) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s: the fabric manager must run at the kept driver's version %s (%s), and %s; install "
+		       "nvidia-fabricmanager %s first (NVIDIA's redistributable archive), or replace the driver "
+		       "with one whose method brings it",
+		       p->fm_need, p->driver.version, have,
+		       d && (apt || dnf) ? "NVIDIA signs its repository with a key gpuboot does not pin yet"
+		                         : "NVIDIA publishes no repository gpuboot drives here",
+		       p->driver.version);
+		return;
+	}
+	p->driver.fm_only = p->in.fabricmanager_installed[0] ? GB_ACTION_REPLACE : GB_ACTION_INSTALL;
+	SAY(p->driver.repo, "%s", d->repo);
+	SAY(p->driver.repo_key, "%s", d->key_pin);
+	SAY(p->driver.repo_arch, "%s", gb_cpu_arch_target(p->in.arch)->cuda_repo);
+	add_fabricmanager(p, dnf, false);
+	SAY(p->driver.method_reason,
+	    "the installed driver is kept; its fabric manager only (%s): %s %s from NVIDIA's repository "
+	    "developer.download.nvidia.com/compute/cuda/repos/%s/%s/ (key pinned by fingerprint), held; no driver "
+	    "package, no DKMS, no module rebuilt",
+	    p->in.fabricmanager_installed[0] ? "replacing the installed one of another version" : "none is installed",
+	    p->fm_package, p->driver.version, p->driver.repo, p->driver.repo_arch);
+}
+
 /* How the driver gets onto the machine: kept, runfile, or packages. */
 static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
 {
@@ -848,6 +930,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 	if (p->driver.action == GB_ACTION_KEEP) {
 		p->driver.method = GB_METHOD_NONE;
 		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
+		fm_for_kept(p, d, apt, dnf);
 	} else if (streq(p->in.method, "distro")) {
 		method_distro(p);
 	} else if (streq(p->in.method, "runfile")) {
@@ -880,6 +963,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		add_package(p, GB_PKG_NAME, false, "nvidia-driver-%u-server%s", p->driver.branch,
 		            p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
 		add_fabricmanager(p, false, true);
+		add_imex(p, true);
 	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason,
@@ -913,6 +997,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 				    p->driver.flavor == GB_DRIVER_OPEN ? "open" : "dkms");
 		}
 		add_fabricmanager(p, dnf, false);
+		add_imex(p, false);
 	} else {
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256 and installed with the %s module",
@@ -1249,6 +1334,30 @@ static void add_named(struct gb_plan_named *arr, size_t *n, size_t max, const ch
 	(*n)++;
 }
 
+/* nvidia-imex after the modules and the fabric manager: its nodes from the
+ * site ([imex] nodes), never guessed; without them it is not started (one
+ * tray alone needs no IMEX) and the plan warns (imex-not-configured). */
+static void decide_imex(struct gb_plan *p)
+{
+	char r[GB_REASON], pkg[96] = "";
+
+	if (p->imex_package[0])
+		SAY(pkg, "; %s is installed with the driver at its version %s and held there", p->imex_package,
+		    p->driver.version);
+	if (p->n_imex_nodes)
+		snprintf(r, sizeof(r),
+		         "GB200/GB300 compute tray: IMEX shares GPU memory across the trays of the NVLink domain%s; "
+		         "/etc/nvidia-imex/nodes_config.cfg from the site's [imex] nodes (%u), then started after the "
+		         "modules",
+		         pkg, p->n_imex_nodes);
+	else
+		snprintf(r, sizeof(r),
+		         "GB200/GB300 compute tray: IMEX shares GPU memory across the trays of the NVLink domain%s; "
+		         "not configured ([imex] nodes is unset in gpuboot.conf): not started, single-node only",
+		         pkg);
+	add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-imex", NULL, r);
+}
+
 static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *prof)
 {
 	char r[GB_REASON];
@@ -1263,8 +1372,9 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			snprintf(
 			    r, sizeof(r),
 			    "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802; "
-			    "%s is installed with the driver at its version %s and held there%s",
-			    why, p->fm_package, p->driver.version,
+			    "%s is installed %s at its version %s and held there%s",
+			    why, p->fm_package, p->driver.fm_only ? "beside the kept driver" : "with the driver",
+			    p->driver.version,
 			    p->nvlsm ? "; NVLSM (nvlsm) and infiniband-diags beside it: the NVLink5 switches "
 			               "behind the ConnectX bridge need NVIDIA's NVLink Subnet Manager, which the "
 			               "fabric manager's unit starts"
@@ -1307,6 +1417,8 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 				    p->driver.version);
 		}
 	}
+	if (p->imex)
+		decide_imex(p);
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia", NULL, "the driver");
 	add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_uvm", NULL,
 	          "unified memory: CUDA needs it");
@@ -1457,6 +1569,11 @@ static int plan_make(const struct gb_plan_input *in, const struct gb_profile *pr
 	}
 	p->fm_need = fabricmanager_need(p, prof);
 	p->nvlsm = needs_nvlsm(p);
+	p->imex = needs_imex(p);
+	if (p->imex && site && site->n_imex_nodes) {
+		SAY(p->imex_nodes, "%s", site->imex_nodes);
+		p->n_imex_nodes = site->n_imex_nodes;
+	}
 	decide_method_kernel_sb(p, site);
 	if (p->refusal_code)
 		goto out;

@@ -88,7 +88,7 @@ struct gb_plan_named {
 
 /* What ages while the plan stands: a fleet alerts on these (the status's
  * warnings). code: "branch-eol", "branch-eol-soon", "catalog-stale",
- * "catalog-refused", "toolkit-below-floor". */
+ * "catalog-refused", "toolkit-below-floor", "imex-not-configured". */
 struct gb_plan_warning {
 	const char *code;
 	char text[GB_REASON];
@@ -187,6 +187,11 @@ struct gb_plan {
 		bool eol_replace; /* replaced only because the installed branch ended (lts) */
 		bool eol_keep; /* replacing it was refused: keep it (gb_plan_make's second pass) */
 		bool gsp_off; /* the hold-back decided the flavour: its stack turns the GSP firmware off */
+		/* A kept driver whose fabric manager is missing (install) or of
+		 * another version (replace): the fabric manager alone, from
+		 * NVIDIA's repository (packages, repo), no driver package; UNSET
+		 * otherwise. */
+		enum gb_action fm_only;
 	} driver;
 	struct {
 		char version[16];
@@ -230,7 +235,15 @@ struct gb_plan {
 	/* NVIDIA's NVLink Subnet Manager beside the fabric manager: boards
 	 * whose NVLink5 switches sit behind the ConnectX bridge (B200, B300) */
 	bool nvlsm;
-	struct gb_plan_named daemons[4];
+	/* A GB200/GB300 compute tray (NVL72): NVIDIA's IMEX service shares GPU
+	 * memory across the trays of the NVLink domain; the package the
+	 * method installs it with, at the driver's version ("" = none); the
+	 * site's [imex] nodes (space-separated, "" = not configured). */
+	bool imex;
+	char imex_package[48];
+	char imex_nodes[1200];
+	unsigned n_imex_nodes;
+	struct gb_plan_named daemons[5];
 	size_t n_daemons;
 	struct gb_plan_named modules[7];
 	size_t n_modules;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "profile.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -748,6 +749,39 @@ static int set_skip(struct gb_site_config *s, const char *v, char *why, size_t n
 	return 0;
 }
 
+/* [imex] nodes: IPv4 or IPv6 addresses separated by spaces or commas,
+ * each once, at most GB_IMEX_NODES_MAX: the IMEX domain's nodes, written
+ * one a line into nodes_config.cfg by the load. Nothing else is taken:
+ * no names (IMEX matches its own addresses against the list). */
+static int set_imex_nodes(struct gb_site_config *s, const char *v, char *why, size_t n)
+{
+	char buf[GB_IMEX_NODES_TEXT], *save = NULL;
+	size_t o = 0;
+
+	s->imex_nodes[0] = '\0';
+	s->n_imex_nodes = 0;
+	if (gb_strscpy(buf, sizeof(buf), v) < 0)
+		return bad(why, n, "nodes is longer than %u bytes", GB_IMEX_NODES_TEXT - 1);
+	for (char *t = strtok_r(buf, " \t,", &save); t; t = strtok_r(NULL, " \t,", &save)) {
+		unsigned char addr[16];
+		size_t l = strlen(t);
+		if (inet_pton(AF_INET, t, addr) != 1 && inet_pton(AF_INET6, t, addr) != 1)
+			return bad(why, n, "nodes must be IPv4 or IPv6 addresses, not '%s'", t);
+		for (const char *q = s->imex_nodes; *q;) {
+			size_t ql = strcspn(q, " ");
+			if (ql == l && !strncmp(q, t, l))
+				return bad(why, n, "nodes names %s twice", t);
+			q += ql + (q[ql] == ' ');
+		}
+		if (++s->n_imex_nodes > GB_IMEX_NODES_MAX)
+			return bad(why, n, "nodes holds more than %u addresses", GB_IMEX_NODES_MAX);
+		o += (size_t)snprintf(s->imex_nodes + o, sizeof(s->imex_nodes) - o, "%s%s", o ? " " : "", t);
+	}
+	if (!s->n_imex_nodes)
+		return bad(why, n, "nodes is empty: leave it out for a single node");
+	return 0;
+}
+
 /* One gpuboot.conf setting: 0, -ENOMEM, or -EINVAL with what is wrong in why. */
 static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, char *why, size_t n)
 {
@@ -832,6 +866,8 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 		s->build_timeout_min = m;
 		return 0;
 	}
+	if (IS("imex", "nodes"))
+		return set_imex_nodes(s, v, why, n);
 	if (IS("secure_boot", "signing_key"))
 		return set_path(&s->signing_key, k, v, why, n);
 	if (IS("secure_boot", "signing_cert"))

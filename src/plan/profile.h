@@ -75,6 +75,11 @@ struct gb_profile {
 	bool min_pattern_set;
 };
 
+/* [imex] nodes: at most this many addresses (an NVL72 rack has 18 compute
+ * trays), as text at most this long. */
+#define GB_IMEX_NODES_MAX 72u
+#define GB_IMEX_NODES_TEXT 1200u
+
 struct gb_site_config {
 	char *source;
 	char *mirror, *proxy, *ca_file;
@@ -93,6 +98,10 @@ struct gb_site_config {
 	bool allow_http_mirror; /* a plain-http mirror, trusted only through its signed manifest */
 	char kernel_minimum[16]; /* [kernel] minimum: "6.12", the site's own floor over the branch's, "" = none */
 	unsigned build_timeout_min; /* [kernel] build_timeout: the repair's DKMS build, minutes; 0 = the default */
+	/* [imex] nodes: the IP addresses of the IMEX domain's compute trays
+	 * (GB200/GB300 NVL72), each checked, one space between; "" = unset */
+	char imex_nodes[GB_IMEX_NODES_TEXT];
+	unsigned n_imex_nodes;
 };
 
 /* [kernel] build_timeout's bounds: a day at most. */

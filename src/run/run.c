@@ -543,6 +543,12 @@ static bool driver_installs(const struct run *r)
 	return r->plan.driver.action != GB_ACTION_UNSET && r->plan.driver.action != GB_ACTION_KEEP;
 }
 
+/* A kept driver's fabric manager alone (the plan's fm_only). */
+static bool fm_installs(const struct run *r)
+{
+	return r->plan.driver.action == GB_ACTION_KEEP && r->plan.driver.fm_only != GB_ACTION_UNSET;
+}
+
 static bool cuda_installs(const struct run *r)
 {
 	return r->plan.cuda.action == GB_ACTION_INSTALL;
@@ -613,6 +619,13 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 	}
 	runfile = driver_installs(r) && r->plan.driver.method == GB_METHOD_RUNFILE;
 	if (!runfile && !cuda_installs(r)) {
+		if (fm_installs(r)) {
+			gb_stage_end(r->ctx, st, "skipped", 0,
+			             "the kept driver's fabric manager installs from NVIDIA's repository (%s/%s), "
+			             "through %s",
+			             r->plan.driver.repo, r->plan.driver.repo_arch, r->plan.in.pkgmgr);
+			return 0;
+		}
 		if (nothing_to_change(r) || !driver_installs(r))
 			return stage_skip_if_kept(r, st);
 		if (r->plan.driver.method == GB_METHOD_PACKAGES)
@@ -801,9 +814,15 @@ static int stage_install(struct run *r, struct gb_stage *st)
 		json_object_put(out);
 		return stage_repair(r, st);
 	}
-	if (!driver_installs(r) && !cuda_installs(r) && !toolkit_installs(r)) {
+	if (!driver_installs(r) && !fm_installs(r) && !cuda_installs(r) && !toolkit_installs(r)) {
 		json_object_put(out);
 		return stage_skip_if_kept(r, st);
+	}
+	if (fm_installs(r)) {
+		k = install_plan(r, err, sizeof(err), &part);
+		gb_json_add(out, "fabricmanager", part);
+		if (k < 0)
+			code = install_failed(r, st, k, "the kept driver's fabric manager", err);
 	}
 	if (driver_installs(r)) {
 		k = install_plan(r, err, sizeof(err), &part);
@@ -1029,6 +1048,11 @@ static void dry_run_stages(const struct run *r, const char *tier)
 			       gb_action_name(p->driver.action), p->driver.version,
 			       gb_driver_flavor_name(p->driver.flavor), gb_driver_method_name(p->driver.method),
 			       p->driver.method == GB_METHOD_RUNFILE ? "" : ", from the package archive");
+		if (fm_installs(r))
+			printf("  install: %s the kept driver's fabric manager %s %s from NVIDIA's repository (%s/%s), "
+			       "nothing of the driver\n",
+			       gb_action_name(p->driver.fm_only), p->fm_package, p->driver.version, p->driver.repo,
+			       p->driver.repo_arch);
 		if (cuda_installs(r))
 			printf("  install: CUDA %s into /usr/local/cuda-%.*s\n", p->cuda.version,
 			       (int)(strrchr(p->cuda.version, '.') ? strrchr(p->cuda.version, '.') - p->cuda.version
@@ -1147,7 +1171,8 @@ static int load_nodes_daemons(struct run *r, struct gb_stage *st)
 		return stage_oom(r, st);
 	for (size_t i = 0; i < r->plan.n_daemons; i++)
 		names[i] = r->plan.daemons[i].name;
-	k = gb_load_daemons(r->ctx, r->journal, names, r->plan.n_daemons, r->plan.driver.version, dm);
+	k = gb_load_daemons(r->ctx, r->journal, names, r->plan.n_daemons, r->plan.driver.version, r->plan.imex_nodes,
+	                    dm);
 	gb_json_add(r->st.load, "daemons", gb_daemons_result_to_json(dm));
 	if (k < 0) {
 		gb_stage_end(r->ctx, st, "failed", k, "the modules are loaded; %s", dm->error);

@@ -481,6 +481,67 @@ w = [c for c in d["checks"] if c["name"] == "fabric.wait"][0]
 assert int(w["text"].split()[1]) >= 500, w
 PY
 echo "twin hgx-fabric-down: exit 15, fabric.state@gpu4 after the 0.5 s bound"
+# A kept driver's fabric manager: the captured HGX H100 booted from an image
+# that holds its R535 driver (the modules and userspace where they are
+# installed, not loaded yet) without the fabric manager; the driver is kept
+# (replace_installed = never: the ended branch stays, warned). The plan installs
+# nvidia-fabricmanager-535 at 535.183.01 alone from NVIDIA's repository (the
+# loopback mirror), nothing of the driver (no headers, no module, no
+# blacklist); the load starts it, verify judges the fabric; the second run
+# has nothing to do.
+hgx_kept() {
+	M=$TMP/hgx-kept KV=535.183.01 A=$TMP/hgx-kept.archive
+	rm -rf "$M" "$M.state" "$M.ops" "$A" "$TMP/hgx-kept.tree"
+	cp -a "$PWD/tests/fixtures/h100x8-ubuntu2204" "$M"
+	R=$(cat "$M/proc/sys/kernel/osrelease")
+	rm -rf "$M/proc/driver/nvidia" "$M/sys/module/nvidia" "$M/usr/bin/nv-fabricmanager"
+	# the image's driver: its modules and userspace where its installer put
+	# them (the capture's libnvidia-ml.so.535.183.01 is an empty stand-in)
+	tests/make-driver-tree "$TMP/hgx-kept.tree" $KV proprietary "$R" usr/lib/x86_64-linux-gnu
+	cp -a "$TMP/hgx-kept.tree/." "$M/"
+	pk=nvidia-fabricmanager-535
+	mkdir -p "$A/$pk/usr/bin" "$A/$pk/lib/systemd/system"
+	printf '#!/bin/sh\n' >"$A/$pk/usr/bin/nv-fabricmanager" && chmod 755 "$A/$pk/usr/bin/nv-fabricmanager"
+	printf '[Unit]\nDescription=NVIDIA fabric manager service\n[Service]\nExecStart=/usr/bin/nvidia-fabricmanager-start.sh --mode start\n' \
+		>"$A/$pk/lib/systemd/system/nvidia-fabricmanager.service"
+	printf 'Package: %s\nVersion: %s-1\n\n' $pk $KV >"$A/Packages"
+	printf '[install]\nreplace_installed = never\n' >"$TMP/never.conf"
+}
+hgx_kept_run() { # EXIT
+	GPUBOOT_FAKE_OPS="root=$M,record=$M.ops,apt=$A" FAKE_NV_GPUS=8 LD_LIBRARY_PATH=$M/usr/lib/x86_64-linux-gnu \
+		expect_exit "$1" "$GB" --root "$M" run --profile minimal --config "$TMP/never.conf" \
+		--mirror "https://127.0.0.1:$PORT/" --ca-file "$TMP/ca.pem" --state-dir "$M.state" --run-dir "$M.state/run" --tier passive
+}
+hgx_kept
+GPUBOOT_FAKE_OPS="root=$M,record=$M.ops" expect_exit 0 "$GB" --root "$M" run --dry-run --profile minimal --config "$TMP/never.conf" \
+	--mirror "https://127.0.0.1:$PORT/" --ca-file "$TMP/ca.pem" --state-dir "$M.state" --tier passive
+grep -q "^  install: install the kept driver's fabric manager nvidia-fabricmanager-535 $KV from NVIDIA's repository (ubuntu2204/x86_64), nothing of the driver" "$TMP/out" ||
+	fail "hgx-kept: the dry run: $(sed -n '/dry run/,$p' "$TMP/out")"
+hgx_kept_run 0
+python3 - "$M.state/status.json" "$KV" <<'PY' || fail "hgx-kept: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); ver = sys.argv[2]
+st = {s["name"]: s["result"] for s in d["stages"]}
+assert d["exit_code"] == 0 and d["ready"]["verified"], (d["exit_code"], st)
+assert d["plan"]["driver"]["action"] == "keep" and d["plan"]["driver"]["packages"] == ["nvidia-fabricmanager-535"], d["plan"]["driver"]
+assert st["install"] == "ok" and "driver" not in d["install"], (st, list(d["install"]))
+fm = d["install"]["fabricmanager"]
+assert [(p["name"], p["after"], p["held"]) for p in fm["packages"]] == [("nvidia-fabricmanager-535", ver + "-1", True)], fm["packages"]
+assert not fm.get("kernels"), fm.get("kernels")
+dm = [x for x in d["load"]["daemons"] if x["name"] == "nvidia-fabricmanager"]
+assert dm and dm[0]["state"] == "started" and dm[0]["version"] == ver, d["load"]["daemons"]
+assert all(c["result"] == "pass" for c in d["checks"] if c["name"] == "fabric.state"), d["checks"]
+PY
+# nothing of the driver: no headers, no DKMS, no module, no blacklist, the pin names the fabric manager alone
+! grep -q "linux-headers\|dkms\|nvidia-open\|cuda-drivers\|blacklist\|update-initramfs" "$M.ops" || fail "hgx-kept: touched the driver: $(grep '^run\|^write' "$M.ops")"
+grep -q "^Package: nvidia-fabricmanager-535$" "$M/etc/apt/preferences.d/gpuboot-nvidia-fabricmanager.pref" ||
+	fail "hgx-kept: the pin: $(cat "$M/etc/apt/preferences.d/"*)"
+[ "$(grep -n '^systemctl start nvidia-fabricmanager' "$M.ops" | cut -d: -f1)" -gt "$(grep -n 'apt-get install' "$M.ops" | cut -d: -f1)" ] ||
+	fail "hgx-kept: started before its install"
+rm -f "$M.ops"
+hgx_kept_run 0
+[ ! -s "$M.ops" ] || fail "hgx-kept: the second run changed something: $(cat "$M.ops")"
+echo "row hgx-kept-driver-fm: the kept R535's fabric manager installed alone, exit 0, then a run with no effect"
 # Debian 12's own driver (the distro method, DKMS), live and as the Packer example builds it
 MTH=distro DRV=$DEB_DRV first_boot debian-distro l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current
 MTH=distro DRV=$DEB_DRV image_boot debian-distro-image l4-debian12 usr/lib/x86_64-linux-gnu/nvidia/current

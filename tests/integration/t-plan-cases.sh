@@ -74,6 +74,73 @@ expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --method runfile --json
 [ "$(j 'd["driver"]["action"]')" = "keep" ] || fail "HGX runfile: $(j 'd["driver"]["action_reason"]')"
 j '[w["text"] for w in d["warnings"] if w["code"] == "branch-eol"][0]' | grep -q "the runfile method installs none" ||
 	fail "HGX runfile keep: $(j 'd["warnings"]')"
+# A kept driver's fabric manager: replace_installed = never keeps the
+# captured R535, whose fabric manager has no package (none installed): the
+# plan installs nvidia-fabricmanager-535 at 535.183.01 alone from NVIDIA's
+# repository, held, nothing of the driver.
+printf '[install]\nreplace_installed = never\n' >"$TMP/never.conf"
+expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --config "$TMP/never.conf" --json
+[ "$(j '[d["driver"][k] for k in ("action", "method", "repository")]')" = "['keep', 'none', 'ubuntu2204']" ] &&
+	[ "$(j 'd["driver"]["packages"]')" = "['nvidia-fabricmanager-535']" ] || fail "HGX kept, no FM: $(j 'd["driver"]')"
+j 'd["driver"]["method_reason"]' | grep -q "its fabric manager only (none is installed): nvidia-fabricmanager-535 535.183.01 .* no driver package, no DKMS, no module rebuilt" ||
+	fail "HGX kept, no FM: $(j 'd["driver"]["method_reason"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-fabricmanager"][0]' | grep -q "installed beside the kept driver at its version 535.183.01" ||
+	fail "HGX kept, no FM: $(j 'd["daemons"]')"
+# --offline downloads nothing: refused before any change, saying so
+GPUBOOT_FAKE_OPS="clock:1796040000000000000,root=$HGX,record=$TMP/hgxoff.ops" expect_exit 10 "$GB" --root "$HGX" run --offline \
+	--profile minimal --config "$TMP/never.conf" --state-dir "$TMP/hgxoff.state" --run-dir "$TMP/hgxoff.state/run"
+grep -q "kept driver's version 535.183.01 (none is installed), and --offline downloads nothing" "$TMP/err" &&
+	[ ! -s "$TMP/hgxoff.ops" ] || fail "HGX kept, no FM, --offline: $(tail -3 "$TMP/err")"
+# ... and one of another version is replaced at the driver's
+HGXM=$TMP/hgx-fm-old
+cp -a "$HGX" "$HGXM"
+printf '\nPackage: nvidia-fabricmanager-535\nStatus: install ok installed\nArchitecture: amd64\nVersion: 535.161.08-1\n' >>"$HGXM/var/lib/dpkg/status"
+expect_exit 0 "$GB" --root "$HGXM" plan --profile minimal --config "$TMP/never.conf" --json
+[ "$(j 'd["driver"]["packages"]')" = "['nvidia-fabricmanager-535']" ] || fail "HGX kept, FM 535.161.08: $(j 'd["driver"]')"
+j 'd["driver"]["method_reason"]' | grep -q "replacing the installed one of another version" || fail "HGX kept, old FM: $(j 'd["driver"]["method_reason"]')"
+# ... and at the driver's version nothing is planned: the plan changes nothing
+sed -i 's/^Version: 535.161.08-1$/Version: 535.183.01-1/' "$HGXM/var/lib/dpkg/status"
+expect_exit 0 "$GB" --root "$HGXM" plan --profile minimal --config "$TMP/never.conf" --json
+[ "$(j 'd["driver"]["packages"]')" = "[]" ] && [ "$(j 'd["driver"]["method_reason"]')" = "the installed driver is kept: nothing to install" ] ||
+	fail "HGX kept, FM at its version: $(j 'd["driver"]')"
+# Debian's own driver kept (R535, Debian 12's branch) on an HGX board: Debian
+# packages no fabric manager, so the plan refuses (exit 10) before any
+# change, naming --method packages; the run changes nothing.
+DEBK=$TMP/debian-kept
+cp -a "$FIX/debian12-nvidia535-disk" "$DEBK"
+expect_exit 10 "$GB" --root "$DEBK" plan --target-gpu 2330x8 --profile minimal --json
+j 'd["refusal"]["reason"]' | grep -q "kept driver's version 535.261.03 (none is installed), and R535 is debian 12's own driver, whose packages bring no fabric manager; use --method packages to replace the driver with NVIDIA's" ||
+	fail "Debian kept on HGX: $(j 'd["refusal"]')"
+GPUBOOT_FAKE_OPS="clock:1796040000000000000,root=$DEBK,record=$TMP/debk.ops" expect_exit 10 "$GB" --root "$DEBK" run --target-gpu 2330x8 \
+	--profile minimal --state-dir "$TMP/debk.state" --run-dir "$TMP/debk.state/run"
+[ ! -s "$TMP/debk.ops" ] && diff -r --no-dereference "$FIX/debian12-nvidia535-disk" "$DEBK" >/dev/null || fail "Debian kept on HGX: the run changed the root: $(cat "$TMP/debk.ops" 2>/dev/null)"
+# GB200/GB300 compute trays (NVL72): IMEX at the driver's version with the
+# driver (nvidia-imex from R580, nvidia-imex-<branch> before), started after
+# the modules with the site's [imex] nodes; without them the plan warns
+# (imex-not-configured: single-node only) and invents no list.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu 2941x4 --profile minimal --json
+[ "$(j 'd["driver"]["packages"]')" = "['nvidia-driver-pinning-580', 'nvidia-open', 'nvidia-imex']" ] || fail "GB200: $(j 'd["driver"]["packages"]')"
+[ "$(j '[w["code"] for w in d["warnings"]]')" = "['imex-not-configured']" ] || fail "GB200 without nodes: $(j 'd["warnings"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-imex"][0]' | grep -q "not configured (\[imex\] nodes is unset in gpuboot.conf): not started, single-node only" ||
+	fail "GB200 without nodes: $(j 'd["daemons"]')"
+printf '[imex]\nnodes = 10.1.0.11 10.1.0.12, 10.1.0.13\n' >"$TMP/imex.conf"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64 --target-gpu 31c2x4 --profile minimal --config "$TMP/imex.conf" --json
+[ "$(j 'd["driver"]["packages"]')" = "['@nvidia-driver:580-open', 'nvidia-imex']" ] || fail "GB300 rhel9: $(j 'd["driver"]["packages"]')"
+[ "$(j '[w["code"] for w in d["warnings"]]')" = "[]" ] || fail "GB300 with nodes: $(j 'd["warnings"]')"
+j '[x["reason"] for x in d["daemons"] if x["name"] == "nvidia-imex"][0]' | grep -q "nodes_config.cfg from the site's \[imex\] nodes (3), then started after the modules" ||
+	fail "GB300 with nodes: $(j 'd["daemons"]')"
+printf '[driver]\nbranch = R570\n[cuda]\npolicy = none\n' >"$TMP/r570gb.profile"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu 2941x4 --profile "$TMP/r570gb.profile" --json
+[ "$(j 'd["driver"]["packages"][-1]')" = "nvidia-imex-570" ] || fail "GB200 R570: $(j 'd["driver"]["packages"]')"
+# GH200 is no NVL72 tray: no IMEX
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu GH200 --profile minimal --json
+[ "$(j '[x["name"] for x in d["daemons"]]')" = "['nvidia-persistenced']" ] || fail "GH200: $(j 'd["daemons"]')"
+# a name, a repeated address or an empty list is a configuration error (exit 2, file:line)
+for bad in "nodes = tray1.example" "nodes = 10.1.0.11 10.1.0.11" "nodes ="; do
+	printf '[imex]\n%s\n' "$bad" >"$TMP/imex-bad.conf"
+	expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04:aarch64 --target-gpu 2941x4 --config "$TMP/imex-bad.conf"
+	grep -q "imex-bad.conf:2: " "$TMP/err" || fail "[imex] $bad: $(cat "$TMP/err")"
+done
 # NVIDIA's NVSwitch platform list names the HGX B300 and H800 8-GPU boards
 # too (data/SOURCES.md): their plans need the fabric manager like H100's.
 for g in B300x8 H800x8 B200x8; do

@@ -1376,6 +1376,47 @@ static void make_ctk_pubkey_line(void)
 
 /* The typed package spec and its spelling in the plan: every kind round
  * trips; a stream without its parts, or too long a name, is no spec. */
+/* A kept driver's fabric manager alone (install-plan.c's fm_only on dnf):
+ * userspace only, at the driver's version, NVLSM and infiniband-diags
+ * beside it at their own versions, held: not refused for their missing
+ * versions (only a userspace install with no driver version, the
+ * toolkit's, must give every version), nothing of the kernel's. */
+TEST(fm_only_dnf)
+{
+	char spec[8192], id[] = "cuda-rhel9-x86_64", abs[4200], key_url[4400];
+	char uri[] = "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/";
+	struct gb_apt_repo repo = { .id = id, .uri = uri, .key_url = key_url, .key_pin = "cuda-rpm" };
+	struct gb_pkg_spec pkgs[3] = { { .hold = true }, { .hold = true }, { .hold = true } };
+	struct gb_install_input in = { .method = GB_INSTALL_PACKAGES,
+		                       .flavor = "open",
+		                       .driver_version = "580.95.05",
+		                       .packages = pkgs,
+		                       .n_packages = 3,
+		                       .repo = &repo,
+		                       .userspace_only = true,
+		                       .pin_name = "nvidia-fabricmanager",
+		                       .pin_packages = "nvidia-fabricmanager",
+		                       .pin_version = "580.95.05",
+		                       .lock_timeout_ms = 3000 };
+	struct run x;
+
+	gb_strscpy(pkgs[0].name, sizeof(pkgs[0].name), "nvidia-fabricmanager");
+	gb_strscpy(pkgs[0].version, sizeof(pkgs[0].version), "580.95.05");
+	gb_strscpy(pkgs[1].name, sizeof(pkgs[1].name), "nvlsm");
+	gb_strscpy(pkgs[2].name, sizeof(pkgs[2].name), "infiniband-diags");
+	CHECK(realpath(TEST_KEY, abs) != NULL);
+	snprintf(key_url, sizeof(key_url), "file://%s", abs);
+	make_root(&rhel9);
+	base_spec(spec, sizeof(spec), &rhel9);
+	run_in(&x, spec, &in);
+	if (getenv("SHOW_RECORD"))
+		fputs(x.record, stderr);
+	CHECK(!strstr(x.res.error, "has no version"));
+	CHECK(strstr(x.record, "rpm --import") != NULL); /* past the list: the repository's key */
+	check_userspace_only(&x);
+	run_done(&x);
+}
+
 TEST(pkg_spec)
 {
 	static const char *const good[] = { "nvidia-open", "@nvidia-driver:595-open", "versionlock:*nvidia*580*",

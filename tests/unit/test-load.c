@@ -800,7 +800,7 @@ TEST(daemons)
 	if (!w.j || !d)
 		goto out;
 	/* persistenced not installed: left, not a failure; masked by the site: left too */
-	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 1, "580.95.05", d), 0);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 1, "580.95.05", NULL, d), 0);
 	CHECK_STREQ(d->d[0].state, "not-installed");
 	{
 		char p[4400];
@@ -808,7 +808,7 @@ TEST(daemons)
 		snprintf(p, sizeof(p), "%s/etc/systemd/system/nvidia-persistenced.service", w.root);
 		CHECK_INT(symlink("/dev/null", p), 0);
 		write_at(w.root, "lib/systemd/system/nvidia-persistenced.service", "[Service]\n");
-		CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 1, "580.95.05", d), 0);
+		CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 1, "580.95.05", NULL, d), 0);
 		CHECK_STREQ(d->d[0].state, "masked");
 		CHECK_INT(unlink(p), 0);
 	}
@@ -816,14 +816,14 @@ TEST(daemons)
 	write_at(w.root, "usr/lib/systemd/system/nvidia-fabricmanager.service", "[Service]\n");
 	/* NVSwitches and no fabric manager package: refused, named */
 	write_at(w.root, "var/lib/dpkg/status", "Package: bash\nStatus: install ok installed\nVersion: 5.2-1\n");
-	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.95.05", d), -ENOPKG);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.95.05", NULL, d), -ENOPKG);
 	CHECK_STREQ(d->d[0].state, "started");
 	CHECK_STREQ(d->d[1].state, "not-installed");
 	CHECK(strstr(d->error, "the plan needs the fabric manager (NVSwitches, or the profile)") != NULL);
 	CHECK(strstr(d->hint, "nvidia-fabricmanager at the driver's version 580.95.05") != NULL);
 	/* another version: refused before systemctl, both versions named */
 	write_at(w.root, "var/lib/dpkg/status", fm_status);
-	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.82.07", d), -EPROTO);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.82.07", NULL, d), -EPROTO);
 	CHECK_STREQ(d->d[1].state, "refused");
 	CHECK_STREQ(d->d[1].version, "580.95.05");
 	CHECK_STREQ(d->error, "the fabric manager is 580.95.05, the driver 580.82.07: it would refuse to start (they "
@@ -833,7 +833,7 @@ TEST(daemons)
 	CHECK_INT(count(t, "nvidia-fabricmanager.service"), 0);
 	free(t);
 	/* the same version: enabled and started, journaled */
-	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.95.05", d), 0);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both, 2, "580.95.05", NULL, d), 0);
 	CHECK_STREQ(d->d[1].state, "started");
 	t = slurp(w.record);
 	CHECK(
@@ -854,7 +854,7 @@ TEST(daemons)
 		t = slurp(w.record);
 		starts = count(t, "systemctl start nvidia-fabricmanager.service");
 		free(t);
-		CHECK_INT(gb_load_daemons(&w.ctx, w.j, nvl5, 2, "580.95.05", d), -ENOPKG);
+		CHECK_INT(gb_load_daemons(&w.ctx, w.j, nvl5, 2, "580.95.05", NULL, d), -ENOPKG);
 		CHECK_STREQ(d->d[0].state, "not-installed");
 		CHECK_INT(d->n, 1);
 		CHECK(strstr(d->error, "NVLSM is not installed") != NULL);
@@ -869,7 +869,7 @@ TEST(daemons)
 			         fm_status);
 			write_at(w.root, "var/lib/dpkg/status", st);
 		}
-		CHECK_INT(gb_load_daemons(&w.ctx, w.j, nvl5, 2, "580.95.05", d), 0);
+		CHECK_INT(gb_load_daemons(&w.ctx, w.j, nvl5, 2, "580.95.05", NULL, d), 0);
 		CHECK_STREQ(d->d[0].state, "installed");
 		CHECK_STREQ(d->d[0].version, "2025.06.10-1");
 		CHECK_STREQ(d->d[1].state, "started");
@@ -893,7 +893,7 @@ TEST(daemons)
 	if (!w.j)
 		goto out;
 	write_at(w.root, "usr/lib/systemd/system/nvidia-fabricmanager.service", "[Service]\n");
-	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both + 1, 1, "580.95.05", d), -EIO);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, both + 1, 1, "580.95.05", NULL, d), -EIO);
 	CHECK_STREQ(d->d[0].version, "580.95.05");
 	CHECK_STREQ(d->d[0].state, "failed"); /* systemctl start failed (scripted EIO) */
 	t = slurp(w.record);
@@ -901,6 +901,61 @@ TEST(daemons)
 	free(t);
 	world_close(&w);
 out:
+	free(d);
+}
+
+/* GB200/GB300: nvidia-imex after the fabric manager, its nodes file from
+ * the site's list; without a list nothing is written or started. */
+TEST(daemons_imex)
+{
+	static const char *const names[] = { "nvidia-fabricmanager", "nvidia-imex" };
+	struct world w;
+	struct gb_daemons_result *d = calloc(1, sizeof(*d));
+	char *t = NULL, p[4400];
+	const char *fm, *ix;
+
+	CHECK_INT(world_open(&w, "imex", NULL), 0);
+	if (!w.j || !d)
+		goto out;
+	write_at(w.root, "var/lib/dpkg/status",
+	         "Package: nvidia-fabricmanager\nStatus: install ok installed\nVersion: 580.95.05-1\n");
+	write_at(w.root, "lib/systemd/system/nvidia-fabricmanager.service", "[Service]\n");
+	/* no [imex] nodes: not configured, nothing written or started */
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, names + 1, 1, "580.95.05", NULL, d), 0);
+	CHECK_STREQ(d->d[0].state, "not-configured");
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, names + 1, 1, "580.95.05", "", d), 0);
+	CHECK_STREQ(d->d[0].state, "not-configured");
+	snprintf(p, sizeof(p), "%s/etc/nvidia-imex/nodes_config.cfg", w.root);
+	CHECK(access(p, F_OK) != 0);
+	/* nodes, and no unit: refused, named, nothing written */
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, names + 1, 1, "580.95.05", "10.0.0.1 fd00::2", d), -ENOPKG);
+	CHECK_STREQ(d->d[0].state, "not-installed");
+	CHECK(strstr(d->hint, "nvidia-imex") != NULL);
+	CHECK(access(p, F_OK) != 0);
+	/* installed: the file, one address a line, then the unit after the fabric manager */
+	write_at(w.root, "usr/lib/systemd/system/nvidia-imex.service", "[Service]\n");
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, names, 2, "580.95.05", "10.0.0.1 fd00::2", d), 0);
+	CHECK_STREQ(d->d[0].state, "started");
+	CHECK_STREQ(d->d[1].state, "started");
+	free(t);
+	t = slurp(p);
+	CHECK_STREQ(t, "10.0.0.1\nfd00::2\n");
+	free(t);
+	t = slurp(w.record);
+	fm = t ? strstr(t, "systemctl start nvidia-fabricmanager.service\n") : NULL;
+	ix = t ? strstr(t, "systemctl enable nvidia-imex.service\nsystemctl restart nvidia-imex.service\n") : NULL;
+	CHECK(fm && ix && fm < ix);
+	CHECK_STREQ(step_state(w.j, "file:etc/nvidia-imex/nodes_config.cfg"), "done");
+	{
+		json_object *js = gb_daemons_result_to_json(d);
+		CHECK_STREQ(json_object_to_json_string_ext(js, JSON_C_TO_STRING_PLAIN),
+		            "[{\"name\":\"nvidia-fabricmanager\",\"state\":\"started\",\"version\":\"580.95.05\"},"
+		            "{\"name\":\"nvidia-imex\",\"state\":\"started\"}]");
+		json_object_put(js);
+	}
+	world_close(&w);
+out:
+	free(t);
 	free(d);
 }
 
