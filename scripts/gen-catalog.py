@@ -183,7 +183,8 @@ def gen_traits():
         dev = int(t["device"], 16)
         arm = t["grace"] or t["aarch64_only"]
         out.append(f"\t{{ 0x{dev:04x}, {c_str(t['aliases'])}, {b(t['grace'])}, {b(arm)}, {b(t['held_back'])}, "
-                   f"{t['hgx8_nvswitches']}, {b(t['nvswitches_hidden'])}, {t['mem_mib']} }},")
+                   f"{t['hgx8_nvswitches']}, {b(t['nvswitches_hidden'])}, {t['mem_mib']}, {t.get('min_branch', 0)}, "
+                   f"{t.get('open_from', 0)} }},")
     out.append("};")
     out.append("const size_t gb_gpu_traits_len = sizeof(gb_gpu_traits) / sizeof(gb_gpu_traits[0]);")
     out.append("")

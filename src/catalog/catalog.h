@@ -216,6 +216,8 @@ struct gb_gpu_traits {
 	unsigned hgx8_nvswitches; /* NVSwitches on the 8-GPU HGX board, 0 = none */
 	bool nvswitches_hidden; /* the board's switches are no PCI functions of the host (B200 on) */
 	unsigned memory_mib; /* what NVML reports as total memory, 0 = not recorded */
+	unsigned min_branch; /* the first branch NVIDIA lists it in, where later than its architecture's; 0 = by arch */
+	unsigned open_from; /* the first branch whose open module lists it, where later than R515; 0 = R515 */
 };
 extern const struct gb_gpu_traits gb_gpu_traits[];
 extern const size_t gb_gpu_traits_len;

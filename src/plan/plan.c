@@ -37,7 +37,7 @@ static bool is_grace_board(uint16_t d)
 }
 
 /* Branches Ubuntu ships as signed precompiled modules (linux-modules-nvidia-*-server). */
-static const unsigned ubuntu_signed_branches[] = { 535, 550, 570, 580 };
+static const unsigned ubuntu_signed_branches[] = { 535, 550, 570, 580, 595 };
 
 void gb_plan_say(char *dst, size_t n, const char *fmt, ...)
 {
@@ -168,9 +168,14 @@ static int resolve_gpus(struct gb_plan *p, const struct gb_profile *prof, const 
 		if (g->open == GB_OPEN_NO)
 			g->open_required = false;
 		{
-			/* kept on the proprietary module by default (the catalog's traits, docs/plan.md) */
+			/* kept on the proprietary module by default (the catalog's traits, docs/plan.md); a
+			 * device NVIDIA lists later than its architecture's first branch, or in the open
+			 * module's list later than R515 */
 			const struct gb_gpu_traits *t = gb_catalog_traits(d);
 			g->held_back |= t && t->held_back;
+			if (t && t->min_branch > g->min_branch && !(o && o->min_branch))
+				g->min_branch = t->min_branch;
+			g->open_from = t ? t->open_from : 0;
 		}
 		if (g->vgpu && prof->graphics) {
 			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
@@ -251,10 +256,13 @@ unsigned gb_plan_version_branch(const char *version)
 static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, const char *need_open_by,
                           const char *need_prop_by)
 {
-	const struct gb_plan_gpu *hb = NULL;
-	for (size_t i = 0; i < p->n_gpus; i++)
+	const struct gb_plan_gpu *hb = NULL, *late_open = NULL;
+	for (size_t i = 0; i < p->n_gpus; i++) {
 		if (p->gpus[i].held_back)
 			hb = &p->gpus[i];
+		if (p->gpus[i].open_from && (!late_open || p->gpus[i].open_from > late_open->open_from))
+			late_open = &p->gpus[i];
+	}
 	if (need_open_by) {
 		if (prof->flavor == GB_FLAVOR_PROPRIETARY) {
 			refuse(p, GB_EXIT_UNSUPPORTED_GPU,
@@ -309,6 +317,11 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
 		p->driver.flavor = GB_DRIVER_PROPRIETARY;
 		SAY(p->driver.flavor_reason, "before R560 NVIDIA's default is the proprietary module where the "
 		                             "GPU does not require the open one");
+	} else if (late_open && late_open->open_from > p->driver.branch) {
+		p->driver.flavor = GB_DRIVER_PROPRIETARY;
+		SAY(p->driver.flavor_reason,
+		    "NVIDIA's open kernel module lists %s (%04x) from R%u on: R%u's proprietary one", late_open->name,
+		    late_open->device, late_open->open_from, p->driver.branch);
 	} else {
 		p->driver.flavor = GB_DRIVER_OPEN;
 		SAY(p->driver.flavor_reason, "every GPU is Turing or newer and supported by the open module, "
@@ -323,14 +336,29 @@ static void decide_flavor(struct gb_plan *p, const struct gb_profile *prof, cons
  * (--repair) keeps its own module, whatever the profile asks. */
 static bool open_module_exists(struct gb_plan *p, const struct gb_profile *prof)
 {
-	if (p->driver.flavor != GB_DRIVER_OPEN || p->driver.branch >= gb_open_module_from ||
+	const struct gb_plan_gpu *late = NULL;
+
+	if (p->driver.flavor != GB_DRIVER_OPEN ||
 	    !(p->driver.action == GB_ACTION_INSTALL || p->driver.action == GB_ACTION_REPLACE))
 		return true;
+	if (p->driver.branch < gb_open_module_from) {
+		refuse(p, GB_EXIT_UNSUPPORTED,
+		       "%s the open module, which R%u does not have (NVIDIA's open kernel modules begin with R%u); "
+		       "use module_flavor = auto or a branch from R%u on",
+		       prof->flavor == GB_FLAVOR_OPEN ? "the profile asks for" : "the plan chose", p->driver.branch,
+		       gb_open_module_from, gb_open_module_from);
+		return false;
+	}
+	for (size_t i = 0; i < p->n_gpus; i++)
+		if (p->gpus[i].open_from > p->driver.branch && (!late || p->gpus[i].open_from > late->open_from))
+			late = &p->gpus[i];
+	if (!late)
+		return true;
 	refuse(p, GB_EXIT_UNSUPPORTED,
-	       "%s the open module, which R%u does not have (NVIDIA's open kernel modules begin with R%u); use "
-	       "module_flavor = auto or a branch from R%u on",
-	       prof->flavor == GB_FLAVOR_OPEN ? "the profile asks for" : "the plan chose", p->driver.branch,
-	       gb_open_module_from, gb_open_module_from);
+	       "%s the open module, whose R%u does not list %s (%04x): NVIDIA's open kernel module supports it from "
+	       "R%u on; use module_flavor = auto (the proprietary module on R%u) or a branch from R%u on",
+	       prof->flavor == GB_FLAVOR_OPEN ? "the profile asks for" : "the plan chose", p->driver.branch, late->name,
+	       late->device, late->open_from, p->driver.branch, late->open_from);
 	return false;
 }
 

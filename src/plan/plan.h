@@ -31,6 +31,7 @@ struct gb_plan_gpu {
 	enum gb_open open;
 	bool open_required, held_back, vgpu, unknown;
 	unsigned min_branch, last_branch, pinned_branch;
+	unsigned open_from; /* the first branch whose open module lists it, where later than R515 (catalog), 0 */
 	char source[160];
 };
 

@@ -19,6 +19,12 @@ grep -q '{ 620, GB_BRANCH_LTSB, "2029-09-30", "4.15" }' src/catalog/catalog-data
 grep -q '{ 610, GB_BRANCH_NEW_FEATURE, "2026-08-31", "4.15" }' src/catalog/catalog-data.c || fail "R610 ends August 2026"
 grep -q '^const unsigned gb_proprietary_removed_from = 620;' src/catalog/catalog-data.c || fail "R620 has no proprietary module"
 grep -q "^const unsigned gb_open_module_from = 515;" src/catalog/catalog-data.c || fail "the open module begins with R515"
+# per device, NVIDIA's open-module README at each tag (data/catalog.json gpu_traits)
+grep -q '{ 0x2bb5, "RTX PRO 6000|RTX-PRO-6000", .*, 575, 0 },' src/catalog/catalog-data.c || fail "2BB5 from R575"
+grep -q '{ 0x2348, "GH200-144G", .*, 565, 0 },' src/catalog/catalog-data.c || fail "2348 from R565"
+grep -q '{ 0x2335, "H200", .*, 0, 550 },' src/catalog/catalog-data.c || fail "H200's open module from R550"
+grep -q '{ 0x233b, "H200-NVL", .*, 0, 565 },' src/catalog/catalog-data.c || fail "H200 NVL's open module from R565"
+grep -q '{ 0x26ba, "L20", ' src/catalog/catalog-data.c || fail "L20 is 26BA"
 # The catalog's date is data/SOURCES.md's "Catalog date", the day its newest
 # source was read: the script refuses a SOURCES.md that cites a newer day,
 # and one without the line (the plan's catalog-stale warning measures it).
@@ -50,7 +56,7 @@ PY
 python3 scripts/gen-catalog.py --data "$TMP/data" --out "$TMP/p.c" --out-data "$TMP/d.c" || fail "the edited catalog.json refused"
 diff "$TMP/d.c" src/catalog/catalog-data.c | grep '^[<>]' >"$TMP/diff"
 [ "$(grep -c '^<' "$TMP/diff")" = 2 ] && grep -q '^< 	{ 595, GB_BRANCH_PRODUCTION, "2027-06-30", "4.15" },$' "$TMP/diff" &&
-	grep -q '^< 	{ 0x2335, "H200", false, false, false, 5, false, 143771 },$' "$TMP/diff" || fail "catalog.json's facts: $(cat "$TMP/diff")"
+	grep -q '^< 	{ 0x2335, "H200", false, false, false, 5, false, 143771, 0, 550 },$' "$TMP/diff" || fail "catalog.json's facts: $(cat "$TMP/diff")"
 python3 - "$TMP/data/catalog.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); d["distros"]["source"] = ""

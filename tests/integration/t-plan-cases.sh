@@ -571,4 +571,24 @@ expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-gpu "Quadro XYZ90
 expect_exit 2 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.4 --target-gpu T4
 grep -q "'22.4' is not a release of ubuntu" "$TMP/err" || fail "ubuntu 22.4: $(cat "$TMP/err")"
 # ---- end plan truth ----
+# Devices later than their architecture (NVIDIA's open-module README per
+# tag): 2BB5 from R575, GH200 144G from R565; the H200's open module from
+# R550: a pinned R535 with module_flavor = open is refused before any change,
+# auto takes the proprietary module there.
+export GPUBOOT_FAKE_OPS=clock:1796040000000000000
+jq1() { python3 -c "import json,sys; d=json.load(open('$TMP/out')); print(eval(sys.argv[1]))" "$1"; }
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2bb5 --profile inference --json
+[ "$(jq1 'd["gpus"][0]["min_branch"]')" = 575 ] || fail "2bb5 min_branch: $(jq1 'd["gpus"][0]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu GH200-144G --profile inference --json
+[ "$(jq1 'd["gpus"][0]["min_branch"]')" = 565 ] || fail "2348 min_branch: $(jq1 'd["gpus"][0]')"
+sed 's/^branch = lts$/branch = R535/' profiles/inference.profile >"$TMP/p535.profile"
+sed 's/^module_flavor = auto$/module_flavor = open/' "$TMP/p535.profile" >"$TMP/p535open.profile"
+expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H200 --profile "$TMP/p535open.profile"
+grep -q "whose R535 does not list H200 SXM 141GB (2335): NVIDIA's open kernel module supports it from R550 on" "$TMP/err" ||
+	fail "H200 open on R535: $(cat "$TMP/err")"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu H200 --profile "$TMP/p535.profile" --json
+[ "$(jq1 'd["driver"]["branch"], d["driver"]["module_flavor"]')" = "(535, 'proprietary')" ] || fail "H200 on R535: $(jq1 'd["driver"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu L20 --json
+[ "$(jq1 'd["gpus"][0]["device_id"]')" = 26ba ] || fail "L20: $(jq1 'd["gpus"][0]')"
+unset GPUBOOT_FAKE_OPS
 echo ok
