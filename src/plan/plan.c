@@ -1389,7 +1389,7 @@ static void decide_imex(struct gb_plan *p)
 static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *prof)
 {
 	char r[GB_REASON];
-	bool gh200_580 = false;
+	bool grace_580 = false;
 
 	add_named(p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvidia-persistenced", NULL,
 	          "keeps the driver initialised between jobs on a server (no X): fast CUDA start, stable clocks");
@@ -1462,8 +1462,7 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		add_named(p->modules, &p->n_modules, ARRAY_SIZE(p->modules), "nvidia_peermem", NULL,
 		          "Mellanox NICs present and the profile wants GPUDirect RDMA");
 	for (size_t i = 0; i < p->n_gpus; i++)
-		gh200_580 |=
-		    is_grace_board(p->gpus[i].device) && p->gpus[i].arch == GB_ARCH_HOPPER && p->driver.branch >= 580;
+		grace_580 |= is_grace_board(p->gpus[i].device) && p->driver.branch >= 580;
 	/* the hold-back's stack: the GSP firmware off with the proprietary module,
 	 * whatever the action (a run resumed after its install keeps the driver
 	 * it installed, and must plan the same parameters) */
@@ -1471,11 +1470,11 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia", "NVreg_EnableGpuFirmware=0",
 		          "the hold-back's stack (AWS's EKS AMI on g4dn, g5, g5g): the proprietary module with the GSP "
 		          "firmware off");
-	if (gh200_580)
-		add_named(p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia",
-		          "NVreg_CoherentGPUMemoryMode=driver",
-		          "GH200 with R580+: the driver manages the GPU's coherent memory instead of onlining it as a "
-		          "NUMA node");
+	if (grace_580)
+		add_named(
+		    p->params, &p->n_params, ARRAY_SIZE(p->params), "nvidia", "NVreg_CoherentGPUMemoryMode=driver",
+		    "a Grace board (GH200, GB200, GB300) with R580+: the driver manages the GPU's coherent memory "
+		    "instead of onlining it as a NUMA node (NVIDIA's CDMM for hardware-coherent platforms)");
 }
 
 static void decide_toolkit(struct gb_plan *p, const struct gb_profile *prof, const struct gb_site_config *site)
