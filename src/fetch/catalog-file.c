@@ -17,6 +17,7 @@
 #include "shared/macro.h"
 #include "shared/tls.h"
 #include "shared/util.h"
+#include "shared/redact.h"
 #include "sig.h"
 
 #define SIG_MAX 1024
@@ -234,10 +235,14 @@ int gb_catalog_version_load(const char *state_dir, uint64_t *ret, char *err, siz
 
 #define MAX_CANDIDATES 3
 
+/* A refusal, logged and in the plan's warnings: a mirror URL's credentials
+ * (and those in an error that quotes it) never reach the plan's text, which
+ * is not one of the redacting sinks. */
 static void refused(const char *origin, const char *why, const char *fix)
 {
-	char text[600];
-	snprintf(text, sizeof(text), "catalog update %s refused: %s", origin, why);
+	char raw[600], text[600];
+	snprintf(raw, sizeof(raw), "catalog update %s refused: %s", origin, why);
+	gb_redact_urls(raw, text, sizeof(text));
 	gb_log_warning("%s; the catalog in force stays; fix: %s", text, fix);
 	gb_catalog_note_refusal(text, fix);
 }
@@ -270,8 +275,8 @@ static int read_candidate(const struct gb_catalog_sources *s, const char *where,
 
 /* One candidate verified into f: 1 when valid, 0 when there is none there
  * or it was refused (noted). */
-static int candidate(const struct gb_catalog_sources *s, const char *where, bool url, bool must_exist, uint64_t floor,
-                     struct gb_catalog_file *f)
+static int candidate(const struct gb_catalog_sources *s, const char *where, const char *shown, bool url,
+                     bool must_exist, uint64_t floor, struct gb_catalog_file *f)
 {
 	_cleanup_free_ char *text = NULL, *sig = NULL;
 	char err[512] = "", fix[256] = "";
@@ -281,18 +286,18 @@ static int candidate(const struct gb_catalog_sources *s, const char *where, bool
 
 	r = read_candidate(s, where, url, &text, &len, &sig, err, sizeof(err));
 	if (r == -ENOENT && !must_exist) {
-		gb_log_debug("No catalog update at %s", where);
+		gb_log_debug("No catalog update at %s", shown);
 		return 0;
 	}
 	if (r < 0) {
-		refused(where, err[0] ? err : "it cannot be read", "check the path or the mirror");
+		refused(shown, err[0] ? err : "it cannot be read", "check the path or the mirror");
 		return r == -ENOMEM ? r : 0;
 	}
 	if (gb_tls_init(true, &missing) < 0) { /* OpenSSL checked before its first use (main.c) */
-		refused(where, "OpenSSL failed to initialise", "see the error above");
+		refused(shown, "OpenSSL failed to initialise", "see the error above");
 		return 0;
 	}
-	r = gb_catalog_file_verify(where, text, len, sig, s->keys, s->now_s, floor, f, err, sizeof(err), fix,
+	r = gb_catalog_file_verify(shown, text, len, sig, s->keys, s->now_s, floor, f, err, sizeof(err), fix,
 	                           sizeof(fix));
 	if (r == -ENOMEM)
 		return r;
@@ -307,7 +312,7 @@ static int candidate(const struct gb_catalog_sources *s, const char *where, bool
 		r = -ESTALE;
 	}
 	if (r < 0) {
-		refused(where, err, fix);
+		refused(shown, err, fix);
 		return 0;
 	}
 	return 1;
@@ -365,7 +370,7 @@ static int apply_newest(struct gb_catalog_file *c, size_t n)
 int gb_catalog_load(const struct gb_catalog_sources *s)
 {
 	struct gb_catalog_file c[MAX_CANDIDATES];
-	char stored[1024] = "", url[1100] = "", err[512] = "";
+	char stored[1024] = "", url[1100] = "", shown[1100] = "", err[512] = "";
 	uint64_t floor = 0;
 	int r = 0, in_force;
 
@@ -376,14 +381,15 @@ int gb_catalog_load(const struct gb_catalog_sources *s)
 	}
 	if (s->state_dir) {
 		snprintf(stored, sizeof(stored), "%s/catalog.json", s->state_dir);
-		r = candidate(s, stored, false, false, floor, &c[0]);
+		r = candidate(s, stored, stored, false, false, floor, &c[0]);
 	}
 	if (r >= 0 && s->file)
-		r = candidate(s, s->file, false, true, floor, &c[1]);
+		r = candidate(s, s->file, s->file, false, true, floor, &c[1]);
 	if (r >= 0 && s->mirror && !(s->offline && !gb_startswith(s->mirror, "file://"))) {
 		size_t l = strlen(s->mirror);
 		snprintf(url, sizeof(url), "%s%scatalog.json", s->mirror, l && s->mirror[l - 1] == '/' ? "" : "/");
-		r = candidate(s, url, true, false, floor, &c[2]);
+		gb_redact_urls(url, shown, sizeof(shown));
+		r = candidate(s, url, shown, true, false, floor, &c[2]);
 	}
 	in_force = r < 0 ? -1 : apply_newest(c, MAX_CANDIDATES);
 	if (in_force >= 0) {
