@@ -29,6 +29,7 @@ struct gb_options {
 	const char *gpus; /* --gpus LIST: verify those NVML indices only */
 	const char *kernel; /* --repair --kernel KVER */
 	bool if_needed, from_hook, nodes; /* --repair --if-needed, --from-hook, --nodes */
+	bool check_next_boot; /* --repair --check-next-boot */
 	const char *method; /* --method packages|distro|runfile, or NULL: the plan's choice */
 	const char *catalog; /* --catalog FILE: a signed catalog update (FILE.sig beside it) */
 	bool catalog_keep; /* run, repair, fetch: the state directory is their own; keep an accepted catalog there */

@@ -68,6 +68,7 @@ enum {
 	OPT_IF_NEEDED,
 	OPT_FROM_HOOK,
 	OPT_NODES,
+	OPT_CHECK_NEXT_BOOT,
 	OPT_CATALOG,
 };
 
@@ -126,6 +127,8 @@ static const struct option_doc options[] = {
 	  "repair: do nothing, quickly, when the modules for the kernel are there and loaded (the boot unit)" },
 	{ "from-hook", no_argument, OPT_FROM_HOOK, GB_CMD_REPAIR, NULL,
 	  "repair: run from a kernel-install hook: no package manager, no load, never wait for the lock" },
+	{ "check-next-boot", no_argument, OPT_CHECK_NEXT_BOOT, GB_CMD_REPAIR, NULL,
+	  "repair: before a reboot, does the kernel booted next have its NVIDIA module? (0 yes, 14 no; reads only)" },
 	{ "nodes", no_argument, OPT_NODES, GB_CMD_REPAIR, NULL,
 	  "repair: only make the NVIDIA device nodes and /dev/char links of the modules loaded now (the udev rule)" },
 	{ "dry-run", no_argument, OPT_DRY_RUN, RUNS | GB_CMD_FETCH, NULL,
@@ -239,6 +242,7 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 	case OPT_IF_NEEDED: o->if_needed = true; break;
 	case OPT_FROM_HOOK: o->from_hook = true; break;
 	case OPT_NODES: o->nodes = true; break;
+	case OPT_CHECK_NEXT_BOOT: o->check_next_boot = true; break;
 	case OPT_RESUME: o->resume = true; break;
 	case OPT_METHOD:
 		if (!streq(arg, "packages") && !streq(arg, "distro") && !streq(arg, "runfile")) {

@@ -119,6 +119,20 @@ struct gb_repair_result {
 int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, struct gb_journal *j,
               struct gb_repair_result *ret);
 
+/* --repair --check-next-boot: the kernel the machine boots next (the boot
+ * loader's default entry: GRUB's grubenv and grub.cfg, BLS entries; else
+ * the newest under boot/) and whether it has the NVIDIA module at the
+ * installed version. Reads only. 0 with ret filled (ready or not), or a
+ * negative errno with ret->error (the kernel cannot be named). */
+struct gb_repair_next {
+	char kver[GB_KVER_MAX];
+	char source[96]; /* how kver was found */
+	bool ready; /* the module is there (or no driver is installed) */
+	struct gb_repair_state state;
+	char error[512];
+};
+int gb_repair_next_boot(struct gb_ctx *ctx, struct gb_repair_next *ret);
+
 /* The hooks and the unit, written through the journal (mode 0755 for the
  * hooks, 0644 for the unit), and the unit enabled (systemctl enable on the
  * live root, the multi-user.target.wants/ link under an image root).

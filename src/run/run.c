@@ -1111,6 +1111,30 @@ static bool repair_not_needed(struct gb_ctx *ctx)
 	return s.verdict == GB_REPAIR_OK && !s.marker;
 }
 
+/* --repair --check-next-boot (automation before a reboot): the kernel the
+ * machine boots next and whether it has its module; reads only, no lock,
+ * no journal, no status. 0 ready, 14 not, 1 when the kernel booted next
+ * cannot be named. */
+static int check_next_boot(struct gb_ctx *ctx)
+{
+	struct gb_repair_next n;
+	int k = gb_repair_next_boot(ctx, &n);
+
+	if (k < 0) {
+		gb_log_error("--check-next-boot: %s", n.error[0] ? n.error : strerror(-k));
+		return GB_EXIT_FAILED;
+	}
+	printf("next boot  %s (%s)\n", n.kver, n.source);
+	if (n.ready) {
+		printf("ready      %s\n", n.state.reason);
+		return GB_EXIT_OK;
+	}
+	printf("NOT READY  %s\n", n.state.reason);
+	if (n.state.hint[0])
+		printf("fix        %s\n", n.state.hint);
+	return GB_EXIT_MODULE;
+}
+
 /* --repair --nodes (the udev rule, when an NVIDIA module loads): the
  * nodes and /dev/char links only; no lock (the gpuboot that loads the
  * modules may hold it, and makes them too), no journal, no status:
@@ -1263,6 +1287,8 @@ int gb_run(struct gb_ctx *ctx)
 		return GB_EXIT_OK; /* on every boot's path: nothing read beyond the check, nothing written */
 	if (ctx->opt.repair && ctx->opt.nodes)
 		return nodes_only(ctx);
+	if (ctx->opt.repair && ctx->opt.check_next_boot)
+		return check_next_boot(ctx);
 	if (ctx->opt.dry_run) {
 		code = dry_run(&r);
 		goto out;

@@ -73,3 +73,34 @@ rm -rf "$N/dev"
 GPUBOOT_FAKE_OPS="record=$R2,root=$N" expect_exit 0 "$GB" --root "$N" --repair --nodes --dry-run
 grep -q "would make dev/nvidia-caps/nvidia-cap2 241:2 0444" "$TMP/out" || fail "--repair --nodes --dry-run did not list the nodes"
 [ ! -e "$N/dev" ] || fail "--repair --nodes --dry-run made something"
+
+# --repair --check-next-boot (automation before a reboot): the kernel the
+# machine boots next and whether it has its module; reads only. The disk
+# fixture's one kernel has its module: 0. A newer kernel installed without
+# one: the newest under boot/ (no boot loader configuration): 14, named,
+# the fix given. Then with GRUB's files (Debian 12's grub-mkconfig output,
+# tests/prepare/, its two kernels renamed to this root's): a saved default
+# on the old kernel boots it next: 0; the stock default (the first entry,
+# the newest kernel): 14. Nothing is written anywhere.
+C=$TMP/next-boot
+cp -a "$FIX/debian12-nvidia535-disk" "$C"
+S3=$TMP/next-state
+expect_exit 0 "$GB" --root "$C" --state-dir "$S3" --repair --check-next-boot
+grep -q "^next boot  6.1.0-50-cloud-amd64 (the newest kernel under boot/" "$TMP/out" || fail "next boot: $(cat "$TMP/out")"
+grep -q "^ready      6.1.0-50-cloud-amd64 has the NVIDIA module 535.261.03" "$TMP/out" || fail "ready: $(cat "$TMP/out")"
+touch "$C/boot/vmlinuz-6.1.0-57-cloud-amd64"
+mkdir -p "$C/lib/modules/6.1.0-57-cloud-amd64"
+expect_exit 14 "$GB" --root "$C" --state-dir "$S3" --repair --check-next-boot
+grep -q "^NOT READY  no NVIDIA module for 6.1.0-57-cloud-amd64" "$TMP/out" && grep -q "^fix        " "$TMP/out" ||
+	fail "not ready: $(cat "$TMP/out")"
+mkdir -p "$C/boot/grub"
+grub_as_here() { sed 's/6\.1\.0-21-amd64/6.1.0-57-cloud-amd64/g; s/6\.1\.0-18-amd64/6.1.0-50-cloud-amd64/g' "$1" >"$2"; }
+grub_as_here tests/prepare/debian12-saved/boot/grub/grub.cfg "$C/boot/grub/grub.cfg"
+grub_as_here tests/prepare/debian12-saved/boot/grub/grubenv "$C/boot/grub/grubenv"
+expect_exit 0 "$GB" --root "$C" --state-dir "$S3" --repair --check-next-boot
+grep -q "^next boot  6.1.0-50-cloud-amd64 (the boot loader's default entry)" "$TMP/out" || fail "GRUB saved: $(cat "$TMP/out")"
+grub_as_here tests/prepare/debian12/boot/grub/grub.cfg "$C/boot/grub/grub.cfg"
+rm "$C/boot/grub/grubenv"
+expect_exit 14 "$GB" --root "$C" --state-dir "$S3" --repair --check-next-boot
+grep -q "^next boot  6.1.0-57-cloud-amd64 (the boot loader's default entry)" "$TMP/out" || fail "GRUB default 0: $(cat "$TMP/out")"
+[ ! -e "$S3" ] || fail "--check-next-boot wrote the state directory"
