@@ -4,6 +4,10 @@
 FAKE=$PWD/build/fake-nvidia
 M=$TMP/machine
 cp -a "$FIX/h100x8-ubuntu2204" "$M"
+# the capture's dpkg status keeps only the toolkit's packages; its fabric
+# manager (usr/bin/nv-fabricmanager, 535.183.01, running on that machine)
+# is recorded here as dpkg had it, so the kept driver needs nothing
+printf '\nPackage: nvidia-fabricmanager-535\nStatus: install ok installed\nArchitecture: amd64\nVersion: 535.183.01-1\n' >>"$M/var/lib/dpkg/status"
 mkdir -p "$M/dev"
 for n in nvidiactl nvidia-uvm nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7; do : >"$M/dev/$n"; done
 export GPUBOOT_PROBE_PATTERN_MIB=64 GPUBOOT_PROBE_BW_MIB=8 GPUBOOT_PROBE_LOAD_MS=50
