@@ -10,23 +10,17 @@
 #include "context.h"
 #include "prepare/bootloader.h"
 #include "prepare/prepare.h"
+#include "repair-internal.h"
 #include "repair.h"
 #include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
-
-static int newest_cmp(const void *a, const void *b)
-{
-	return -strverscmp((const char *)a, (const char *)b);
-}
 
 /* The kernel booted next: the boot loader's (GRUB's default or saved
  * entry, BLS), else the newest under boot/ where the root has no boot
  * loader configuration gpuboot reads (an image, systemd-boot alone). */
 static int next_kernel(struct gb_ctx *ctx, struct gb_repair_next *ret)
 {
-	char ks[GB_PREPARE_MAX_KERNELS][GB_KVER_MAX];
-	size_t n = 0;
 	int r = gb_prepare_next_kernel(ctx->root, ret->kver, sizeof(ret->kver));
 
 	if (r >= 0) {
@@ -40,12 +34,10 @@ static int next_kernel(struct gb_ctx *ctx, struct gb_repair_next *ret)
 		         ctx->root->path, strerror(-r));
 		return r;
 	}
-	if (gb_prepare_kernels(ctx->root, ks, ARRAY_SIZE(ks), &n) < 0 || n == 0) {
+	if (gb_repair_newest_kernel(ctx, ret->kver, sizeof(ret->kver)) < 0) {
 		snprintf(ret->error, sizeof(ret->error), "no kernel under %s/boot", ctx->root->path);
 		return -ENOENT;
 	}
-	qsort(ks, n, sizeof(ks[0]), newest_cmp);
-	gb_strscpy(ret->kver, sizeof(ret->kver), ks[0]);
 	gb_strscpy(ret->source, sizeof(ret->source),
 	           "the newest kernel under boot/ (no GRUB or BLS configuration to read)");
 	return 0;

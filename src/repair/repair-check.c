@@ -162,9 +162,7 @@ static int strverscmp_desc(const void *a, const void *b)
 static int running_kernel(struct gb_ctx *ctx, struct gb_repair_state *s)
 {
 	_cleanup_free_ char *rel = NULL;
-	char ks[GB_PREPARE_MAX_KERNELS][GB_KVER_MAX];
 	struct utsname u;
-	size_t n = 0;
 
 	if (gb_root_read_attr(ctx->root, "proc/sys/kernel/osrelease", &rel) >= 0 && gb_repair_kver_valid(rel)) {
 		s->running = true;
@@ -175,10 +173,18 @@ static int running_kernel(struct gb_ctx *ctx, struct gb_repair_state *s)
 		return gb_strscpy(s->kver, sizeof(s->kver), u.release) < 0 ? -EINVAL : 0;
 	}
 	/* An image root: the newest kernel it has is the one it will boot. */
-	if (gb_prepare_kernels(ctx->root, ks, ARRAY_SIZE(ks), &n) < 0 || n == 0)
+	return gb_repair_newest_kernel(ctx, s->kver, sizeof(s->kver));
+}
+
+int gb_repair_newest_kernel(struct gb_ctx *ctx, char *ret, size_t n)
+{
+	char ks[GB_PREPARE_MAX_KERNELS][GB_KVER_MAX];
+	size_t nk = 0;
+
+	if (gb_prepare_kernels(ctx->root, ks, ARRAY_SIZE(ks), &nk) < 0 || nk == 0)
 		return -ENOENT;
-	qsort(ks, n, sizeof(ks[0]), strverscmp_desc);
-	return gb_strscpy(s->kver, sizeof(s->kver), ks[0]) < 0 ? -EINVAL : 0;
+	qsort(ks, nk, sizeof(ks[0]), strverscmp_desc);
+	return gb_strscpy(ret, n, ks[0]) < 0 ? -EINVAL : 0;
 }
 
 static bool marker_exists(struct gb_ctx *ctx, const char *kver)

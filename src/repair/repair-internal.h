@@ -22,3 +22,6 @@ enum gb_repair_family gb_repair_family(struct gb_ctx *ctx, const char *family);
 /* The rest of the decision once the module file was looked for: DKMS's
  * source, the headers, the verdict, reason and hint. 0 or -ENOMEM. */
 int gb_repair_decide(struct gb_ctx *ctx, struct gb_repair_state *s);
+/* The newest kernel under the root's boot/ (strverscmp): the one an image
+ * root, or a root without a boot loader configuration, boots. -ENOENT. */
+int gb_repair_newest_kernel(struct gb_ctx *ctx, char *ret, size_t n);
