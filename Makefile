@@ -182,8 +182,11 @@ catalog:
 deps:
 	scripts/install-deps.sh
 
+# The test build runs BUILD_JOBS compilers at once (every target's
+# dependencies are complete; the static dependencies' cache is locked).
+BUILD_JOBS ?= $(shell nproc)
 test: deps
-	$(MAKE) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(STATIC_BINS) $(DEV)/gpuboot fake-nvidia $(TOOL_BINS) $(DEV)/release-sign $(ALLOC_SHIM)
+	$(MAKE) -j$(BUILD_JOBS) $(ASAN)/gpuboot $(UNIT_BINS) $(FUZZ_BINS) build/gpuboot $(STATIC_BINS) $(DEV)/gpuboot fake-nvidia $(TOOL_BINS) $(DEV)/release-sign $(ALLOC_SHIM)
 	tests/run.sh
 
 lint:

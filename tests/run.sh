@@ -33,11 +33,14 @@ run() { # name timeout cmd...
 	t0=$(date +%s)
 	timeout -k 5 "$t" "$@" >"$log" 2>&1
 	rc=$?
-	secs=$(($(date +%s) - t0))
-	case $rc in
-	0) pass=$((pass + 1)); ran=$((ran + 1)); echo "PASS  $name (${secs} s)" ;;
-	77) skip=$((skip + 1)); echo "SKIP  $name ($(tail -n1 "$log"))" ;;
-	*) ran=$((ran + 1)); failure "$name" "exit $rc; log $log"; sed 's/^/      | /' "$log" | tail -n 30 ;;
+	report "$name" "$rc" $(($(date +%s) - t0)) "$log"
+}
+
+report() { # name rc seconds log
+	case $2 in
+	0) pass=$((pass + 1)); ran=$((ran + 1)); echo "PASS  $1 ($3 s)" ;;
+	77) skip=$((skip + 1)); echo "SKIP  $1 ($(tail -n1 "$4"))" ;;
+	*) ran=$((ran + 1)); failure "$1" "exit $2; log $4"; sed 's/^/      | /' "$4" | tail -n 30 ;;
 	esac
 }
 
@@ -51,8 +54,45 @@ for t in "$B"/asan/tests/test-*; do
 	[ -x "$t" ] && run "unit/$(basename "$t")" 60 "$t"
 done
 tier_done unit "$B/asan/tests"
+# The integration tier runs GB_JOBS tests at a time (default: the CPUs, at
+# most 4; GB_JOBS=1 is the old serial run). Each test has its own temporary
+# directory and binds no fixed port, so they share nothing but the build;
+# none asserts a time. Workers take tests from one queue, longest first (the
+# order below, from the last runs' seconds), claiming each with mkdir (atomic),
+# and the results are read back and counted in the queue's order.
+jobs=${GB_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$jobs" -gt 4 ] && jobs=4
+[ "$jobs" -ge 1 ] || jobs=1
+heavy="t-alloc-torture t-plan-cases t-killpoints t-detect-races t-firstboot t-release t-mirror-volume t-plan-fixtures t-verify-fake"
+queue=""
+for n in $heavy; do [ -f "tests/integration/$n.sh" ] && queue="$queue $n"; done
 for t in tests/integration/t-*.sh; do
-	[ -f "$t" ] && run "integration/$(basename "$t" .sh)" 300 sh "$t"
+	[ -f "$t" ] || continue
+	n=$(basename "$t" .sh)
+	case " $heavy " in *" $n "*) ;; *) queue="$queue $n" ;; esac
+done
+claims=$logdir/claims
+mkdir -p "$claims"
+worker() {
+	for n in $queue; do
+		mkdir "$claims/$n" 2>/dev/null || continue
+		log="$logdir/integration_$n.log"
+		t0=$(date +%s)
+		timeout -k 5 300 sh "tests/integration/$n.sh" >"$log" 2>&1
+		echo "$? $(($(date +%s) - t0))" >"$claims/$n/result"
+	done
+}
+echo "integration: $(echo $queue | wc -w) tests, $jobs at a time"
+i=0
+while [ "$i" -lt "$jobs" ]; do
+	worker &
+	i=$((i + 1))
+done
+wait
+for n in $queue; do
+	# No result: the worker itself died (its test is then a failure).
+	read -r rc secs <"$claims/$n/result" 2>/dev/null || { rc=1 secs=0; }
+	report "integration/$n" "$rc" "$secs" "$logdir/integration_$n.log"
 done
 tier_done integration tests/integration
 for f in "$B"/fuzz/fuzz-*; do

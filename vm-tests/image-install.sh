@@ -168,11 +168,12 @@ import json,sys
 d=json.load(open('$work/status1.json'))
 st={s['name']: s['result'] for s in d['stages']}
 sys.exit(not (d['exit_code']==0 and st['install']=='ok' and st['verify']=='skipped' and st['load']=='skipped'))"
-python3 -c "
-import json
-r=json.load(open('$work/status1.json'))['install']
+check "the status names each package with its version after, the driver's held (.install.driver.packages)" python3 -c "
+import json,sys
+r=json.load(open('$work/status1.json'))['install']['driver']
 for p in r['packages']:
-    print('  result: %-36s %-22s -> %-22s %s held=%s' % (p['name'], p['before'] or '-', p['after'] or '-', p['suite'] or '', p['held']))"
+    print('  result: %-36s %-22s -> %-22s %s held=%s' % (p['name'], p['before'] or '-', p['after'] or '-', p['suite'] or '', p['held']))
+sys.exit(not (r['packages'] and all(p['after'] for p in r['packages']) and [p for p in r['packages'] if p['name'] == '$(echo "$pkgs" | cut -d' ' -f1)' and p['held']]))"
 
 # ---- the rerun changes nothing ----
 t2=$(now)
