@@ -312,6 +312,85 @@ int gb_grubcfg_kernel(const char *cfg, size_t len, const char *def, char *ret, s
 	return r;
 }
 
+/* The inverse walk: the first entry that boots kver and is named for it
+ * (not a recovery entry), named by the path of ids (titles where an item
+ * has no id) GRUB's `default` takes. */
+struct entry_walk {
+	const char *kver;
+	char names[MAX_DEPTH][256];
+	bool menu[MAX_DEPTH], recovery[MAX_DEPTH];
+	size_t depth;
+	char path[1024];
+	bool found;
+};
+
+static bool is_recovery(const char *title, const char *id)
+{
+	return strstr(title, "(recovery mode)") || (id && strstr(id, "-recovery-"));
+}
+
+static int entry_line(const char **w, size_t n, void *data)
+{
+	struct entry_walk *e = data;
+	const char *id = NULL;
+	char k[GB_KVER_MAX];
+
+	if (streq(w[0], "}"))
+		return e->depth <= 1 ? -EINVAL : (e->depth--, 0);
+	if (!streq(w[n - 1], "{")) {
+		/* only an entry named for its kernel: the first ("simple") entry
+		 * boots whichever kernel is newest when grub.cfg is made again */
+		if (e->found || e->depth < 2 || !e->menu[e->depth - 1] || e->recovery[e->depth - 1] || n < 2 ||
+		    !strstr(e->names[e->depth - 1], e->kver) ||
+		    !(streq(w[0], "linux") || streq(w[0], "linux16") || streq(w[0], "linuxefi")) ||
+		    kver_from_path(w[1], k, sizeof(k)) < 0 || !streq(k, e->kver))
+			return 0;
+		for (size_t i = 1, off = 0; i < e->depth; i++) {
+			int m;
+			if (!e->menu[i])
+				continue;
+			m = snprintf(e->path + off, sizeof(e->path) - off, "%s%s", off ? ">" : "", e->names[i]);
+			if (m < 0 || (size_t)m >= sizeof(e->path) - off)
+				return -ENAMETOOLONG;
+			off += (size_t)m;
+		}
+		e->found = true;
+		return 0;
+	}
+	if (e->depth >= MAX_DEPTH)
+		return -EINVAL;
+	e->menu[e->depth] = (streq(w[0], "menuentry") || streq(w[0], "submenu")) && n >= 3;
+	e->recovery[e->depth] = false;
+	e->names[e->depth][0] = '\0';
+	if (e->menu[e->depth]) {
+		for (size_t i = 2; i + 2 < n; i++)
+			if (streq(w[i], "--id") || streq(w[i], "$menuentry_id_option"))
+				id = w[i + 1];
+		gb_strscpy(e->names[e->depth], sizeof(e->names[0]), id ? id : w[1]);
+		e->recovery[e->depth] = is_recovery(w[1], id);
+	}
+	e->depth++;
+	return 0;
+}
+
+int gb_grubcfg_entry_path(const char *cfg, size_t len, const char *kver, char *ret, size_t n)
+{
+	_cleanup_free_ struct entry_walk *e = calloc(1, sizeof(*e));
+	int r;
+
+	if (!e)
+		return -ENOMEM;
+	e->kver = kver;
+	e->depth = 1;
+	e->menu[0] = false;
+	r = each_line(cfg, len, entry_line, e);
+	if (r < 0)
+		return r;
+	if (!e->found)
+		return -ENOENT;
+	return gb_strscpy(ret, n, e->path);
+}
+
 static int bls_line(const char **w, size_t n, void *data)
 {
 	bool *found = data;

@@ -38,6 +38,14 @@ int gb_grubcfg_default(const char *cfg, size_t len, const char *next_entry, cons
  * -EINVAL for a malformed file. */
 int gb_grubcfg_kernel(const char *cfg, size_t len, const char *def, char *ret, size_t n);
 
+/* The reverse of gb_grubcfg_kernel: the path (ids joined by '>', a title
+ * where an item has no id) of grub.cfg's first entry that boots kver and
+ * whose id or title names it (not the "simple" entry, which follows the
+ * newest kernel; not a recovery entry): what GRUB_DEFAULT names to keep
+ * booting kver.
+ * 0; -ENOENT when no entry boots kver; -EINVAL for a malformed file. */
+int gb_grubcfg_entry_path(const char *cfg, size_t len, const char *kver, char *ret, size_t n);
+
 /* Does grub.cfg hand the menu to the BLS entries (`blscfg`)? */
 bool gb_grubcfg_uses_bls(const char *cfg, size_t len);
 

@@ -25,3 +25,8 @@ int gb_repair_decide(struct gb_ctx *ctx, struct gb_repair_state *s);
 /* The newest kernel under the root's boot/ (strverscmp): the one an image
  * root, or a root without a boot loader configuration, boots. -ENOENT. */
 int gb_repair_newest_kernel(struct gb_ctx *ctx, char *ret, size_t n);
+
+/* The kernel update gate after the repair of kver (not running):
+ * repaired, lift a hold kept for it; not, hold GRUB's default on the
+ * running kernel. Fills res->hold; a negative errno when a step failed. */
+int gb_repair_boot_hold(struct gb_ctx *ctx, struct gb_journal *j, bool repaired, struct gb_repair_result *res);

@@ -130,8 +130,8 @@ static int finish_ok(struct gb_ctx *ctx, struct gb_journal *j, struct gb_repair_
 	return 0;
 }
 
-int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, struct gb_journal *j,
-              struct gb_repair_result *ret)
+static int repair_one(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, struct gb_journal *j,
+                      struct gb_repair_result *ret)
 {
 	int r;
 
@@ -173,6 +173,34 @@ int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, 
 	}
 	ret->built = true;
 	return finish_ok(ctx, j, ret);
+}
+
+int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, struct gb_journal *j,
+              struct gb_repair_result *ret)
+{
+	int r = repair_one(ctx, kver, build_timeout_min, j, ret);
+
+	/* A kernel that is not running: the gate on the default boot entry.
+	 * Its failure is the hold's own (hold.error, a warning): the module's
+	 * verdict stands. */
+	if (kver)
+		(void)gb_repair_boot_hold(ctx, j, r >= 0, ret);
+	return r;
+}
+
+static json_object *hold_to_json(const struct gb_repair_hold *h)
+{
+	json_object *o;
+	if (!h->checked)
+		return NULL;
+	o = gb_json_new_object();
+	gb_json_add(o, "held", gb_json_new_boolean(h->held));
+	gb_json_add(o, "changed", gb_json_new_boolean(h->changed));
+	gb_json_add(o, "keep", h->keep[0] && h->held ? gb_json_new_string(h->keep) : NULL);
+	gb_json_add(o, "entry", h->entry[0] && h->held ? gb_json_new_string(h->entry) : NULL);
+	gb_json_add(o, "reason", h->reason[0] ? gb_json_new_string(h->reason) : NULL);
+	gb_json_add(o, "error", h->error[0] ? gb_json_new_string(h->error) : NULL);
+	return o;
 }
 
 static json_object *jstr(const char *s)
@@ -218,5 +246,6 @@ json_object *gb_repair_result_to_json(const struct gb_repair_result *r)
 	gb_json_add(o, "dkms_output", jstr(r->dkms_output));
 	gb_json_add(o, "build_timeout_min", gb_json_new_int((int)r->build_timeout_min));
 	gb_json_add(o, "exit_code", gb_json_new_int(r->exit_code));
+	gb_json_add(o, "boot_default", hold_to_json(&r->hold));
 	return o;
 }

@@ -31,6 +31,10 @@ struct gb_journal;
 #define GB_REPAIR_GPUBOOT "/usr/local/bin/gpuboot"
 #define GB_REPAIR_MARKER_DIR "var/lib/gpuboot"
 #define GB_REPAIR_MARKER_PREFIX "repair-needed-"
+/* The kernel update gate (boot-hold.c): one record per kernel held back,
+ * and the GRUB drop-in that keeps the default on the running kernel. */
+#define GB_REPAIR_HOLD_PREFIX "boot-hold-"
+#define GB_REPAIR_HOLD_CFG "etc/default/grub.d/99-gpuboot-hold.cfg"
 #define GB_REPAIR_HOOK_DEB_POSTINST "etc/kernel/postinst.d/gpuboot"
 #define GB_REPAIR_HOOK_DEB_HEADERS "etc/kernel/header_postinst.d/gpuboot"
 #define GB_REPAIR_HOOK_KERNEL_INSTALL "etc/kernel/install.d/45-gpuboot.install"
@@ -96,8 +100,20 @@ struct gb_repair_state {
  * -ENOENT when no kernel could be named, -ENOMEM. */
 int gb_repair_check(struct gb_ctx *ctx, const char *kver, struct gb_repair_state *ret);
 
+/* The default boot entry after the repair of a kernel that is not running. */
+struct gb_repair_hold {
+	bool checked; /* a kernel not running was repaired: the gate looked */
+	bool held; /* the default stays on keep */
+	bool changed; /* written or lifted now (update-grub ran) */
+	char keep[GB_KVER_MAX];
+	char entry[512]; /* GRUB_DEFAULT */
+	char reason[400];
+	char error[512]; /* the hold or its lift failed */
+};
+
 struct gb_repair_result {
 	struct gb_repair_state before, after; /* after: the check once the build ran */
+	struct gb_repair_hold hold;
 	bool built; /* dkms ran and the module appeared */
 	bool marker_removed;
 	char error[512]; /* why the repair failed (cannot, dkms failed, no module appeared) */

@@ -372,6 +372,112 @@ TEST(repair_builds)
 	free(r);
 }
 
+/* The kernel update gate: Debian 12's grub-mkconfig output (tests/prepare/)
+ * with its kernels renamed to the fixture's, and a stand-in update-grub
+ * (the fake operations record it, never run it). */
+#define GRUB_DEBIAN                                                                                            \
+	"mkdir -p boot/grub usr/sbin && touch usr/sbin/update-grub && "                                        \
+	"sed 's/6\\.1\\.0-21-amd64/" K57 "/g; s/6\\.1\\.0-18-amd64/" K50 "/g' %s/tests/prepare/debian12/boot/grub/grub.cfg" \
+	" > boot/grub/grub.cfg"
+#define UUID "6e0a1f1c-3b7e-4d2a-9b1f-2f3c5d7e9a10"
+#define HOLD_CFG "etc/default/grub.d/99-gpuboot-hold.cfg"
+
+static char *root_file(const struct world *w, const char *rel)
+{
+	char p[4400];
+	snprintf(p, sizeof(p), "%s/%s", w->root, rel);
+	return slurp(p);
+}
+
+TEST(boot_hold)
+{
+	struct world w;
+	struct gb_repair_result *r = calloc(1, sizeof(*r));
+	char setup[2048], cwd[1024], *rec = NULL, *cfg = NULL;
+
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	snprintf(setup, sizeof(setup), RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " DKMS_ADDED " && " GRUB_DEBIAN,
+	         cwd);
+	/* 57 has no headers: no module, so GRUB's default stays on 50 */
+	CHECK_INT(world_open(&w, "hold", NULL, setup), 0);
+	w.ctx.root->is_host = true;
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
+	CHECK_INT(r->exit_code, 14);
+	CHECK(r->hold.checked && r->hold.held && r->hold.changed);
+	CHECK_STREQ(r->hold.keep, K50);
+	CHECK_STREQ(r->hold.entry, "gnulinux-advanced-" UUID ">gnulinux-" K50 "-advanced-" UUID);
+	CHECK(strstr(r->hold.reason, K57 " has no NVIDIA module: the default boot entry stays on " K50) != NULL);
+	cfg = root_file(&w, HOLD_CFG);
+	CHECK(cfg && strstr(cfg, "\nGRUB_DEFAULT='gnulinux-advanced-" UUID ">gnulinux-" K50 "-advanced-" UUID "'\n"));
+	free(cfg);
+	cfg = root_file(&w, "var/lib/gpuboot/boot-hold-" K57);
+	CHECK(cfg && streq(cfg, "kernel=" K57 "\nkeep=" K50 "\n"));
+	free(cfg);
+	rec = slurp(w.record);
+	CHECK_INT(count(rec, "run update-grub"), 1);
+	free(rec);
+	{
+		json_object *js = gb_repair_result_to_json(r), *b = json_object_object_get(js, "boot_default");
+		CHECK(json_object_get_boolean(json_object_object_get(b, "held")));
+		CHECK_STREQ(json_object_get_string(json_object_object_get(b, "keep")), K50);
+		json_object_put(js);
+	}
+	/* the hook again (apt's header postinst, say): held already, nothing runs */
+	CHECK_INT(world_rerun(&w), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
+	CHECK(r->hold.held && !r->hold.changed);
+	CHECK_INT(w.j->n_effects, 0);
+	rec = slurp(w.record);
+	CHECK_INT(count(rec, "run update-grub"), 1);
+	free(rec);
+	/* the headers come and DKMS builds: the hold is lifted, update-grub again */
+	sh("cd %s && " K57_HEADERS, w.root);
+	w.dkms_makes_module = true;
+	CHECK_INT(world_rerun(&w), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), 0);
+	CHECK(r->built && r->hold.checked && !r->hold.held && r->hold.changed);
+	CHECK(strstr(r->hold.reason, "lifted") != NULL);
+	CHECK(!gb_root_lexists(w.ctx.root, HOLD_CFG));
+	CHECK(!gb_root_lexists(w.ctx.root, "var/lib/gpuboot/boot-hold-" K57));
+	rec = slurp(w.record);
+	CHECK_INT(count(rec, "run update-grub"), 2);
+	free(rec);
+	/* the running kernel itself: no gate */
+	CHECK_INT(world_rerun(&w), 0);
+	CHECK_INT(gb_repair(&w.ctx, NULL, 0, w.j, r), 0);
+	CHECK(!r->hold.checked);
+	w.ctx.root->is_host = false;
+	world_close(&w);
+
+	/* an image root (no running kernel): nothing better to keep, nothing written */
+	snprintf(setup, sizeof(setup), K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN, cwd);
+	CHECK_INT(world_open(&w, "hold-image", NULL, setup), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
+	CHECK(r->hold.checked && !r->hold.held);
+	CHECK(strstr(r->hold.reason, "no better kernel") != NULL);
+	CHECK(!gb_root_lexists(w.ctx.root, HOLD_CFG));
+	world_close(&w);
+
+	/* no update-grub (not Debian's GRUB): left as it is, said so */
+	snprintf(setup, sizeof(setup), RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN
+	         " && rm usr/sbin/update-grub", cwd);
+	CHECK_INT(world_open(&w, "hold-nogrub", NULL, setup), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
+	CHECK(!r->hold.held && strstr(r->hold.reason, "not GRUB with update-grub") != NULL);
+	CHECK(!gb_root_lexists(w.ctx.root, HOLD_CFG));
+	world_close(&w);
+
+	/* an entry id a shell would expand: never written into GRUB_DEFAULT */
+	snprintf(setup, sizeof(setup), RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN
+	         " && sed -i \"s/'gnulinux-" K50 "-advanced-/'gnulinux-" K50 "-\\$(reboot)-/\" boot/grub/grub.cfg", cwd);
+	CHECK_INT(world_open(&w, "hold-hostile", NULL, setup), 0);
+	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
+	CHECK(!r->hold.held && strstr(r->hold.reason, "no menu entry named for " K50) != NULL);
+	CHECK(!gb_root_lexists(w.ctx.root, HOLD_CFG));
+	world_close(&w);
+	free(r);
+}
+
 static void check_mode(const char *root, const char *rel, mode_t want)
 {
 	char p[4400];
