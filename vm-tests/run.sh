@@ -518,6 +518,45 @@ PY
 		grep -q '^run failed 2 ' '$dir/journal-2' && grep -qx 'reboot:kernel done None' '$dir/journal-2'"
 }
 
+# The kernel update gate (vm-tests/userdata/kernel-hold.yaml): 6.12 without
+# its module and headers, its package configured again; gpuboot's hook holds
+# GRUB's default on 6.1, and the second boot, through GRUB, comes up there.
+checks_hold() {
+	awk '/^VMTEST-BEGIN boot=2/{on=1} on{print}' "$r" >"$dir/boot2.log"
+	section FIRSTBOOT "$dir/boot2.log" >"$dir/firstboot.log"
+	for b in HOOKSTATUS GRUBCFG NEXT-0 NEXT-1 HOLD-2 RECONFIGURE; do block "$b" "$dir/firstboot.log" >"$dir/$b"; done
+	k=$(block KERNEL "$dir/firstboot.log")
+	k1=$(block UNAME-1 "$dir/firstboot.log")
+	k2=$(block UNAME-2 "$dir/firstboot.log")
+	check "Debian's update-grub wrote the guest's grub.cfg; dkms remove and dpkg-reconfigure of 6.12's package exited 0" sh -c "
+		grep -qx 'update-grub exited 0' '$dir/firstboot.log' && grep -qx 'dkms remove exited 0' '$dir/firstboot.log' &&
+		grep -qx 'dpkg-reconfigure exited 0' '$dir/firstboot.log'"
+	check "before: --check-next-boot names 6.12 ($k, GRUB's default: the newest) ready, exit 0" sh -c "
+		[ -n '$k' ] && grep -qF '$k' '$dir/NEXT-0' && grep -qx 'exit 0' '$dir/NEXT-0'"
+	check "the real postinst ran the hooks: gpuboot's repair exit 14 (cannot), the default held on $k1 with update-grub" \
+		python3 - "$dir/HOOKSTATUS" "$k" "$k1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "repair" and d["exit_code"] == 14, (d["command"], d["exit_code"])
+b = d["install"]["boot_default"]
+assert b["held"] is True and b["changed"] is True and b["keep"] == sys.argv[3], b
+assert b["entry"].startswith("gnulinux-advanced-") and (">gnulinux-%s-advanced-" % sys.argv[3]) in b["entry"], b
+assert "%s has no NVIDIA module" % sys.argv[2] in b["reason"], b
+assert d["install"]["after"]["verdict"] == "cannot", d["install"]["after"]
+PY
+	check "grub.cfg (made again by Debian's zz-update-grub after gpuboot's hook) defaults to $k1's entry" \
+		grep -q "set default=\"gnulinux-advanced-.*>gnulinux-$k1-advanced-" "$dir/GRUBCFG"
+	check "after: --check-next-boot names $k1 ready, exit 0" sh -c "
+		grep -qF '$k1' '$dir/NEXT-1' && grep -qx 'exit 0' '$dir/NEXT-1'"
+	check "boot 2 came up through GRUB (the guest's grub.cfg) on $k1, not $k" python3 - "$k1" "$k2" "$dir/console-2.log" <<'PY'
+import sys
+assert sys.argv[1] and sys.argv[2] == sys.argv[1], (sys.argv[1], sys.argv[2])
+c = open(sys.argv[3], errors="replace").read()
+assert "Loading Linux %s ..." % sys.argv[1] in c, "no GRUB boot of %s in the console" % sys.argv[1]
+PY
+	check "boot 2: the hold is still in place" grep -q "^GRUB_DEFAULT='gnulinux-advanced-.*>gnulinux-$k1-advanced-" "$dir/HOLD-2"
+}
+
 # The hook's build prevented, the module built at boot: boot 1 (6.1) removes
 # the module DKMS built for 6.12 at image time and runs gpuboot's kernel hook
 # for 6.12 with its headers moved aside (it cannot build: the marker, exit
@@ -639,7 +678,7 @@ run_one() {
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-cloud-config-reboot bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot"}
+want=${*:-"bookworm-cloud-config bookworm-cloud-config-reboot bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot bookworm-nvidia-hold"}
 for s in $want; do
 	case $s in
 	bookworm-cloud-config) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
@@ -653,6 +692,7 @@ for s in $want; do
 		firmware= kernel= boot=grub append= vendor=example-reboot.yaml site_edits=site-edits/example-reboot.json \
 			qemu_extra="-device pci-testdev" reports=1 checks=checks_example_reboot \
 			run_one "$s" bookworm-nvidia gpuboot.yaml 2 ;;
+	bookworm-nvidia-hold) append= firmware= kernel= boot=grub checks=checks_hold run_one "$s" bookworm-nvidia kernel-hold.yaml 2 ;;
 	bookworm-nvidia-rebuild)
 		vm_timeout=${GPUBOOT_VM_SLOW_TIMEOUT:-7200} append= firmware= kernel= boot=grub checks=checks_rebuild \
 			run_one "$s" bookworm-nvidia kernel-rebuild.yaml 2 ;;

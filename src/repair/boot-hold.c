@@ -9,6 +9,7 @@
  * edited. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,23 +75,29 @@ static int unlink_step(struct gb_ctx *ctx, struct gb_journal *j, const char *pat
 static int update_grub(struct gb_ctx *ctx, struct gb_journal *j, const char *why, struct gb_repair_hold *h)
 {
 	static const char *const argv[] = { "update-grub", NULL };
-	_cleanup_free_ struct gb_cmd_result *res = calloc(1, sizeof(*res));
+	struct gb_cmd_result res_buf, *res = &res_buf; /* 4 KiB of output */
 	struct gb_cmd_spec spec = { .argv = argv, .timeout_ms = 5 * 60 * 1000 };
 	struct gb_chroot c;
 	char id[96];
 	int r, k;
 
-	if (!res)
-		return -ENOMEM;
+	memset(res, 0, sizeof(*res));
 	snprintf(id, sizeof(id), "update-grub:%s", why);
-	if (ctx->root->is_host)
-		return gb_journal_run(j, STAGE, id, &spec, res) < 0 ? -EIO : 0;
-	r = gb_chroot_enter(ctx, j, &c, h->error, sizeof(h->error));
-	if (r < 0)
+	if (ctx->root->is_host) {
+		r = gb_journal_run(j, STAGE, id, &spec, res);
+		k = 0;
+	} else if ((r = gb_chroot_enter(ctx, j, &c, h->error, sizeof(h->error))) >= 0) {
+		spec.chroot_dir = c.dir;
+		r = gb_journal_run(j, STAGE, id, &spec, res);
+		k = gb_chroot_leave(ctx, j, &c, h->error, sizeof(h->error));
+	} else
 		return r;
-	spec.chroot_dir = c.dir;
-	r = gb_journal_run(j, STAGE, id, &spec, res);
-	k = gb_chroot_leave(ctx, j, &c, h->error, sizeof(h->error));
+	if (r < 0 && !h->error[0]) {
+		char tail[320];
+		size_t len = strnlen(res->output, res->output_len);
+		gb_log_escape(tail, sizeof(tail), len > 300 ? res->output + len - 300 : res->output);
+		snprintf(h->error, sizeof(h->error), "update-grub failed: %s", tail);
+	}
 	return r < 0 ? -EIO : k;
 }
 
@@ -131,6 +138,17 @@ static int lift(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_repair
 	return 0;
 }
 
+/* Not held: why, in h->reason. */
+static int not_held(struct gb_repair_hold *h, int err, const char *fmt, ...) _printf_(3, 4);
+static int not_held(struct gb_repair_hold *h, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(h->reason, sizeof(h->reason), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 /* Why the default cannot be held here (h->reason), or 0 with the entry to
  * hold in h->entry and the kernel in h->keep. */
 static int where(struct gb_ctx *ctx, const struct gb_repair_result *res, struct gb_repair_hold *h)
@@ -142,25 +160,22 @@ static int where(struct gb_ctx *ctx, const struct gb_repair_result *res, struct 
 
 	if (gb_repair_family(ctx, NULL) != GB_REPAIR_FAMILY_DEB || !gb_root_exists(ctx->root, UPDATE_GRUB) ||
 	    gb_root_read_file(ctx->root, GRUB_CFG, CFG_MAX, &cfg, &len) < 0 || gb_grubcfg_uses_bls(cfg, len))
-		return snprintf(h->reason, sizeof(h->reason),
-		                "the boot loader here is not GRUB with update-grub (Debian, Ubuntu): the default "
-		                "boot entry is left as it is; check with gpuboot --repair --check-next-boot before a "
-		                "reboot"),
-		       -EOPNOTSUPP;
+		return not_held(
+		    h, -EOPNOTSUPP,
+		    "the boot loader here is not GRUB with update-grub (Debian, Ubuntu): the default boot "
+		    "entry is left as it is; check with gpuboot --repair --check-next-boot before a reboot");
 	r = gb_repair_check(ctx, NULL, &w);
 	if (r < 0 || !w.running || !ready(&w) || streq(w.kver, res->after.kver))
-		return snprintf(h->reason, sizeof(h->reason),
-		                "no running kernel here has the module either: there is no better kernel to keep as the "
-		                "default"),
-		       -ENOENT;
+		return not_held(h, -ENOENT,
+		                "no running kernel here has the module either: there is no better kernel to keep as "
+		                "the default");
 	gb_strscpy(h->keep, sizeof(h->keep), w.kver);
 	r = gb_grubcfg_entry_path(cfg, len, w.kver, h->entry, sizeof(h->entry));
 	if (r < 0 || !entry_safe(h->entry))
-		return snprintf(h->reason, sizeof(h->reason),
-		                "%s has no menu entry named for %s that GRUB_DEFAULT can name: the default boot entry is "
-		                "left as it is",
-		                GRUB_CFG, w.kver),
-		       -ENOENT;
+		return not_held(h, -ENOENT,
+		                "%s has no menu entry named for %s that GRUB_DEFAULT can name: the default boot entry "
+		                "is left as it is",
+		                GRUB_CFG, w.kver);
 	return 0;
 }
 
@@ -198,13 +213,63 @@ static int hold(struct gb_ctx *ctx, struct gb_journal *j, const struct gb_repair
 	return 0;
 }
 
+int gb_repair_holds(struct gb_ctx *ctx, char *keep, size_t keep_n, char *ret, size_t n)
+{
+	char **names = NULL, kernels[512] = "";
+	size_t n_names = 0, off = 0;
+	int count = 0;
+
+	keep[0] = ret[0] = '\0';
+	if (gb_root_list_dir(ctx->root, GB_REPAIR_MARKER_DIR, &names, &n_names) < 0)
+		return 0;
+	for (size_t i = 0; i < n_names; i++) {
+		_cleanup_free_ char *text = NULL;
+		const char *k = gb_startswith(names[i], GB_REPAIR_HOLD_PREFIX), *v;
+		char p[600];
+		size_t len;
+		int m;
+
+		if (!k || !gb_repair_kver_valid(k))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", GB_REPAIR_MARKER_DIR, names[i]);
+		if (gb_root_read_file(ctx->root, p, 4096, &text, &len) < 0)
+			continue;
+		v = strstr(text, "keep=");
+		if (v && (v == text || v[-1] == '\n')) {
+			size_t l = strcspn(v + 5, "\n");
+			if (l < keep_n) {
+				memcpy(keep, v + 5, l);
+				keep[l] = '\0';
+			}
+		}
+		m = snprintf(kernels + off, sizeof(kernels) - off, "%s%s", off ? ", " : "", k);
+		if (m > 0 && (size_t)m < sizeof(kernels) - off)
+			off += (size_t)m;
+		count++;
+	}
+	gb_strv_free(names);
+	if (count && gb_repair_kver_valid(keep))
+		snprintf(ret, n, "the default boot entry is held on %s: %s %s no NVIDIA module (%s)", keep, kernels,
+		         count == 1 ? "has" : "have", GB_REPAIR_HOLD_CFG);
+	else if (count)
+		snprintf(ret, n, "the default boot entry is held: %s %s no NVIDIA module (%s)", kernels,
+		         count == 1 ? "has" : "have", GB_REPAIR_HOLD_CFG);
+	return count;
+}
+
 int gb_repair_boot_hold(struct gb_ctx *ctx, struct gb_journal *j, bool repaired, struct gb_repair_result *res)
 {
 	struct gb_repair_hold *h = &res->hold;
 	int r;
 
-	if (!res->after.kver[0] || res->after.running || res->before.no_driver)
+	if (res->before.no_driver)
 		return 0;
+	if (!res->after.kver[0] || res->after.running) {
+		/* the running kernel's repair: only say what holds are in force */
+		if (gb_repair_holds(ctx, h->keep, sizeof(h->keep), h->reason, sizeof(h->reason)) > 0)
+			h->checked = h->held = true;
+		return 0;
+	}
 	h->checked = true;
 	r = repaired ? lift(ctx, j, res, h) : hold(ctx, j, res, h);
 	if (r < 0) {

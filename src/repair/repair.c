@@ -180,11 +180,10 @@ int gb_repair(struct gb_ctx *ctx, const char *kver, unsigned build_timeout_min, 
 {
 	int r = repair_one(ctx, kver, build_timeout_min, j, ret);
 
-	/* A kernel that is not running: the gate on the default boot entry.
-	 * Its failure is the hold's own (hold.error, a warning): the module's
-	 * verdict stands. */
-	if (kver)
-		(void)gb_repair_boot_hold(ctx, j, r >= 0, ret);
+	/* A kernel that is not running: the gate on the default boot entry
+	 * (the running kernel: the holds in force, read). Its failure is the
+	 * hold's own (hold.error, a warning): the module's verdict stands. */
+	(void)gb_repair_boot_hold(ctx, j, r >= 0, ret);
 	return r;
 }
 

@@ -149,6 +149,11 @@ struct gb_repair_next {
 };
 int gb_repair_next_boot(struct gb_ctx *ctx, struct gb_repair_next *ret);
 
+/* The holds of the kernel update gate in force (var/lib/gpuboot/boot-hold-*):
+ * their number, the kernel kept (keep) and one line saying so (ret). Reads
+ * only. */
+int gb_repair_holds(struct gb_ctx *ctx, char *keep, size_t keep_n, char *ret, size_t n);
+
 /* The hooks and the unit, written through the journal (mode 0755 for the
  * hooks, 0644 for the unit), and the unit enabled (systemctl enable on the
  * live root, the multi-user.target.wants/ link under an image root).

@@ -1125,6 +1125,11 @@ static int check_next_boot(struct gb_ctx *ctx)
 		return GB_EXIT_FAILED;
 	}
 	printf("next boot  %s (%s)\n", n.kver, n.source);
+	{
+		char keep[GB_KVER_MAX], line[700];
+		if (gb_repair_holds(ctx, keep, sizeof(keep), line, sizeof(line)) > 0)
+			printf("held       %s\n", line);
+	}
 	if (n.ready) {
 		printf("ready      %s\n", n.state.reason);
 		return GB_EXIT_OK;

@@ -375,9 +375,10 @@ TEST(repair_builds)
 /* The kernel update gate: Debian 12's grub-mkconfig output (tests/prepare/)
  * with its kernels renamed to the fixture's, and a stand-in update-grub
  * (the fake operations record it, never run it). */
-#define GRUB_DEBIAN                                                                                            \
-	"mkdir -p boot/grub usr/sbin && touch usr/sbin/update-grub && "                                        \
-	"sed 's/6\\.1\\.0-21-amd64/" K57 "/g; s/6\\.1\\.0-18-amd64/" K50 "/g' %s/tests/prepare/debian12/boot/grub/grub.cfg" \
+#define GRUB_DEBIAN                                                      \
+	"mkdir -p boot/grub usr/sbin && touch usr/sbin/update-grub && "  \
+	"sed 's/6\\.1\\.0-21-amd64/" K57 "/g; s/6\\.1\\.0-18-amd64/" K50 \
+	"/g' %s/tests/prepare/debian12/boot/grub/grub.cfg"               \
 	" > boot/grub/grub.cfg"
 #define UUID "6e0a1f1c-3b7e-4d2a-9b1f-2f3c5d7e9a10"
 #define HOLD_CFG "etc/default/grub.d/99-gpuboot-hold.cfg"
@@ -430,6 +431,16 @@ TEST(boot_hold)
 	rec = slurp(w.record);
 	CHECK_INT(count(rec, "run update-grub"), 1);
 	free(rec);
+	/* the running kernel's repair (the boot unit) says the hold is in force */
+	CHECK_INT(world_rerun(&w), 0);
+	CHECK_INT(gb_repair(&w.ctx, NULL, 0, w.j, r), 0);
+	CHECK(r->hold.checked && r->hold.held && !r->hold.changed);
+	CHECK(strstr(r->hold.reason, "held on " K50 ": " K57 " has no NVIDIA module") != NULL);
+	{
+		char keep[GB_KVER_MAX], line[700];
+		CHECK_INT(gb_repair_holds(&w.ctx, keep, sizeof(keep), line, sizeof(line)), 1);
+		CHECK_STREQ(keep, K50);
+	}
 	/* the headers come and DKMS builds: the hold is lifted, update-grub again */
 	sh("cd %s && " K57_HEADERS, w.root);
 	w.dkms_makes_module = true;
@@ -442,7 +453,7 @@ TEST(boot_hold)
 	rec = slurp(w.record);
 	CHECK_INT(count(rec, "run update-grub"), 2);
 	free(rec);
-	/* the running kernel itself: no gate */
+	/* the running kernel, no hold left: nothing to say */
 	CHECK_INT(world_rerun(&w), 0);
 	CHECK_INT(gb_repair(&w.ctx, NULL, 0, w.j, r), 0);
 	CHECK(!r->hold.checked);
@@ -459,8 +470,8 @@ TEST(boot_hold)
 	world_close(&w);
 
 	/* no update-grub (not Debian's GRUB): left as it is, said so */
-	snprintf(setup, sizeof(setup), RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN
-	         " && rm usr/sbin/update-grub", cwd);
+	snprintf(setup, sizeof(setup),
+	         RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN " && rm usr/sbin/update-grub", cwd);
 	CHECK_INT(world_open(&w, "hold-nogrub", NULL, setup), 0);
 	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
 	CHECK(!r->hold.held && strstr(r->hold.reason, "not GRUB with update-grub") != NULL);
@@ -468,8 +479,10 @@ TEST(boot_hold)
 	world_close(&w);
 
 	/* an entry id a shell would expand: never written into GRUB_DEFAULT */
-	snprintf(setup, sizeof(setup), RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN
-	         " && sed -i \"s/'gnulinux-" K50 "-advanced-/'gnulinux-" K50 "-\\$(reboot)-/\" boot/grub/grub.cfg", cwd);
+	snprintf(setup, sizeof(setup),
+	         RUNNING_50 " && " K57_IMAGE " && " DKMS_SRC " && " GRUB_DEBIAN " && sed -i \"s/'gnulinux-" K50
+	                    "-advanced-/'gnulinux-" K50 "-\\$(reboot)-/\" boot/grub/grub.cfg",
+	         cwd);
 	CHECK_INT(world_open(&w, "hold-hostile", NULL, setup), 0);
 	CHECK_INT(gb_repair(&w.ctx, K57, 0, w.j, r), -ENOPKG);
 	CHECK(!r->hold.held && strstr(r->hold.reason, "no menu entry named for " K50) != NULL);
