@@ -12,7 +12,8 @@ usage: scripts/gen-catalog.py [--data DIR] [--out FILE] [--out-data FILE]
   modules' README table; a GPU in neither is judged by its architecture
   (the open modules support Turing and later), never "absent = unsupported".
 - src/catalog/catalog-data.c: driver branches, the real driver runfiles
-  (driver-runfiles.tsv), CUDA releases (the redistrib manifests, hashed),
+  (driver-runfiles.tsv, and the later releases in driver-runfiles-update.tsv),
+  CUDA releases (the redistrib manifests, hashed),
   distributions and their NVIDIA repositories, Ubuntu kernels.
 
 It reads only data/: the curated facts (branch lifecycles, CUDA minimum
@@ -26,6 +27,11 @@ import json
 import os
 import re
 import sys
+
+# The driver runfile tables under data/, each with its source in its header:
+# the packaging repository's pins at one commit, then the rows of a later
+# commit of it.
+RUNFILE_TABLES = ("nvidia/driver-runfiles.tsv", "nvidia/driver-runfiles-update.tsv")
 
 # The curated facts (data/catalog.json), loaded by load_catalog().
 ARCH_BY_FAMILY = CC_BY_CHIP = CC_BY_FAMILY = None
@@ -216,6 +222,10 @@ def catalog_date(data):
     said = [(path, text)] + [(os.path.join(data, "catalog.json"), sec.get("source", "") + " " + " ".join(
         r.get("note", "") for r in sec.get("rows", []) if isinstance(r, dict)))
         for sec in CAT.values() if isinstance(sec, dict)]
+    for table in RUNFILE_TABLES:
+        p = os.path.join(data, table)
+        with open(p, encoding="utf-8") as f:
+            said.append((p, "".join(line for line in f if line.startswith("#"))))
     for p, t in said:
         newer = sorted(d for d in re.findall(r"\b(20\d\d-\d\d-\d\d)\b", t) if d > date)
         if newer:
@@ -266,21 +276,27 @@ def gen_data(data):
     out.append(f"const unsigned gb_open_module_from = {CAT['open_module_from']['branch']};")
     out.append("")
 
-    # Runfiles: NVIDIA's own downloads only (no Vulkan betas, no betas).
+    # Runfiles: NVIDIA's own downloads only (no Vulkan betas, no betas),
+    # from each runfile table (RUNFILE_TABLES), each with its own source.
     keep = {"PRODUCTION", "NEW_FEATURE", "TESLA", "LEGACY"}
-    rows = []
-    with open(os.path.join(data, "nvidia/driver-runfiles.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or line.startswith("version\t"):
-                continue
-            v, arch, cat, sha, size, url = line.rstrip("\n").split("\t")
-            if arch not in ("x86_64", "aarch64") or cat not in keep:
-                continue
-            if not re.match(r"^https://(us\.)?download\.nvidia\.com/", url):
-                continue
-            if not re.match(r"^[0-9a-f]{64}$", sha) or not size.isdigit():
-                sys.exit(f"gen-catalog: bad runfile row {v} {arch}")
-            rows.append((tuple(int(x) for x in v.split(".")), v, arch, cat, sha, int(size), url))
+    rows, seen = [], {}
+    for table in RUNFILE_TABLES:
+        path = os.path.join(data, table)
+        with open(path) as f:
+            for line in f:
+                if line.startswith("#") or line.startswith("version\t"):
+                    continue
+                v, arch, cat, sha, size, url = line.rstrip("\n").split("\t")
+                if arch not in ("x86_64", "aarch64") or cat not in keep:
+                    continue
+                if not re.match(r"^https://(us\.)?download\.nvidia\.com/", url):
+                    continue
+                if not re.match(r"^[0-9a-f]{64}$", sha) or not size.isdigit():
+                    sys.exit(f"gen-catalog: bad runfile row {v} {arch}")
+                if (v, arch) in seen:
+                    sys.exit(f"gen-catalog: runfile {v} {arch} in both {seen[(v, arch)]} and {table}")
+                seen[(v, arch)] = table
+                rows.append((tuple(int(x) for x in v.split(".")), v, arch, cat, sha, int(size), url))
     rows.sort()
     out.append("const struct gb_runfile gb_runfiles[] = {")
     for _, v, arch, cat, sha, size, url in rows:

@@ -17,6 +17,7 @@ const char *const gb_catalog_sources[] = {
 	"data/nvidia/supported-gpus/*-supported-gpus.json: extracted from a distro driver package, published in a public repo",
 	"data/nvidia/supported-gpus/*-modaliases: extracted from a distro driver package, published in a public repo",
 	"data/nvidia/driver-runfiles.tsv: generated from a public packaging repo that pins every runfile",
+	"data/nvidia/driver-runfiles-update.tsv: the same packaging repo at a later commit (flathub/org.freedesktop.Platform.GL.nvidia 33de8a94), its data/nvidia-<ver>-<arch>.data pins, read 2026-12-04",
 	"data/nvidia/cuda-runfiles.tsv: a public download script's catalog",
 	"data/nvidia/open-gpu-kernel-modules-595.45.04-README.md: NVIDIA/open-gpu-kernel-modules tag 595.45.04",
 	"data/catalog.json: the curated facts, each section with what it rests on (data/SOURCES.md)",
@@ -426,6 +427,8 @@ const struct gb_runfile gb_runfiles[] = {
 	{ "580.167.08", "x86_64", "TESLA", "eeaf59b4939aa7283e7883e208fb874a3f71f5a3479df324d500d1abf1bc9cef", 396704693ull, "https://us.download.nvidia.com/tesla/580.167.08/NVIDIA-Linux-x86_64-580.167.08.run" },
 	{ "580.173.02", "aarch64", "PRODUCTION", "d65bd56087ef4d78f04a808da7883c35a5901c5fd37e95d150a7602eba97aa80", 315169067ull, "https://us.download.nvidia.com/XFree86/aarch64/580.173.02/NVIDIA-Linux-aarch64-580.173.02.run" },
 	{ "580.173.02", "x86_64", "PRODUCTION", "8d8eb9001e05a9a8a663d3d5d304feb64ef2844ee185ccdfd952786820f46e1b", 398312209ull, "https://us.download.nvidia.com/XFree86/Linux-x86_64/580.173.02/NVIDIA-Linux-x86_64-580.173.02.run" },
+	{ "580.178.04", "aarch64", "PRODUCTION", "ef59ec5d24850e12d6f7550ec1f7cf84db53a84ce9c63eb3ba55ef5ed0c4f049", 314757575ull, "https://download.nvidia.com/XFree86/Linux-aarch64/580.178.04/NVIDIA-Linux-aarch64-580.178.04.run" },
+	{ "580.178.04", "x86_64", "PRODUCTION", "5975a86ee45bffcb626f51ae33d1169b108186a2ea47ad651e72f13fa4b6d6f9", 397214534ull, "https://download.nvidia.com/XFree86/Linux-x86_64/580.178.04/NVIDIA-Linux-x86_64-580.178.04.run" },
 	{ "590.48.01", "aarch64", "NEW_FEATURE", "14ecfb7faa56d4d18cd9fef891b3fa2db3628f12a3e59b59d3c6e6d1a0befd80", 319634379ull, "https://us.download.nvidia.com/XFree86/aarch64/590.48.01/NVIDIA-Linux-aarch64-590.48.01.run" },
 	{ "590.48.01", "x86_64", "NEW_FEATURE", "b9e2f80693781431cc87f4cd29109e133dcecb50a50d6b68d4b3bf2d696bd689", 416273526ull, "https://us.download.nvidia.com/XFree86/Linux-x86_64/590.48.01/NVIDIA-Linux-x86_64-590.48.01.run" },
 	{ "595.58.03", "aarch64", "PRODUCTION", "873cc8298d537bc424081591f87e64d4507f1cad5480685a8ba725df011a3d3f", 316653030ull, "https://us.download.nvidia.com/XFree86/aarch64/595.58.03/NVIDIA-Linux-aarch64-595.58.03.run" },
@@ -436,6 +439,8 @@ const struct gb_runfile gb_runfiles[] = {
 	{ "595.80", "x86_64", "PRODUCTION", "3d54c83fe07fd3573ff0ceba8574c06132e0f53d87cbdbb582ae372bb4c5d478", 423049323ull, "https://us.download.nvidia.com/XFree86/Linux-x86_64/595.80/NVIDIA-Linux-x86_64-595.80.run" },
 	{ "595.84", "aarch64", "PRODUCTION", "1a5a0d74315f997155bb814094d364daacea2cebb0d8de4229ab4a91c4ab4319", 317751308ull, "https://us.download.nvidia.com/XFree86/aarch64/595.84/NVIDIA-Linux-aarch64-595.84.run" },
 	{ "595.84", "x86_64", "PRODUCTION", "99c404e52131bf27bca6da0268dcce3ebedc7a73ab174071a995cf1a6c5eba06", 423524924ull, "https://us.download.nvidia.com/XFree86/Linux-x86_64/595.84/NVIDIA-Linux-x86_64-595.84.run" },
+	{ "595.91.07", "aarch64", "PRODUCTION", "7ea90dece3455ed4de5f2bb6990c68aeb937eb6129c6addbcfcf2184a610cf04", 317767285ull, "https://download.nvidia.com/XFree86/Linux-aarch64/595.91.07/NVIDIA-Linux-aarch64-595.91.07.run" },
+	{ "595.91.07", "x86_64", "PRODUCTION", "ca23c88dd24b07a191644e1e11cfb7bcdd7537305749af40f980018b095e6313", 423651201ull, "https://download.nvidia.com/XFree86/Linux-x86_64/595.91.07/NVIDIA-Linux-x86_64-595.91.07.run" },
 };
 const size_t gb_runfiles_len = sizeof(gb_runfiles) / sizeof(gb_runfiles[0]);
 

@@ -36,7 +36,7 @@ sign() { # FILE [KEY]
 refused() {
 	# shellcheck disable=SC2086
 	expect_exit 0 "$GB" --root "$ROOT" plan $ARGS --json --catalog "$2" --trust-key "${4:-$TMP/key.pub}"
-	[ "$(j 'd["driver"]["version"]')" = 580.173.02 ] || fail "$1: the plan did not keep the built-in's driver"
+	[ "$(j 'd["driver"]["version"]')" = 580.178.04 ] || fail "$1: the plan did not keep the built-in's driver"
 	[ "$(j 'd["catalog"]["source"]')" = built-in ] || fail "$1: the catalog in force is $(j 'd["catalog"]')"
 	j '[w["text"] + " FIX " + w["fix"] for w in d["warnings"] if w["code"] == "catalog-refused"][0]' >"$TMP/w" ||
 		fail "$1: no catalog-refused warning: $(j 'd["warnings"]')"
@@ -47,7 +47,7 @@ refused() {
 # The built-in: R580's newest runfile, the header says so.
 # shellcheck disable=SC2086
 expect_exit 0 "$GB" --root "$ROOT" plan $ARGS --json
-[ "$(j 'd["driver"]["version"]')" = 580.173.02 ] || fail "built-in driver: $(j 'd["driver"]["version"]')"
+[ "$(j 'd["driver"]["version"]')" = 580.178.04 ] || fail "built-in driver: $(j 'd["driver"]["version"]')"
 [ "$(j 'd["catalog"]')" = "{'version': 2026120400, 'date': '2026-12-04', 'source': 'built-in'}" ] ||
 	fail "header: $(j 'd["catalog"]')"
 
@@ -163,7 +163,7 @@ j '[w["text"] for w in d["warnings"] if w["code"] == "catalog-refused"][0]' | gr
 printf '[trust]\nmin_catalog_version = 2026121600\n' >"$TMP/site.conf"
 # shellcheck disable=SC2086
 expect_exit 0 "$GB" --root "$ROOT" plan $ARGS --json --config "$TMP/site.conf" --catalog "$TMP/new.json" --trust-key "$TMP/key.pub"
-[ "$(j 'd["catalog"]["source"], d["driver"]["version"]')" = "('built-in', '580.173.02')" ] ||
+[ "$(j 'd["catalog"]["source"], d["driver"]["version"]')" = "('built-in', '580.178.04')" ] ||
 	fail "site floor: $(j 'd["catalog"]')"
 j '[w["text"] + " FIX " + w["fix"] for w in d["warnings"] if w["code"] == "catalog-refused"][0]' |
 	grep -q "older than the site's floor, \[trust\] min_catalog_version = 2026121600 (rollback refused).* FIX serve a catalog of version 2026121600 or newer" ||

@@ -12,6 +12,9 @@ grep -q '{ 0x2335, "GH100", "H200 SXM 141GB", GB_ARCH_HOPPER, "9.0", GB_OPEN_LIS
 grep -q '{ 0x102d, "GK210", "Tesla K80", GB_ARCH_KEPLER, "3.7", GB_OPEN_NO, 470 }' src/catalog/catalog-pci.c || fail "K80 row"
 grep -q '"580.159.04", "x86_64", "TESLA", "[0-9a-f]\{64\}"' src/catalog/catalog-data.c || fail "580.159.04 runfile"
 grep -q 'vulkan-beta' src/catalog/catalog-data.c && fail "Vulkan betas leaked into the runfile catalog"
+# the later releases, data/nvidia/driver-runfiles-update.tsv (its header names its commit)
+grep -q '"580.178.04", "x86_64", "PRODUCTION", "5975a86e[0-9a-f]\{56\}", 397214534ull' src/catalog/catalog-data.c || fail "580.178.04 runfile"
+grep -q '"595.91.07", "aarch64", "PRODUCTION", "7ea90dec[0-9a-f]\{56\}", 317767285ull' src/catalog/catalog-data.c || fail "595.91.07 runfile"
 # facts checked against NVIDIA's own pages (data/SOURCES.md, 2026-12-04)
 grep -q '{ 0x2e12, "GB20B", "GB10", GB_ARCH_BLACKWELL, "12.1",' src/catalog/catalog-pci.c || fail "GB10 is compute capability 12.1"
 grep -q '{ 580, GB_BRANCH_LTSB, "2028-06-30", "4.15" }' src/catalog/catalog-data.c || fail "R580 ends June 2028"
@@ -37,6 +40,16 @@ grep -q "cites 2026-12-09, newer than its Catalog date 2026-12-04: raise the dat
 sed -i 's/^Catalog date: 2026-12-04/Catalog date: 2026-12-09/' "$TMP/data/SOURCES.md"
 python3 scripts/gen-catalog.py --data "$TMP/data" --out "$TMP/p.c" --out-data "$TMP/d.c" || fail "raised catalog date refused"
 grep -q '^const char gb_catalog_date\[\] = "2026-12-09";$' "$TMP/d.c" || fail "raised catalog date not built in"
+# a runfile table's header is what it rests on: a later day there is refused too,
+# and so is a release in both tables
+rm -rf "$TMP/data" && cp -a data "$TMP/data"
+sed -i '1s/read 2026-12-04/read 2026-12-09/' "$TMP/data/nvidia/driver-runfiles-update.tsv"
+python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "a runfile table read after the catalog date passed"
+grep -q "driver-runfiles-update.tsv cites 2026-12-09, newer than its Catalog date 2026-12-04" "$TMP/err" || fail "later runfile table: $(cat "$TMP/err")"
+rm -rf "$TMP/data" && cp -a data "$TMP/data"
+grep '^580\.173\.02	x86_64' data/nvidia/driver-runfiles.tsv >>"$TMP/data/nvidia/driver-runfiles-update.tsv"
+python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "a runfile in both tables passed"
+grep -q "runfile 580.173.02 x86_64 in both nvidia/driver-runfiles.tsv and nvidia/driver-runfiles-update.tsv" "$TMP/err" || fail "runfile twice: $(cat "$TMP/err")"
 sed -i '/^Catalog date: /d' "$TMP/data/SOURCES.md"
 python3 scripts/gen-catalog.py --data "$TMP/data" --out - --out-data - >/dev/null 2>"$TMP/err" && fail "SOURCES.md without a Catalog date passed"
 grep -q "no 'Catalog date: YYYY-MM-DD' line" "$TMP/err" || fail "no catalog date: $(cat "$TMP/err")"

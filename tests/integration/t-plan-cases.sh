@@ -11,7 +11,7 @@ grep -q -- "--target-gpu" "$TMP/err" || fail "no-GPU refusal does not mention --
 
 # Image builds: target OS and GPU.
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:22.04 --target-gpu H100 --profile minimal --json
-[ "$(j 'd["driver"]["version"]')" = "580.173.02" ] || fail "minimal H100 on 22.04: $(j 'd["driver"]')"
+[ "$(j 'd["driver"]["version"]')" = "580.178.04" ] || fail "minimal H100 on 22.04: $(j 'd["driver"]')"
 [ "$(j 'd["driver"]["module_flavor"]')" = "open" ] || fail "H100 should get the open module"
 [ "$(j 'd["kernel"]["action"]')" = "none" ] || fail "target OS: kernel decided at first boot"
 [ "$(j 'd["target"]["source"]')" = "target" ] || fail "target not marked"
@@ -28,7 +28,7 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9:aarch64
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --profile minimal --json
 [ "$(j 'd["driver"]["packages"]')" = "['nvidia-driver-pinning-580', 'nvidia-open', 'nvidia-fabricmanager']" ] ||
 	fail "HGX x8, ubuntu 24.04: $(j 'd["driver"]["packages"]')"
-j '[x["reason"] for x in d["daemons"]][1]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): .*nvidia-fabricmanager is installed with the driver at its version 580.173.02 and held there" ||
+j '[x["reason"] for x in d["daemons"]][1]' | grep -q "NVSwitches assumed (an 8-GPU HGX board, --target-gpu): .*nvidia-fabricmanager is installed with the driver at its version 580.178.04 and held there" ||
 	fail "HGX x8: $(j 'd["daemons"]')"
 # The open kernel modules begin with R515 (the catalog's open_module_from):
 # a profile asking for them on a pinned older branch is refused by the plan,
@@ -54,7 +54,7 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os amzn:2023 --ta
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:10 --target-gpu 2330x8 --profile minimal --json
 j 'd["refusal"]["reason"]' | grep -q "the runfile method installs none" || fail "rhel10 HGX: $(j 'd["refusal"]')"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --profile minimal --method runfile --json
-j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.173.02, and the runfile method installs none .*use --method packages" ||
+j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.178.04, and the runfile method installs none .*use --method packages" ||
 	fail "HGX x8 runfile: $(j 'd["refusal"]')"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:12 --target-gpu 2330x8 --profile minimal --method distro --json
 j 'd["refusal"]["reason"]' | grep -q "debian 12 packages no fabric manager (none is installed); use --method packages: NVIDIA's debian12 repository" ||
@@ -446,15 +446,15 @@ expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 -
 [ "$(jq_ '[w["code"] for w in d["warnings"]]')" = "['branch-eol']" ] || fail "Debian image warnings: $(jq_ 'd["warnings"]')"
 jq_ 'd["warnings"][0]["text"]' | grep -q "R535 (ltsb) reached its end of life on 2026-06-30.* the plan keeps 535.261.03: R535 is debian 12's own driver branch" ||
 	fail "Debian image warning: $(jq_ 'd["warnings"]')"
-jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method packages or --method runfile (or \[install\] method in gpuboot.conf) replaces it with 580.173.02" ||
+jq_ 'd["warnings"][0]["fix"]' | grep -q "^--method packages or --method runfile (or \[install\] method in gpuboot.conf) replaces it with 580.178.04" ||
 	fail "Debian image fix: $(jq_ 'd["warnings"]')"
 expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal
 grep -q "^WARNING      branch-eol  .* R535 (ltsb) reached its end of life on 2026-06-30.*; fix: --method packages" "$TMP/out" ||
 	fail "text plan without the warning: $(cat "$TMP/out")"
 expect_exit 0 "$GB" --root "$FIX/debian12-nvidia535-disk" plan --target-gpu T4 --profile minimal --method packages --json
-[ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], len(d["warnings"])')" = "replace 580.173.02 0" ] ||
+[ "$(jq_ 'd["driver"]["action"], d["driver"]["version"], len(d["warnings"])')" = "replace 580.178.04 0" ] ||
 	fail "Debian image, --method packages: $(jq_ 'd["driver"]')"
-jq_ 'd["driver"]["action_reason"]' | grep -q "R535 reached its end of life on 2026-06-30 .*and the lts policy wants a supported branch; replaced by 580.173.02" ||
+jq_ 'd["driver"]["action_reason"]' | grep -q "R535 reached its end of life on 2026-06-30 .*and the lts policy wants a supported branch; replaced by 580.178.04" ||
 	fail "EOL replace reason: $(jq_ 'd["driver"]["action_reason"]')"
 # The distro method installs Debian's ended branches (bookworm's 535,
 # trixie's 550): nothing newer that way; warned.

@@ -90,7 +90,7 @@ codes = [w["code"] for w in d["warnings"]]
 assert codes == ["branch-eol", "toolkit-below-floor"], codes
 assert d["warnings"] == d["plan"]["warnings"], "status and plan warnings differ"
 assert "R535 (ltsb) reached its end of life on 2026-06-30" in d["warnings"][0]["text"], d["warnings"][0]
-assert "install nvidia-fabricmanager 580.173.02 first" in d["warnings"][0]["text"], d["warnings"][0]
+assert "install nvidia-fabricmanager 580.178.04 first" in d["warnings"][0]["text"], d["warnings"][0]
 assert "1.19.1 or newer" in d["warnings"][1]["fix"], d["warnings"][1]
 PY
 grep -q '^gpuboot_warnings 2$' "$W/gpuboot.prom" || fail "gpuboot_warnings: $(grep warning "$W/gpuboot.prom")"

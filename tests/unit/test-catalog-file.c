@@ -88,7 +88,7 @@ TEST(newer_in_force)
 	CHECK_STREQ(gb_catalog_ctk_min_cve(), "CVE-2026-1");
 	gb_catalog_reset();
 	CHECK(gb_catalog_in_force()->origin == NULL);
-	CHECK_STREQ(gb_catalog_newest_runfile(580, "x86_64")->version, "580.173.02");
+	CHECK_STREQ(gb_catalog_newest_runfile(580, "x86_64")->version, "580.178.04");
 	CHECK_STREQ(gb_catalog_ctk_min(), "1.19.1");
 }
 

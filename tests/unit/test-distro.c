@@ -211,7 +211,11 @@ TEST(cpu_arches)
 }
 
 /* Every runfile row is named by its architecture, and lies in its directory
- * where XFree86/ has one (tesla/<version>/ has none). */
+ * where XFree86/ has one (tesla/<version>/ has none): runfile_dir, or
+ * Linux-<arch>, the name NVIDIA's server also gives aarch64's (the later
+ * pins in data/nvidia/driver-runfiles-update.tsv use it; the same packaging
+ * repository there pins 580.173.02's aarch64 runfile under it with the
+ * sha256 and size it has under aarch64/). */
 TEST(cpu_arch_runfiles)
 {
 	size_t seen[2] = { 0, 0 };
@@ -219,13 +223,15 @@ TEST(cpu_arch_runfiles)
 	for (size_t i = 0; i < gb_runfiles_len; i++) {
 		const struct gb_runfile *rf = &gb_runfiles[i];
 		const struct gb_cpu_arch *a = gb_cpu_arch_find(rf->arch);
-		char dir[64], name[64];
+		char dir[64], linux_dir[64], name[64];
 		CHECK(a != NULL && a->supported && a->runfile_dir);
 		if (!a || !a->runfile_dir)
 			continue;
 		snprintf(dir, sizeof(dir), "/XFree86/%s/%s/", a->runfile_dir, rf->version);
+		snprintf(linux_dir, sizeof(linux_dir), "/XFree86/Linux-%s/%s/", a->name, rf->version);
 		snprintf(name, sizeof(name), "/NVIDIA-Linux-%s-%s", a->name, rf->version);
-		CHECK(!strstr(rf->url, "/XFree86/") || strstr(rf->url, dir) != NULL);
+		CHECK(!strstr(rf->url, "/XFree86/") || strstr(rf->url, dir) != NULL ||
+		      strstr(rf->url, linux_dir) != NULL);
 		CHECK(strstr(rf->url, name) != NULL);
 		seen[a == gb_cpu_arch_find("aarch64")]++;
 	}

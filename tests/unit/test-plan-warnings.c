@@ -112,7 +112,7 @@ TEST(debian_own_branch_kept_and_warned)
 		CHECK(has(w->text, "the plan keeps 535.261.03"));
 		CHECK(has(w->text, "debian 12's own driver branch"));
 		CHECK(has(w->fix, "--method packages or --method runfile"));
-		CHECK(has(w->fix, "580.173.02 (R580, ltsb, supported to 2028-06-30)"));
+		CHECK(has(w->fix, "580.178.04 (R580, ltsb, supported to 2028-06-30)"));
 	}
 	CHECK(has(p.driver.action_reason, "R535 ended on 2026-06-30"));
 	CHECK(warning(&p, "branch-eol-soon") == NULL);
@@ -123,7 +123,7 @@ TEST(debian_own_branch_kept_and_warned)
 	plan(&in, LTS, NULL, today, &p);
 	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	CHECK(has(p.driver.action_reason, "R535 reached its end of life on 2026-06-30"));
-	CHECK(has(p.driver.action_reason, "replaced by 580.173.02"));
+	CHECK(has(p.driver.action_reason, "replaced by 580.178.04"));
 	CHECK_INT(p.n_warnings, 0);
 	gb_plan_done(&p);
 }
@@ -178,7 +178,7 @@ TEST(lts_replaces_ended_branch_where_it_can)
 	plan(&in, LTS, NULL, today, &p);
 	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	CHECK(has(p.driver.action_reason, "535.183.01 open: R535 reached its end of life on 2026-06-30"));
-	CHECK(has(p.driver.action_reason, "lts policy wants a supported branch; replaced by 580.173.02"));
+	CHECK(has(p.driver.action_reason, "lts policy wants a supported branch; replaced by 580.178.04"));
 	CHECK(warning(&p, "branch-eol") == NULL);
 	gb_plan_done(&p);
 
@@ -219,13 +219,13 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	w = warning(&p, "branch-eol");
 	CHECK(w != NULL);
 	if (w) {
-		CHECK(has(w->text, "replacing it with 580.173.02 would be refused (exit 10: NVSwitches present"));
+		CHECK(has(w->text, "replacing it with 580.178.04 would be refused (exit 10: NVSwitches present"));
 		CHECK(has(w->text, "the runfile method installs none"));
 		CHECK(has(w->fix, "then run gpuboot again"));
 	}
 	gb_plan_done(&p);
 	/* with the fabric manager of that version there, it is replaced */
-	gb_strscpy(in.fabricmanager_installed, sizeof(in.fabricmanager_installed), "580.173.02");
+	gb_strscpy(in.fabricmanager_installed, sizeof(in.fabricmanager_installed), "580.178.04");
 	plan(&in, LTS, NULL, today, &p);
 	CHECK(p.driver.action == GB_ACTION_REPLACE);
 	gb_plan_done(&p);
@@ -236,7 +236,7 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	plan(&in, LTS, NULL, today, &p);
 	CHECK(p.driver.action == GB_ACTION_KEEP);
 	w = warning(&p, "branch-eol");
-	CHECK(w && has(w->text, "--offline: 580.173.02 cannot be downloaded"));
+	CHECK(w && has(w->text, "--offline: 580.178.04 cannot be downloaded"));
 	gb_plan_done(&p);
 	in.offline = false;
 
