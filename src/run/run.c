@@ -688,6 +688,8 @@ static int stage_repair(struct run *r, struct gb_stage *st)
 	json_object_put(r->st.install);
 	r->st.install = gb_repair_result_to_json(res);
 	r->repair_running = res->after.running || (!res->after.kver[0] && res->before.running);
+	if (res->hold.held && res->hold.changed) /* the kernel update gate: said in the package manager's output */
+		gb_log_warning("repair: %s", res->hold.reason);
 	if (k < 0) {
 		gb_stage_end(r->ctx, st, "failed", k, "%s", res->error[0] ? res->error : strerror(-k));
 		gb_stage_hint(st, "%s", res->hint[0] ? res->hint : "see the repair entry of the status document");
