@@ -877,6 +877,29 @@ static int add_locks(struct rinst *s)
 	return gb_pkg_effect(&s->e, is_dnf(s) ? "dnf-versionlock-add" : "zypper-addlock", argv, SHORT_TIMEOUT_MS);
 }
 
+/* dnf: before the install, every package with "nvidia" in its name that
+ * the repositories have at the driver's version is versionlocked there
+ * (`dnf versionlock add '*nvidia*-VERSION-*'`, the plugin writing each
+ * NAME-EPOCH:VERSION-RELEASE.*). The plan names only the metapackage; a
+ * loose dependency of it (cuda-drivers' "nvidia-driver-cuda >= 3:V") is
+ * resolved by dnf to the newest version the enabled stream has, every
+ * module version of a stream being active: real dnf 4.14 installed
+ * 580.199.01's nvidia-driver-cuda under cuda-drivers 580.173.02
+ * (vm-tests/image-rpm.sh). The locks make the resolver keep the whole
+ * family at the driver's version, as the apt pin does. */
+static int prelock_family(struct rinst *s)
+{
+	char glob[GB_INSTALL_VERSION + 16];
+	const char *argv[] = { "dnf", "versionlock", "add", glob, NULL };
+	const char *ver = s->e.in->driver_version;
+
+	if (!is_dnf(s) || s->e.in->userspace_only || !ver || !ver[0])
+		return 0;
+	if (snprintf(glob, sizeof(glob), "*nvidia*-%s-*", ver) >= (int)sizeof(glob))
+		return FAIL(s, -EINVAL, "The driver version '%s' is too long", ver);
+	return gb_pkg_effect(&s->e, "dnf-versionlock-family", argv, SHORT_TIMEOUT_MS);
+}
+
 static int install_pkgs(struct rinst *s)
 {
 	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
@@ -1057,10 +1080,11 @@ static int rpm_recover(struct rinst *s)
 
 /* The commands, in order: the key into rpm's database, the module stream
  * (dnf) or a refresh of the repository (zypper), the resolution, the
- * blacklist, stale locks lifted, the install, the check, the locks. A
- * repository that signs its metadata is fetched first on dnf with -y: dnf
- * asks before it puts the key of gpgkey= into that repository's keyring
- * (for repomd.xml), and the queries after it must not be asked. */
+ * blacklist, stale locks lifted, the driver's family locked at its
+ * version (dnf), the install, the check, the locks. A repository that
+ * signs its metadata is fetched first on dnf with -y: dnf asks before it
+ * puts the key of gpgkey= into that repository's keyring (for
+ * repomd.xml), and the queries after it must not be asked. */
 static int rpm_install(struct rinst *s)
 {
 	char key[200], ms[160], repo[120];
@@ -1097,6 +1121,8 @@ static int rpm_install(struct rinst *s)
 		r = query_family(s);
 	if (r >= 0 && !versions_ok)
 		r = lift_locks(s);
+	if (r >= 0 && !versions_ok)
+		r = prelock_family(s);
 	if (r >= 0 && !versions_ok)
 		r = install_pkgs(s);
 	if (r >= 0 && !versions_ok)
