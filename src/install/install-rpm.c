@@ -618,8 +618,9 @@ static void repo_text(const struct rinst *s, char *text, size_t sz)
 		         repo->key_pin);
 	snprintf(check, sizeof(check), "%s", meta ? "gpgcheck=0\nrepo_gpgcheck=1\n" : "gpgcheck=1\n");
 	if (is_dnf(s))
-		snprintf(text, sz, "%s[%s]\nname=%s\nbaseurl=%s\nenabled=1\n%sgpgkey=file:///%s\n", head, s->alias,
-		         s->alias, repo->uri, check, s->keyfile);
+		snprintf(text, sz,
+		         "%s[%s]\nname=%s\nbaseurl=%s\nenabled=1\nskip_if_unavailable=False\n%sgpgkey=file:///%s\n",
+		         head, s->alias, s->alias, repo->uri, check, s->keyfile);
 	else
 		snprintf(text, sz,
 		         "%s[%s]\nname=%s\nenabled=1\nautorefresh=1\nbaseurl=%s\ntype=rpm-md\n%sgpgkey=file:///%s\n",
@@ -1078,6 +1079,30 @@ static int rpm_recover(struct rinst *s)
 	return 0;
 }
 
+/* A dnf command that failed because dnf refused the repository's metadata
+ * or a package's signature (a tampered or foreign mirror): refused as a
+ * verification failure (exit 13), the line that says it in the error.
+ * The repo file sets skip_if_unavailable=False: where dnf.conf says True
+ * (Debian's does; an admin's may), dnf would otherwise skip the refused
+ * repository and the failure would read "no such package". */
+static int dnf_refused(struct rinst *s, int r)
+{
+	static const char *const signs[] = { "GPG signature verification error", "Checksum doesn't match",
+		                             "GPG check FAILED", "is not signed", "Public key for" };
+	const char *why = NULL, *out = s->e.res->output;
+	char line[200];
+
+	for (size_t i = 0; out && i < ARRAY_SIZE(signs) && !why; i++)
+		why = strstr(out, signs[i]);
+	if (r >= 0 || !is_dnf(s) || !why)
+		return r;
+	while (why > out && why[-1] != '\n')
+		why--;
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "\n"), why);
+	return FAIL(s, -EKEYREJECTED, "dnf refused %s (%s): nothing was installed from it; check the mirror",
+	            s->e.in->repo->uri, line);
+}
+
 /* The commands, in order: the key into rpm's database, the module stream
  * (dnf) or a refresh of the repository (zypper), the resolution, the
  * blacklist, stale locks lifted, the driver's family locked at its
@@ -1129,7 +1154,7 @@ static int rpm_install(struct rinst *s)
 		r = query_family(s);
 	if (r >= 0)
 		r = check_split(s);
-	return r < 0 ? r : add_locks(s);
+	return r < 0 ? dnf_refused(s, r) : add_locks(s);
 }
 
 /* After: every package at its version (the resolved one, on dnf) and

@@ -1123,6 +1123,27 @@ static void ctk_rhel_spec(char *spec, size_t sz, bool installed, const char *mis
 	    "Available Packages\npython3-dnf-plugin-versionlock.noarch  4.3.0-13.el9  rhel-9-for-x86_64-baseos-rpms\n");
 }
 
+/* A repomd.xml whose signature does not verify: dnf's makecache fails with
+ * what real dnf 4.14 says (vm-tests/image-rpm.sh), refused as a
+ * verification failure, -EKEYREJECTED (exit 13), nothing installed. */
+TEST(toolkit_dnf_tampered)
+{
+	char spec[8192];
+	struct run x;
+
+	make_root(&rhel9);
+	ctk_rhel_spec(spec, sizeof(spec), false, NULL);
+	script(spec, sizeof(spec), "dnf -y makecache", 1, "makecache",
+	       "gpuboot-nvidia-container-toolkit  993  B/s | 228  B     00:00\n"
+	       "Error: Failed to download metadata for repo 'gpuboot-nvidia-container-toolkit': repomd.xml GPG "
+	       "signature verification error: Bad GPG signature\n");
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, -EKEYREJECTED);
+	CHECK(strstr(x.res.error, "dnf refused") && strstr(x.res.error, "repomd.xml GPG signature verification error"));
+	CHECK(!strstr(x.record, "dnf -y install"));
+	run_done(&x);
+}
+
 /* RHEL 9 (a driver from NVIDIA's repository already there): the repo file
  * with repo_gpgcheck, the key, the four at 1.17.8-1 and only they locked. */
 TEST(toolkit_dnf)
