@@ -316,6 +316,33 @@ check "the rerun exits 0 with zero effects, no command" sh -c "[ $rc = 0 ] && py
 import json,sys
 d=json.load(open('$j'))
 sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+
+# ---- 6. an HGX H100 (2330x8): the open stream, nvidia-open and the fabric manager ----
+H=$work/hgx
+cp -a "$work/pristine" "$H"
+hgx_run() {
+	"$GB" --root "$H" run --target-gpu 2330x8 --profile "$work/test.profile" --method packages \
+		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" --state-dir "$H/var/lib/gpuboot"
+}
+hgx_run >"$work/hgx.out" 2>"$work/hgx.err"
+rc=$?
+sed 's/^/    /' "$work/hgx.err" | tail -n 2
+hq() { chroot "$H" rpm -q --qf '%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n' "$1" 2>/dev/null; }
+check "HGX: the install exits 0" test "$rc" = 0
+check "HGX: the stream $B-open enabled" grep -qx "stream=$B-open" "$H/etc/dnf/modules.d/nvidia-driver.module"
+for p in nvidia-open kmod-nvidia-open-dkms nvidia-driver nvidia-driver-cuda; do
+	check "HGX: $p at 3:$DV-1.el9, locked" sh -c "[ '$(hq $p)' = '3:$DV-1.el9' ] && grep -q '^$p-3:$DV-1.el9' '$H/etc/dnf/plugins/versionlock.list'"
+done
+check "HGX: nvidia-fabricmanager at $DV-1, locked; nv-fabricmanager there" sh -c "[ '$(hq nvidia-fabricmanager)' = '0:$DV-1' ] && grep -q '^nvidia-fabricmanager-0:$DV-1' '$H/etc/dnf/plugins/versionlock.list' && [ -x '$H/usr/bin/nv-fabricmanager' ]"
+check "HGX: no kmod-nvidia-latest-dkms" sh -c "! chroot '$H' rpm -q kmod-nvidia-latest-dkms >/dev/null 2>&1"
+hgx_run >"$work/hgx2.out" 2>"$work/hgx2.err"
+rc=$?
+check "HGX: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && python3 -c \"
+import json,sys
+d=json.load(open('$H/var/lib/gpuboot/journal.json'))
+sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+grep " $H/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+
 echo "image-rpm: $(($(date +%s) - t0)) s"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
