@@ -250,7 +250,7 @@ vm-test:
 
 # vm-test-rpm: the packages method and the toolkit on an rpm root with real
 # dnf 4 and rpm (a Debian-built RHEL 9 test root, vm-tests/image-rpm.sh);
-# not in vm-test. About a minute and a half once its root is cached.
+# not in vm-test. About two minutes once its root is cached.
 vm-test-rpm:
 	scripts/install-deps.sh --rpm
 	$(MAKE) $(ASAN)/gpuboot
