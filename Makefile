@@ -251,6 +251,14 @@ vm-test:
 	vm-tests/image-packages.sh
 	vm-tests/run.sh
 
+# vm-test-rpm: the packages method and the toolkit on an rpm root with real
+# dnf 4 and rpm (a Debian-built RHEL 9 test root, vm-tests/image-rpm.sh);
+# not in vm-test. About two minutes once its root is cached.
+vm-test-rpm:
+	scripts/install-deps.sh --rpm
+	$(MAKE) $(ASAN)/gpuboot
+	vm-tests/image-rpm.sh
+
 # vm-test-slow: the scenarios too slow for .ci/run under TCG (docs/vm-tests.md):
 # the NVIDIA module built by DKMS inside the guest at boot (about an hour).
 vm-test-slow:
@@ -273,7 +281,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-rpm vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

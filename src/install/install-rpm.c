@@ -618,8 +618,9 @@ static void repo_text(const struct rinst *s, char *text, size_t sz)
 		         repo->key_pin);
 	snprintf(check, sizeof(check), "%s", meta ? "gpgcheck=0\nrepo_gpgcheck=1\n" : "gpgcheck=1\n");
 	if (is_dnf(s))
-		snprintf(text, sz, "%s[%s]\nname=%s\nbaseurl=%s\nenabled=1\n%sgpgkey=file:///%s\n", head, s->alias,
-		         s->alias, repo->uri, check, s->keyfile);
+		snprintf(text, sz,
+		         "%s[%s]\nname=%s\nbaseurl=%s\nenabled=1\nskip_if_unavailable=False\n%sgpgkey=file:///%s\n",
+		         head, s->alias, s->alias, repo->uri, check, s->keyfile);
 	else
 		snprintf(text, sz,
 		         "%s[%s]\nname=%s\nenabled=1\nautorefresh=1\nbaseurl=%s\ntype=rpm-md\n%sgpgkey=file:///%s\n",
@@ -877,6 +878,29 @@ static int add_locks(struct rinst *s)
 	return gb_pkg_effect(&s->e, is_dnf(s) ? "dnf-versionlock-add" : "zypper-addlock", argv, SHORT_TIMEOUT_MS);
 }
 
+/* dnf: before the install, every package with "nvidia" in its name that
+ * the repositories have at the driver's version is versionlocked there
+ * (`dnf versionlock add '*nvidia*-VERSION-*'`, the plugin writing each
+ * NAME-EPOCH:VERSION-RELEASE.*). The plan names only the metapackage; a
+ * loose dependency of it (cuda-drivers' "nvidia-driver-cuda >= 3:V") is
+ * resolved by dnf to the newest version the enabled stream has, every
+ * module version of a stream being active: real dnf 4.14 installed
+ * 580.199.01's nvidia-driver-cuda under cuda-drivers 580.173.02
+ * (vm-tests/image-rpm.sh). The locks make the resolver keep the whole
+ * family at the driver's version, as the apt pin does. */
+static int prelock_family(struct rinst *s)
+{
+	char glob[GB_INSTALL_VERSION + 16];
+	const char *argv[] = { "dnf", "versionlock", "add", glob, NULL };
+	const char *ver = s->e.in->driver_version;
+
+	if (!is_dnf(s) || s->e.in->userspace_only || !ver || !ver[0])
+		return 0;
+	if (snprintf(glob, sizeof(glob), "*nvidia*-%s-*", ver) >= (int)sizeof(glob))
+		return FAIL(s, -EINVAL, "The driver version '%s' is too long", ver);
+	return gb_pkg_effect(&s->e, "dnf-versionlock-family", argv, SHORT_TIMEOUT_MS);
+}
+
 static int install_pkgs(struct rinst *s)
 {
 	static char buf[GB_INSTALL_MAX_PKGS][GB_INSTALL_NAME + GB_INSTALL_VERSION];
@@ -1055,12 +1079,37 @@ static int rpm_recover(struct rinst *s)
 	return 0;
 }
 
+/* A dnf command that failed because dnf refused the repository's metadata
+ * or a package's signature (a tampered or foreign mirror): refused as a
+ * verification failure (exit 13), the line that says it in the error.
+ * The repo file sets skip_if_unavailable=False: where dnf.conf says True
+ * (Debian's does; an admin's may), dnf would otherwise skip the refused
+ * repository and the failure would read "no such package". */
+static int dnf_refused(struct rinst *s, int r)
+{
+	static const char *const signs[] = { "GPG signature verification error", "Checksum doesn't match",
+		                             "GPG check FAILED", "is not signed", "Public key for" };
+	const char *why = NULL, *out = s->e.res->output;
+	char line[200];
+
+	for (size_t i = 0; out && i < ARRAY_SIZE(signs) && !why; i++)
+		why = strstr(out, signs[i]);
+	if (r >= 0 || !is_dnf(s) || !why)
+		return r;
+	while (why > out && why[-1] != '\n')
+		why--;
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "\n"), why);
+	return FAIL(s, -EKEYREJECTED, "dnf refused %s (%s): nothing was installed from it; check the mirror",
+	            s->e.in->repo->uri, line);
+}
+
 /* The commands, in order: the key into rpm's database, the module stream
  * (dnf) or a refresh of the repository (zypper), the resolution, the
- * blacklist, stale locks lifted, the install, the check, the locks. A
- * repository that signs its metadata is fetched first on dnf with -y: dnf
- * asks before it puts the key of gpgkey= into that repository's keyring
- * (for repomd.xml), and the queries after it must not be asked. */
+ * blacklist, stale locks lifted, the driver's family locked at its
+ * version (dnf), the install, the check, the locks. A repository that
+ * signs its metadata is fetched first on dnf with -y: dnf asks before it
+ * puts the key of gpgkey= into that repository's keyring (for
+ * repomd.xml), and the queries after it must not be asked. */
 static int rpm_install(struct rinst *s)
 {
 	char key[200], ms[160], repo[120];
@@ -1098,12 +1147,14 @@ static int rpm_install(struct rinst *s)
 	if (r >= 0 && !versions_ok)
 		r = lift_locks(s);
 	if (r >= 0 && !versions_ok)
+		r = prelock_family(s);
+	if (r >= 0 && !versions_ok)
 		r = install_pkgs(s);
 	if (r >= 0 && !versions_ok)
 		r = query_family(s);
 	if (r >= 0)
 		r = check_split(s);
-	return r < 0 ? r : add_locks(s);
+	return r < 0 ? dnf_refused(s, r) : add_locks(s);
 }
 
 /* After: every package at its version (the resolved one, on dnf) and

@@ -489,6 +489,9 @@ TEST(dnf_install)
 		"rpm --import /etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-cuda-rhel9-x86_64",
 		"dnf -y module enable nvidia-driver:595-open",
 		"dnf -q list --showduplicates nvidia-open-595.84",
+		/* the family at the driver's version before the install: real dnf
+		 * resolves a loose dependency to the stream's newest otherwise */
+		"dnf versionlock add *nvidia*-595.84-*",
 		"dnf -y install nvidia-open-3:595.84-1.el9 python3-dnf-plugin-versionlock-4.3.0-13.el9 "
 		"kernel-devel-5.14.0-362.8.1.el9_3 kernel-headers-5.14.0-427.13.1.el9_4",
 		"dnf versionlock add nvidia-open-3:595.84-1.el9 nvidia-driver-3:595.84-1.el9 "
@@ -833,6 +836,7 @@ TEST(version_change)
 	const char *const want[] = {
 		"dnf -q list --showduplicates nvidia-open-595.84",
 		"dnf versionlock delete nvidia-open nvidia-driver",
+		"dnf versionlock add *nvidia*-595.84-*",
 		"dnf -y install nvidia-open-3:595.84-1.el9 python3-dnf-plugin-versionlock-4.3.0-13.el9 "
 		"kernel-devel-5.14.0-362.8.1.el9_3 kernel-headers-5.14.0-427.13.1.el9_4",
 		NULL,
@@ -854,7 +858,7 @@ TEST(version_change)
 	/* a driver package left at the old version is a split: nothing is locked */
 	CHECK(strstr(x.res.error, "nvidia-driver is at 3:595.80-1.el9, not the driver's 595.84") != NULL);
 	CHECK(strstr(x.res.error, "split") != NULL);
-	CHECK(!strstr(x.record, "versionlock add"));
+	CHECK(!strstr(x.record, "versionlock add nvidia-open")); /* only the family's glob, before the install */
 	CHECK(x.res.pkgs[0].held_before);
 	run_done(&x);
 }
@@ -1119,6 +1123,27 @@ static void ctk_rhel_spec(char *spec, size_t sz, bool installed, const char *mis
 	    "Available Packages\npython3-dnf-plugin-versionlock.noarch  4.3.0-13.el9  rhel-9-for-x86_64-baseos-rpms\n");
 }
 
+/* A repomd.xml whose signature does not verify: dnf's makecache fails with
+ * what real dnf 4.14 says (vm-tests/image-rpm.sh), refused as a
+ * verification failure, -EKEYREJECTED (exit 13), nothing installed. */
+TEST(toolkit_dnf_tampered)
+{
+	char spec[8192];
+	struct run x;
+
+	make_root(&rhel9);
+	ctk_rhel_spec(spec, sizeof(spec), false, NULL);
+	script(spec, sizeof(spec), "dnf -y makecache", 1, "makecache",
+	       "gpuboot-nvidia-container-toolkit  993  B/s | 228  B     00:00\n"
+	       "Error: Failed to download metadata for repo 'gpuboot-nvidia-container-toolkit': repomd.xml GPG "
+	       "signature verification error: Bad GPG signature\n");
+	run_toolkit(&x, spec, "x86_64", ctk_names, "1.17.8");
+	CHECK_INT(x.r, -EKEYREJECTED);
+	CHECK(strstr(x.res.error, "dnf refused") && strstr(x.res.error, "repomd.xml GPG signature verification error"));
+	CHECK(!strstr(x.record, "dnf -y install"));
+	run_done(&x);
+}
+
 /* RHEL 9 (a driver from NVIDIA's repository already there): the repo file
  * with repo_gpgcheck, the key, the four at 1.17.8-1 and only they locked. */
 TEST(toolkit_dnf)
@@ -1153,6 +1178,7 @@ TEST(toolkit_dnf)
 	CHECK(strstr(x.res.error, "nvidia-container-toolkit is not locked at 0:1.17.8-1") != NULL);
 	check_userspace_only(&x);
 	CHECK(!strstr(x.record, "versionlock delete")); /* the driver's locks stay */
+	CHECK(!strstr(x.record, "versionlock add *nvidia*")); /* no driver family to lock: its four are named */
 	CHECK(!strstr(x.record, "zypper"));
 	CHECK_INT(x.res.n_pkgs, 5);
 	CHECK_STREQ(x.res.pkgs[0].resolved, "1.17.8-1");
