@@ -48,6 +48,7 @@
 #define VERSIONLOCK_LIST "etc/dnf/plugins/versionlock.list"
 #define ZYPP_LOCKS "etc/zypp/locks"
 #define VERSIONLOCK_PLUGIN "python3-dnf-plugin-versionlock"
+#define VERSIONLOCK_CONF "etc/dnf/plugins/versionlock.conf"
 /* The same file, and the same words, as the apt engine's (install-distro.c). */
 /* rpm turns the \t and \n of a query format into bytes itself. */
 #define QF "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"
@@ -898,6 +899,15 @@ static int prelock_family(struct rinst *s)
 		return 0;
 	if (snprintf(glob, sizeof(glob), "*nvidia*-%s-*", ver) >= (int)sizeof(glob))
 		return FAIL(s, -EINVAL, "The driver version '%s' is too long", ver);
+	/* the versionlock command is a plugin a fresh RHEL does not have yet
+	 * ("No such command: versionlock"): installed first, alone */
+	if (!gb_root_exists(s->e.ctx->root, VERSIONLOCK_CONF)) {
+		const char *pv[] = { "dnf", "-y", "install", VERSIONLOCK_PLUGIN, NULL };
+		int r = gb_pkg_effect(&s->e, "dnf-install-versionlock", pv,
+		                      s->e.in->apt_timeout_ms ? s->e.in->apt_timeout_ms : DEFAULT_INSTALL_MS);
+		if (r < 0)
+			return r;
+	}
 	return gb_pkg_effect(&s->e, "dnf-versionlock-family", argv, SHORT_TIMEOUT_MS);
 }
 
