@@ -228,6 +228,9 @@ rq() { chroot "$root" rpm -q --qf '%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n' "$1" 2>/
 none_installed() { # nothing of NVIDIA's in rpm's database
 	[ -z "$(chroot "$root" rpm -qa '*nvidia*' 'cuda-drivers*' 2>/dev/null)" ]
 }
+none_installed_unmounted() { # and nothing left mounted under the root
+	none_installed && ! grep -q " $root/" /proc/mounts
+}
 
 # ---- 1. a wrong key at the key's URL ----
 run bad/ >"$work/bad.out" 2>"$work/bad.err"
@@ -237,7 +240,7 @@ check "a wrong key fingerprint: refused, exit 13" test "$rc" = 13
 check "  the error names the pin" grep -q "not the pinned" "$work/bad.err"
 check "  no key file, no repo file written" sh -c "! ls '$root'/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-* '$root'/etc/yum.repos.d/gpuboot-* 2>/dev/null"
 check "  no key in rpm's database" sh -c "! chroot '$root' rpm -q gpg-pubkey >/dev/null 2>&1"
-check "  nothing installed, nothing mounted" sh -c "$(command -v none_installed >/dev/null && echo true) && [ -z \"\$(chroot '$root' rpm -qa '*nvidia*' 'cuda-drivers*')\" ] && ! grep -q ' $root/' /proc/mounts"
+check "  nothing installed, nothing mounted" none_installed_unmounted
 rm -rf "$state"
 
 # ---- 2. tampered metadata: the toolkit's repomd.xml no longer its signature's ----
