@@ -13,6 +13,8 @@
 
 #define GB_MAX_TRUST_KEYS 8
 
+#define GB_MAX_KERNEL_OPTS 16
+
 struct gb_options {
 	const char *root; /* --root, default "/" */
 	const char *profile; /* --profile NAME|FILE */
@@ -28,6 +30,9 @@ struct gb_options {
 	const char *upstream, *sign_key;
 	const char *gpus; /* --gpus LIST: verify those NVML indices only */
 	const char *kernel; /* --repair --kernel KVER */
+	const char *kernels[GB_MAX_KERNEL_OPTS]; /* modules build: every --kernel */
+	size_t n_kernels;
+	const char *out, *module_key, *module_cert; /* modules build --out, --module-key, --module-cert */
 	bool if_needed, from_hook, nodes; /* --repair --if-needed, --from-hook, --nodes */
 	bool check_next_boot; /* --repair --check-next-boot */
 	const char *method; /* --method packages|distro|runfile, or NULL: the plan's choice */

@@ -25,8 +25,8 @@
 #include "version.h"
 
 static const struct gb_cmd *const commands[] = {
-	&gb_cmd_run,    &gb_cmd_detect, &gb_cmd_plan,   &gb_cmd_fetch,   &gb_cmd_verify,
-	&gb_cmd_status, &gb_cmd_mirror, &gb_cmd_repair, &gb_cmd_cleanup, &gb_cmd_catalog,
+	&gb_cmd_run,    &gb_cmd_detect, &gb_cmd_plan,    &gb_cmd_fetch,   &gb_cmd_verify,  &gb_cmd_status,
+	&gb_cmd_mirror, &gb_cmd_repair, &gb_cmd_cleanup, &gb_cmd_catalog, &gb_cmd_modules,
 };
 
 #define ALL 0xffffu
@@ -70,6 +70,9 @@ enum {
 	OPT_NODES,
 	OPT_CHECK_NEXT_BOOT,
 	OPT_CATALOG,
+	OPT_OUT,
+	OPT_MODULE_KEY,
+	OPT_MODULE_CERT,
 };
 
 /* Each option written down once: getopt's table, --help, and which
@@ -92,8 +95,8 @@ static const struct option_doc options[] = {
 	{ "config", required_argument, OPT_CONFIG, DECIDES | GB_CMD_VERIFY | GB_CMD_CATALOG, "FILE",
 	  "site configuration (default /etc/gpuboot/gpuboot.conf)" },
 	{ "state-dir", required_argument, OPT_STATE_DIR,
-	  FETCHES | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CLEANUP | GB_CMD_PLAN | GB_CMD_CATALOG, "DIR",
-	  "state, cache, journal and status (default /var/lib/gpuboot)" },
+	  FETCHES | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CLEANUP | GB_CMD_PLAN | GB_CMD_CATALOG | GB_CMD_MODULES,
+	  "DIR", "state, cache, journal and status (default /var/lib/gpuboot)" },
 	{ "catalog", required_argument, OPT_CATALOG, CATALOGS, "FILE",
 	  "a signed catalog update (FILE.sig beside it); the newest valid one is in force (docs/catalog.md)" },
 	{ "ca-file", required_argument, OPT_CA_FILE, FETCHES, "FILE",
@@ -114,15 +117,22 @@ static const struct option_doc options[] = {
 	  "fetch: a base URL standing in for NVIDIA's hosts (same layout)" },
 	{ "trust-key", required_argument, OPT_TRUST_KEY, CATALOGS, "FILE",
 	  "trust mirror manifests and catalog updates signed by this Ed25519 key (repeatable)" },
-	{ "sign-key", required_argument, OPT_SIGN_KEY, GB_CMD_MIRROR, "FILE",
-	  "mirror: sign the manifest with this Ed25519 private key" },
-	{ "mirror-version", required_argument, OPT_MIRROR_VERSION, GB_CMD_MIRROR, "N",
+	{ "sign-key", required_argument, OPT_SIGN_KEY, GB_CMD_MIRROR | GB_CMD_MODULES, "FILE",
+	  "mirror, modules build: sign the manifest with this Ed25519 private key" },
+	{ "out", required_argument, OPT_OUT, GB_CMD_MODULES, "DIR",
+	  "modules build: the mirror directory the module packages are published in" },
+	{ "module-key", required_argument, OPT_MODULE_KEY, GB_CMD_MODULES, "FILE",
+	  "modules build: sign the modules with this key (the site's Secure Boot key; with --module-cert)" },
+	{ "module-cert", required_argument, OPT_MODULE_CERT, GB_CMD_MODULES, "FILE",
+	  "modules build: the certificate of --module-key (enrolled as a MOK or in db)" },
+	{ "mirror-version", required_argument, OPT_MIRROR_VERSION, GB_CMD_MIRROR | GB_CMD_MODULES, "N",
 	  "mirror: the manifest's version (default: the time)" },
 	{ "parallel", required_argument, OPT_PARALLEL, FETCHES, "N", "fetch: transfers at once (default 4)" },
 	{ "repair", no_argument, OPT_REPAIR, RUNS, NULL,
 	  "after a kernel upgrade: rebuild, reload and verify the modules" },
-	{ "kernel", required_argument, OPT_KERNEL, GB_CMD_REPAIR, "KVER",
-	  "repair: the kernel to make ready (default the running one); answers whether KVER comes up with the GPU" },
+	{ "kernel", required_argument, OPT_KERNEL, GB_CMD_REPAIR | GB_CMD_MODULES, "KVER",
+	  "repair: the kernel to make ready (default the running one); answers whether KVER comes up with the GPU; "
+	  "modules build: a kernel to build for (repeatable; default every kernel of the image)" },
 	{ "if-needed", no_argument, OPT_IF_NEEDED, GB_CMD_REPAIR, NULL,
 	  "repair: do nothing, quickly, when the modules for the kernel are there and loaded (the boot unit)" },
 	{ "from-hook", no_argument, OPT_FROM_HOOK, GB_CMD_REPAIR, NULL,
@@ -139,8 +149,9 @@ static const struct option_doc options[] = {
 	  "run: started by gpuboot-resume.service after a reboot (the journal continues)" },
 	{ "method", required_argument, OPT_METHOD, DECIDES, "METHOD",
 	  "install method: packages (NVIDIA's repositories), distro (the distribution's), runfile" },
-	{ "json", no_argument, OPT_JSON, GB_CMD_DETECT | GB_CMD_PLAN | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CATALOG,
-	  NULL, "print JSON instead of text" },
+	{ "json", no_argument, OPT_JSON,
+	  GB_CMD_DETECT | GB_CMD_PLAN | GB_CMD_VERIFY | GB_CMD_STATUS | GB_CMD_CATALOG | GB_CMD_MODULES, NULL,
+	  "print JSON instead of text" },
 	{ "prometheus", no_argument, OPT_PROMETHEUS, GB_CMD_STATUS, NULL, "status: print Prometheus text" },
 	{ "offline", no_argument, OPT_OFFLINE, FETCHES, NULL,
 	  "never use the network (cache and file:// mirrors only)" },
@@ -238,7 +249,15 @@ static int set_option(int c, const char *arg, struct gb_options *o)
 			return -EINVAL;
 		}
 		o->kernel = arg;
+		if (o->n_kernels == GB_MAX_KERNEL_OPTS) {
+			gb_log_error("at most %d --kernel options", GB_MAX_KERNEL_OPTS);
+			return -EINVAL;
+		}
+		o->kernels[o->n_kernels++] = arg;
 		break;
+	case OPT_OUT: o->out = arg; break;
+	case OPT_MODULE_KEY: o->module_key = arg; break;
+	case OPT_MODULE_CERT: o->module_cert = arg; break;
 	case OPT_IF_NEEDED: o->if_needed = true; break;
 	case OPT_FROM_HOOK: o->from_hook = true; break;
 	case OPT_NODES: o->nodes = true; break;

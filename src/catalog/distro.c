@@ -229,14 +229,15 @@ const struct gb_loader gb_loaders[] = {
 const size_t gb_loaders_len = ARRAY_SIZE(gb_loaders);
 
 /* Where NVIDIA's module lands below lib/modules/<release>/: DKMS's
- * updates/dkms on Debian and Ubuntu; DKMS and kmod packages' extra/ on RHEL
+ * updates/dkms on Debian and Ubuntu (updates/gpuboot: a mirror's prebuilt
+ * module package, repair/modules-build.c); DKMS and kmod packages' extra/ on RHEL
  * and Amazon Linux, SUSE's KMPs' updates/; nvidia-installer's
  * kernel/drivers/video (video/ on its oldest layouts, extra/nvidia where a
  * distribution's kmod build puts it). */
 static const char *const module_dirs_any[] = {
-	"updates/dkms", "updates", "extra", "extra/nvidia", "kernel/drivers/video", NULL,
+	"updates/dkms", "updates/gpuboot", "updates", "extra", "extra/nvidia", "kernel/drivers/video", NULL,
 };
-static const char *const module_dirs_deb[] = { "updates/dkms", NULL };
+static const char *const module_dirs_deb[] = { "updates/dkms", "updates/gpuboot", NULL };
 static const char *const module_dirs_rpm[] = { "extra", "updates", NULL };
 static const char *const module_dirs_runfile[] = { "kernel/drivers/video", "updates/dkms", "extra", "video", NULL };
 

@@ -20,6 +20,7 @@ enum {
 	GB_CMD_MIRROR = 1u << 7,
 	GB_CMD_CLEANUP = 1u << 8,
 	GB_CMD_CATALOG = 1u << 9,
+	GB_CMD_MODULES = 1u << 10,
 };
 
 struct gb_cmd {
@@ -33,7 +34,7 @@ struct gb_cmd {
 };
 
 extern const struct gb_cmd gb_cmd_run, gb_cmd_repair, gb_cmd_detect, gb_cmd_plan, gb_cmd_fetch, gb_cmd_verify,
-    gb_cmd_status, gb_cmd_mirror, gb_cmd_cleanup, gb_cmd_catalog;
+    gb_cmd_status, gb_cmd_mirror, gb_cmd_cleanup, gb_cmd_catalog, gb_cmd_modules;
 
 /* Print a JSON document the way every command prints one; -ENOMEM (logged)
  * when it lost a part to memory (gb_json_text), and nothing printed. */

@@ -155,6 +155,9 @@ static int module_read_info(struct gb_ctx *ctx, struct gb_kmod **k, const char *
 		else if (streq(key, "signer") && !m->signer && *value && strlen(value) < 256) {
 			m->signer = strdup(value);
 			oom |= !m->signer;
+		} else if (streq(key, "vermagic") && !m->vermagic && *value && strlen(value) < 160) {
+			m->vermagic = strdup(value);
+			oom |= !m->vermagic;
 		}
 	}
 	kmod_module_info_free_list(info);
@@ -235,6 +238,7 @@ void gb_nvidia_module_done(struct gb_nvidia_module *m)
 	free(m->path);
 	free(m->version);
 	free(m->signer);
+	free(m->vermagic);
 	*m = (struct gb_nvidia_module){ 0 };
 }
 

@@ -50,6 +50,7 @@ struct gb_nvidia_module {
 	char *version; /* modinfo "version", NULL when unreadable */
 	const char *flavor; /* from modinfo "license": "open" | "proprietary" | NULL */
 	char *signer; /* modinfo "signer" of an appended signature; NULL = unsigned or unknown */
+	char *vermagic; /* modinfo "vermagic": the kernel it was built for, NULL when unreadable */
 };
 
 /* One asymmetric key of /proc/keys: the kernel describes an X.509

@@ -190,6 +190,14 @@ static void archive(struct gb_journal *j, const char *text, size_t len)
 		gb_log_warning("Failed to keep the previous journal as '%s', ignoring", prev);
 }
 
+/* A repair, and a modules build (which repairs an image's kernels), is
+ * whole in itself: it decides from what is on disk each time, keeps its
+ * own journal, and never stands in the way of a run. */
+static bool whole(const char *command)
+{
+	return command && (streq(command, "repair") || streq(command, "modules"));
+}
+
 static int decide(struct gb_journal *j, json_object *plan, const char *command, char *err, size_t errsz)
 {
 	_cleanup_free_ char *text = NULL;
@@ -227,7 +235,7 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 	 * time, and a step done by an earlier repair (dkms install for a
 	 * kernel) must run again when its module has gone since (the bookworm
 	 * guest's boot-time repair resumed the failed one of the boot before). */
-	if (!streq(state, "done") && streq(hash, j->plan_hash) && !(command && streq(command, "repair"))) {
+	if (!streq(state, "done") && streq(hash, j->plan_hash) && !whole(command)) {
 		resume_doc(j, old);
 		return 0;
 	}
@@ -236,7 +244,7 @@ static int decide(struct gb_journal *j, json_object *plan, const char *command, 
 	 * journal is kept aside, never in the way of a run. */
 	cmd = gb_json_get_str(old, "command");
 	if (!streq(state, "done") && changed_something(old) && !j->ctx->opt.force && !j->ctx->opt.repair &&
-	    !(cmd && streq(cmd, "repair"))) {
+	    !whole(cmd)) {
 		snprintf(
 		    err, errsz,
 		    "an unfinished run of another plan (started %s, %s) changed this machine; rerun it with the same "
@@ -265,7 +273,9 @@ int gb_journal_open(struct gb_ctx *ctx, json_object *plan, const char *command, 
 	 * boot, and must never set aside the journal of a run the resume unit
 	 * is about to finish (its boots and reboots are the loop guard). */
 	snprintf(j->path, sizeof(j->path), "%s/%s", ctx->opt.state_dir,
-	         command && streq(command, "repair") ? "repair-journal.json" : "journal.json");
+	         !whole(command)            ? "journal.json"
+	         : streq(command, "repair") ? "repair-journal.json"
+	                                    : "modules-journal.json");
 	r = gb_plan_hash(plan, j->plan_hash);
 	if (r >= 0)
 		r = decide(j, plan, command, err, errsz);

@@ -17,6 +17,7 @@
 #include "fetch-plan.h"
 #include "fetch.h"
 #include "manifest.h"
+#include "sig.h"
 #include "plan/plan.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
@@ -489,13 +490,97 @@ fail:
 	return r < 0 ? r : -EIO;
 }
 
+int gb_mirror_load_own(const char *dir, const char *sign_key, struct gb_manifest *ret, char *err, size_t errsz)
+{
+	_cleanup_free_ char *text = NULL, *sig = NULL;
+	char path[1100], again[GB_SIG_HEX_LEN], kid[GB_KEY_ID_LEN];
+	size_t len = 0, slen = 0;
+	int r;
+
+	*ret = (struct gb_manifest){ 0 };
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	r = gb_read_file(path, 8u << 20, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "%s/manifest.json.sig", dir);
+		r = gb_read_file(path, 4096, &sig, &slen);
+	}
+	if (r < 0) {
+		snprintf(err, errsz, "cannot read %s: %s", path, strerror(-r));
+		return r;
+	}
+	r = gb_sig_sign(sign_key, text, len, again, kid, err, errsz);
+	if (r < 0)
+		return r;
+	if (slen < 128 || strncmp(sig, again, 128) != 0) {
+		snprintf(err, errsz,
+		         "%s/manifest.json is not signed by %s (another key's mirror, or changed after it was signed): "
+		         "publish into a mirror of this key, or re-create it with gpuboot mirror",
+		         dir, sign_key);
+		return -EPERM;
+	}
+	return gb_mirror_manifest_parse(text, len, ret, err, errsz);
+}
+
+int gb_mirror_publish(struct gb_ctx *ctx, const char *dir, struct gb_manifest *m, const char *sign_key,
+                      uint64_t version, char *err, size_t errsz)
+{
+	char *text = NULL, *sig = NULL, path[1100];
+	time_t now = (time_t)(ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull), exp = now + 90 * 24 * 3600;
+	uint64_t floor = m->version + 1;
+	struct tm tm;
+	int r;
+
+	m->version = version ? version : (uint64_t)now;
+	if (m->version < floor)
+		m->version = floor; /* a node that saw the last one must take this one */
+	gmtime_r(&now, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	gmtime_r(&exp, &tm);
+	strftime(m->expires, sizeof(m->expires), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	r = gb_mirror_manifest_sign(m, sign_key, &text, &sig, err, errsz);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/manifest.json", dir);
+	r = gb_write_file_atomic(path, text, strlen(text), 0644);
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "%s/manifest.json.sig", dir);
+		r = gb_write_file_atomic(path, sig, strlen(sig), 0644);
+	}
+	if (r < 0)
+		snprintf(err, errsz, "cannot write the manifest in %s: %s", dir, strerror(-r));
+	free(text);
+	free(sig);
+	return r;
+}
+
+/* The old manifest's modules whose package is still in DIR, with their
+ * artifact rows, into M. */
+static int carry_modules(const char *dir, const struct gb_manifest *old, struct gb_manifest *m)
+{
+	char path[1100];
+	int r = 0;
+
+	for (size_t i = 0; i < old->n_mods && r >= 0; i++) {
+		const struct gb_mirror_module *mod = &old->mods[i];
+		const struct gb_manifest_entry *e = gb_manifest_find(old, mod->path);
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, mod->path);
+		if (!e || stat(path, &st) < 0 || (unsigned long long)st.st_size != e->size)
+			continue;
+		r = gb_manifest_find(m, e->path) ? 0 : gb_manifest_put(m, e);
+		if (r >= 0)
+			r = gb_mirror_module_put(m, mod);
+	}
+	return r;
+}
+
 int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifact *a, size_t n, const char *sign_key,
                     uint64_t version, char *err, size_t errsz)
 {
-	struct gb_manifest m = { 0 };
-	char *text = NULL, *sig = NULL, path[1600];
-	time_t now = (time_t)(ctx->ops->now_realtime_ns(ctx->ops) / 1000000000ull), exp = now + 90 * 24 * 3600;
-	struct tm tm;
+	struct gb_manifest m = { 0 }, old = { 0 };
+	char path[1600], e2[512] = "";
 	int r = 0;
 
 	m.v = calloc(n ? n : 1, sizeof(*m.v));
@@ -513,25 +598,18 @@ int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifac
 		m.v[i].size = a[i].size;
 	}
 	m.n = n;
-	m.version = version ? version : (uint64_t)now;
-	gmtime_r(&now, &tm);
-	strftime(m.created, sizeof(m.created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	gmtime_r(&exp, &tm);
-	strftime(m.expires, sizeof(m.expires), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	r = gb_mirror_manifest_sign(&m, sign_key, &text, &sig, err, errsz);
-	if (r < 0)
+	r = gb_mirror_load_own(dir, sign_key, &old, e2, sizeof(e2));
+	if (r == -ENOMEM)
 		goto out;
-	snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	r = gb_write_file_atomic(path, text, strlen(text), 0644);
-	if (r >= 0) {
-		snprintf(path, sizeof(path), "%s/manifest.json.sig", dir);
-		r = gb_write_file_atomic(path, sig, strlen(sig), 0644);
-	}
 	if (r < 0)
-		snprintf(err, errsz, "cannot write the manifest in %s: %s", dir, strerror(-r));
+		gb_log_warning("%s: its prebuilt modules are not carried over", e2);
+	else if ((r = carry_modules(dir, &old, &m)) < 0)
+		goto out;
+	/* a rewrite never goes below the version it replaces */
+	m.version = r >= 0 ? old.version : 0;
+	r = gb_mirror_publish(ctx, dir, &m, sign_key, version, err, errsz);
 out:
-	free(text);
-	free(sig);
+	gb_manifest_done(&old);
 	gb_manifest_done(&m);
 	return r;
 }

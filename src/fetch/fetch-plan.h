@@ -8,6 +8,7 @@
 
 struct gb_ctx;
 struct gb_plan;
+struct gb_manifest;
 
 struct gb_fetch_source {
 	const char *mirror; /* a mirror URL (https:// or file://), or NULL */
@@ -28,7 +29,21 @@ struct gb_fetch_source {
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
                       const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz);
 
+/* DIR's manifest as its publisher reads it before adding to it: none (an
+ * empty manifest, 0), or one signed by SIGN_KEY itself and unaltered
+ * (Ed25519 signatures are deterministic: signing its text again gives the
+ * same signature), parsed. -EPERM when it is another key's or altered,
+ * -EBADMSG when unreadable, with err. */
+int gb_mirror_load_own(const char *dir, const char *sign_key, struct gb_manifest *ret, char *err, size_t errsz);
+
+/* Sign M (version: VERSION, else the time; never below M's own version
+ * + 1; expires in 90 days) and write DIR/manifest.json and .sig. */
+int gb_mirror_publish(struct gb_ctx *ctx, const char *dir, struct gb_manifest *m, const char *sign_key,
+                      uint64_t version, char *err, size_t errsz);
+
 /* Copy verified artifacts into DIR in the upstream layout and write the
  * signed manifest (manifest.json, manifest.json.sig). */
+/* The prebuilt modules of DIR's own manifest (gb_mirror_load_own) are
+ * carried over, with their artifacts, where their files are still there. */
 int gb_mirror_write(struct gb_ctx *ctx, const char *dir, const struct gb_artifact *a, size_t n, const char *sign_key,
                     uint64_t version, char *err, size_t errsz);

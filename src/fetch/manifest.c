@@ -22,6 +22,7 @@
 void gb_manifest_done(struct gb_manifest *m)
 {
 	free(m->v);
+	free(m->mods);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -63,6 +64,16 @@ static int push(struct gb_manifest *m, const struct gb_manifest_entry *e)
 	m->v = nv;
 	m->v[m->n++] = *e;
 	return 0;
+}
+
+int gb_manifest_put(struct gb_manifest *m, const struct gb_manifest_entry *e)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (streq(m->v[i].path, e->path)) {
+			m->v[i] = *e;
+			return 0;
+		}
+	return push(m, e);
 }
 
 static json_object *parse_json(const char *text, size_t len)
@@ -155,18 +166,96 @@ int gb_iso_to_epoch(const char *s, uint64_t *ret)
 	return 0;
 }
 
-int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
-                              uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz)
+/* A field of a module entry: printable, no spaces unless SPACES, bounded. */
+static bool mod_field(json_object *o, const char *key, bool spaces, bool empty_ok, char *out, size_t outsz)
 {
-	char kid[GB_KEY_ID_LEN] = "";
+	const char *v = gb_json_get_str(o, key);
+
+	if (!v)
+		v = empty_ok ? "" : NULL;
+	if (!v || (!*v && !empty_ok) || strlen(v) >= outsz)
+		return false;
+	for (const char *c = v; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e || (!spaces && *c == ' '))
+			return false;
+	gb_strscpy(out, outsz, v);
+	return true;
+}
+
+int gb_mirror_module_put(struct gb_manifest *m, const struct gb_mirror_module *mod)
+{
+	struct gb_mirror_module *nv;
+
+	for (size_t i = 0; i < m->n_mods; i++) {
+		struct gb_mirror_module *o = &m->mods[i];
+		if (streq(o->distro, mod->distro) && streq(o->arch, mod->arch) && streq(o->kernel, mod->kernel) &&
+		    streq(o->driver, mod->driver) && streq(o->flavor, mod->flavor)) {
+			*o = *mod;
+			return 0;
+		}
+	}
+	if (m->n_mods >= MANIFEST_MAX_ENTRIES)
+		return -E2BIG;
+	nv = realloc(m->mods, (m->n_mods + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	m->mods = nv;
+	m->mods[m->n_mods++] = *mod;
+	return 0;
+}
+
+/* The optional "modules" list: each entry whole and valid, its package
+ * one of the artifacts (so the signature and sha256 cover its bytes). */
+static int mirror_modules(json_object *root, struct gb_manifest *m, char *err, size_t errsz)
+{
+	json_object *mods;
+
+	if (!json_object_object_get_ex(root, "modules", &mods) || json_object_is_type(mods, json_type_null))
+		return 0;
+	if (!json_object_is_type(mods, json_type_array)) {
+		snprintf(err, errsz, "mirror manifest: \"modules\" is not a list");
+		return -EBADMSG;
+	}
+	for (size_t i = 0; i < gb_json_len(mods); i++) {
+		json_object *o = gb_json_idx(mods, i);
+		struct gb_mirror_module e;
+		int r;
+
+		memset(&e, 0, sizeof(e));
+		if (!mod_field(o, "path", false, false, e.path, sizeof(e.path)) || !rel_path_ok(e.path) ||
+		    !gb_manifest_find(m, e.path) || !mod_field(o, "distro", false, false, e.distro, sizeof(e.distro)) ||
+		    !mod_field(o, "arch", false, false, e.arch, sizeof(e.arch)) ||
+		    !mod_field(o, "kernel", false, false, e.kernel, sizeof(e.kernel)) ||
+		    !mod_field(o, "kernel_package", false, false, e.kernel_package, sizeof(e.kernel_package)) ||
+		    !mod_field(o, "kernel_package_version", false, false, e.kernel_package_version,
+		               sizeof(e.kernel_package_version)) ||
+		    !mod_field(o, "vermagic", true, false, e.vermagic, sizeof(e.vermagic)) ||
+		    !mod_field(o, "driver", false, false, e.driver, sizeof(e.driver)) ||
+		    !mod_field(o, "flavor", false, false, e.flavor, sizeof(e.flavor)) ||
+		    !(streq(e.flavor, "open") || streq(e.flavor, "proprietary")) ||
+		    !mod_field(o, "package", false, false, e.package, sizeof(e.package)) ||
+		    !mod_field(o, "package_version", false, false, e.package_version, sizeof(e.package_version)) ||
+		    !mod_field(o, "signer", true, true, e.signer, sizeof(e.signer))) {
+			snprintf(err, errsz,
+			         "mirror manifest: module %zu is incomplete or its package is not one of the artifacts",
+			         i);
+			return -EBADMSG;
+		}
+		if ((r = gb_mirror_module_put(m, &e)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The document's fields; expiry and version checked when now_s is set. */
+static int mirror_doc(const char *text, size_t len, uint64_t now_s, uint64_t min_version, struct gb_manifest *ret,
+                      char *err, size_t errsz)
+{
 	json_object *root = NULL, *arts, *v;
 	struct gb_manifest m = { 0 };
 	uint64_t exp = 0;
 	int r = 0;
 
-	r = gb_sig_verify("mirror manifest", text, len, sig_hex, key_files, kid, err, errsz);
-	if (r < 0)
-		return r;
 	root = parse_json(text, len);
 	if (!root || !json_object_is_type(root, json_type_object) || !gb_json_get_str(root, "format") ||
 	    !streq(gb_json_get_str(root, "format"), "gpuboot-mirror")) {
@@ -195,7 +284,7 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		r = -EBADMSG;
 		goto out;
 	}
-	if (exp <= now_s) {
+	if (now_s && exp <= now_s) {
 		snprintf(err, errsz, "mirror manifest: expired at %s; the mirror must be re-signed",
 		         gb_json_get_str(root, "expires"));
 		r = -ESTALE;
@@ -204,7 +293,6 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 	gb_strscpy(m.expires, sizeof(m.expires), gb_json_get_str(root, "expires"));
 	gb_strscpy(m.created, sizeof(m.created),
 	           gb_json_get_str(root, "created") ? gb_json_get_str(root, "created") : "");
-	gb_strscpy(m.key_id, sizeof(m.key_id), kid);
 	if (!json_object_object_get_ex(root, "artifacts", &arts) || !json_object_is_type(arts, json_type_array)) {
 		snprintf(err, errsz, "mirror manifest: no artifacts list");
 		r = -EBADMSG;
@@ -227,6 +315,7 @@ int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex,
 		if ((r = push(&m, &e)) < 0)
 			goto out;
 	}
+	r = mirror_modules(root, &m, err, errsz);
 out:
 	json_object_put(root);
 	if (r < 0) {
@@ -235,6 +324,25 @@ out:
 	}
 	*ret = m;
 	return 0;
+}
+
+int gb_mirror_manifest_parse(const char *text, size_t len, struct gb_manifest *ret, char *err, size_t errsz)
+{
+	return mirror_doc(text, len, 0, 0, ret, err, errsz);
+}
+
+int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
+                              uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz)
+{
+	char kid[GB_KEY_ID_LEN] = "";
+	int r = gb_sig_verify("mirror manifest", text, len, sig_hex, key_files, kid, err, errsz);
+
+	if (r < 0)
+		return r;
+	r = mirror_doc(text, len, now_s ? now_s : 1, min_version, ret, err, errsz);
+	if (r >= 0)
+		gb_strscpy(ret->key_id, sizeof(ret->key_id), kid);
+	return r;
 }
 
 int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, char **ret_text, char **ret_sig,
@@ -264,6 +372,27 @@ int gb_mirror_manifest_sign(const struct gb_manifest *m, const char *key_file, c
 		gb_json_append(arts, a);
 	}
 	gb_json_add(root, "artifacts", arts);
+	if (m->n_mods) {
+		json_object *mods = gb_json_new_array();
+		for (size_t i = 0; i < m->n_mods; i++) {
+			const struct gb_mirror_module *e = &m->mods[i];
+			json_object *a = gb_json_new_object();
+			gb_json_add(a, "path", gb_json_new_string(e->path));
+			gb_json_add(a, "distro", gb_json_new_string(e->distro));
+			gb_json_add(a, "arch", gb_json_new_string(e->arch));
+			gb_json_add(a, "kernel", gb_json_new_string(e->kernel));
+			gb_json_add(a, "kernel_package", gb_json_new_string(e->kernel_package));
+			gb_json_add(a, "kernel_package_version", gb_json_new_string(e->kernel_package_version));
+			gb_json_add(a, "vermagic", gb_json_new_string(e->vermagic));
+			gb_json_add(a, "driver", gb_json_new_string(e->driver));
+			gb_json_add(a, "flavor", gb_json_new_string(e->flavor));
+			gb_json_add(a, "package", gb_json_new_string(e->package));
+			gb_json_add(a, "package_version", gb_json_new_string(e->package_version));
+			gb_json_add(a, "signer", gb_json_new_string(e->signer));
+			gb_json_append(mods, a);
+		}
+		gb_json_add(root, "modules", mods);
+	}
 	if (gb_json_text(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
 	                 &text) < 0)
 		text = NULL;

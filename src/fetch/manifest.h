@@ -15,9 +15,27 @@ struct gb_manifest_entry {
 	unsigned long long size;
 };
 
+/* A prebuilt NVIDIA module package a mirror serves (docs/mirror.md,
+ * "Prebuilt modules"): the package is an artifact (path, sha256, size);
+ * this says what it fits. Every field is checked when the manifest is
+ * read; only a node whose kernel matches all of them may take it. */
+struct gb_mirror_module {
+	char path[512]; /* the package, listed in the artifacts */
+	char distro[48]; /* os-release "ID:VERSION_ID": "debian:12" */
+	char arch[16]; /* the package's architecture: "amd64" */
+	char kernel[80]; /* the kernel release: "6.1.0-50-amd64" */
+	char kernel_package[96], kernel_package_version[64]; /* "linux-image-6.1.0-50-amd64", "6.1.158-1" */
+	char vermagic[160]; /* the module's, as modinfo says */
+	char driver[32], flavor[16]; /* "535.309.01", "open" | "proprietary" */
+	char package[128], package_version[96]; /* the .deb's Package and Version */
+	char signer[128]; /* the module signer's certificate subject, "" = as DKMS left it */
+};
+
 struct gb_manifest {
 	struct gb_manifest_entry *v;
 	size_t n;
+	struct gb_mirror_module *mods; /* mirror manifests: the prebuilt modules */
+	size_t n_mods;
 	/* mirror manifests */
 	uint64_t version;
 	char expires[32], created[32], key_id[40];
@@ -41,6 +59,17 @@ int gb_redistrib_parse(const char *text, size_t len, const char *platform, const
  * ret->version alone is set, the refused manifest's version). */
 int gb_mirror_manifest_verify(const char *text, size_t len, const char *sig_hex, char *const *key_files, uint64_t now_s,
                               uint64_t min_version, struct gb_manifest *ret, char *err, size_t errsz);
+
+/* Parse a mirror manifest whose signature the caller has checked (its own
+ * manifest, signed again by the same key): no expiry or version checks. */
+int gb_mirror_manifest_parse(const char *text, size_t len, struct gb_manifest *ret, char *err, size_t errsz);
+
+/* Add an artifact, or replace the one at its path. -ENOMEM, -E2BIG. */
+int gb_manifest_put(struct gb_manifest *m, const struct gb_manifest_entry *e);
+
+/* Add (or replace: same distro, arch, kernel, driver and flavour) a module
+ * entry. -ENOMEM. */
+int gb_mirror_module_put(struct gb_manifest *m, const struct gb_mirror_module *mod);
 
 /* Write a mirror manifest for entries and sign it with a PEM private key.
  * *ret_text and *ret_sig are malloc'd. */
