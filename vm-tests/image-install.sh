@@ -193,6 +193,32 @@ d=json.load(open('$j'))
 sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))"
 check "nothing mounted after the rerun" sh -c "! grep -q ' $root/' /proc/mounts"
 
+# ---- the module built once and published (#25 item 1: modules build) ----
+# The image DKMS just built for: its module packed as a .deb and listed in
+# a signed mirror; read back by the real dpkg-deb and dpkg (a dry run of
+# its install in the image itself, which has the DKMS package: the package
+# conflicts with it, as it must).
+openssl genpkey -algorithm ed25519 -out "$work/mirror.pem" 2>/dev/null
+t4=$(now)
+"$GB" --root "$root" --state-dir "$state" modules build --out "$work/mirror" --sign-key "$work/mirror.pem" --json >"$work/mb.out" 2>"$work/mb.err"
+rc=$?
+t5=$(now)
+echo "image-install: modules build: exit $rc, $(secs "$t4" "$t5") s"
+check "modules build exits 0" test "$rc" = 0
+mdeb=$(find "$work/mirror/modules" -name '*.deb' 2>/dev/null | head -1)
+check "modules build: one package for $kver in the mirror" sh -c "[ -n '$mdeb' ] && [ \$(find '$work/mirror/modules' -name '*.deb' | wc -l) = 1 ]"
+check "modules build: the package holds DKMS's $mod.ko byte for byte" sh -c "
+rm -rf '$work/mx' && dpkg-deb -x '$mdeb' '$work/mx' && cmp '$work/mx/lib/modules/$kver/updates/gpuboot/$mod.ko' '$ko'"
+check "modules build: it provides nvidia-kernel-$VERSION and depends on linux-image-$kver at its exact version" sh -c "
+kv=\$(chroot '$root' dpkg-query -W -f '\${Version}' 'linux-image-$kver') &&
+dpkg-deb --field '$mdeb' Provides | grep -qx 'nvidia-kernel-$VERSION' &&
+dpkg-deb --field '$mdeb' Depends | grep -q \"^linux-image-$kver (= \$kv), nvidia-kernel-support--v1\""
+check "modules build: the manifest lists it with the module's vermagic and the kernel package's version" python3 -c "
+import json, subprocess, sys
+m = json.load(open('$work/mirror/manifest.json'))['modules'][0]
+kv = subprocess.run(['chroot', '$root', 'dpkg-query', '-W', '-f', '\${Version}', 'linux-image-$kver'], capture_output=True, text=True).stdout
+sys.exit(not (m['kernel'] == '$kver' and m['vermagic'].strip() == '''$vermagic'''.strip() and m['kernel_package_version'] == kv and m['driver'] == '$VERSION'))"
+
 # ---- prepare's newer kernel through the apt backend, on real apt ----
 # What `gpuboot run` does for a [kernel] minimum Debian 12's kernel does
 # not reach (GB_INSTALL_KERNEL: bookworm-backports' kernel), on a second

@@ -151,6 +151,85 @@ TEST(mirror)
 	}
 }
 
+/* The prebuilt modules: signed with the rest, read back whole; an entry
+ * whose package is not one of the artifacts, or with a field missing or
+ * holding a control character, is refused. */
+TEST(mirror_modules)
+{
+	struct gb_manifest m = { 0 }, got;
+	struct gb_manifest_entry e = { .size = 10 };
+	struct gb_mirror_module mod = { 0 };
+	char *text = NULL, *sig = NULL, err[256], dir[] = "/tmp/gpuboot-test-manifest.XXXXXX", priv[128], pub[128];
+	static const char *const bad[][2] = {
+		{ "\"path\": \"m/a.deb\"", "\"path\": \"m/other.deb\"" },
+		{ "\"vermagic\": \"6.1.0-50-amd64 SMP \"", "\"vermagic\": \"6.1.0-50-amd64\\nSMP \"" },
+		{ "\"flavor\": \"open\"", "\"flavor\": \"closed\"" },
+		{ "\"kernel_package_version\": \"6.1.158-1\",", "" },
+	};
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(priv, sizeof(priv), "%s/k.pem", dir);
+	snprintf(pub, sizeof(pub), "%s/k.pub", dir);
+	unit_ed25519_key(priv, pub);
+	snprintf(e.path, sizeof(e.path), "%s", "m/a.deb");
+	snprintf(e.sha256, sizeof(e.sha256), "%s", "30ffafae23833dafc965cf4e4d034f8553805586959328c64e2c47b3ef3bcd55");
+	CHECK_INT(gb_manifest_put(&m, &e), 0);
+	CHECK_INT(gb_manifest_put(&m, &e), 0); /* the same path: replaced */
+	CHECK_INT(m.n, 1);
+	snprintf(mod.path, sizeof(mod.path), "m/a.deb");
+	snprintf(mod.distro, sizeof(mod.distro), "debian:12");
+	snprintf(mod.arch, sizeof(mod.arch), "amd64");
+	snprintf(mod.kernel, sizeof(mod.kernel), "6.1.0-50-amd64");
+	snprintf(mod.kernel_package, sizeof(mod.kernel_package), "linux-image-6.1.0-50-amd64");
+	snprintf(mod.kernel_package_version, sizeof(mod.kernel_package_version), "6.1.158-1");
+	snprintf(mod.vermagic, sizeof(mod.vermagic), "6.1.0-50-amd64 SMP ");
+	snprintf(mod.driver, sizeof(mod.driver), "535.309.01");
+	snprintf(mod.flavor, sizeof(mod.flavor), "open");
+	snprintf(mod.package, sizeof(mod.package), "gpuboot-nvidia-open-modules-6.1.0-50-amd64");
+	snprintf(mod.package_version, sizeof(mod.package_version), "535.309.01-1+k6.1.158.1");
+	CHECK_INT(gb_mirror_module_put(&m, &mod), 0);
+	CHECK_INT(gb_mirror_module_put(&m, &mod), 0); /* same kernel, driver, flavour: replaced */
+	CHECK_INT(m.n_mods, 1);
+	m.version = 5;
+	snprintf(m.created, sizeof(m.created), "%s", "2026-11-30T00:00:00Z");
+	snprintf(m.expires, sizeof(m.expires), "%s", "2027-01-01T00:00:00Z");
+	CHECK_INT(gb_mirror_manifest_sign(&m, priv, &text, &sig, err, sizeof(err)), 0);
+	CHECK_INT(gb_mirror_manifest_parse(text, strlen(text), &got, err, sizeof(err)), 0);
+	CHECK_INT(got.n_mods, 1);
+	CHECK_STREQ(got.mods[0].vermagic, "6.1.0-50-amd64 SMP ");
+	CHECK_STREQ(got.mods[0].kernel_package_version, "6.1.158-1");
+	CHECK_STREQ(got.mods[0].signer, "");
+	gb_manifest_done(&got);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *at = strstr(text, bad[i][0]), *t;
+		size_t pre, n;
+		CHECK(at != NULL);
+		if (!at)
+			continue;
+		pre = (size_t)(at - text);
+		n = strlen(text) - strlen(bad[i][0]) + strlen(bad[i][1]);
+		t = malloc(n + 1);
+		CHECK(t != NULL);
+		if (!t)
+			continue;
+		memcpy(t, text, pre);
+		strcpy(t + pre, bad[i][1]);
+		strcat(t, at + strlen(bad[i][0]));
+		CHECK_INT(gb_mirror_manifest_parse(t, strlen(t), &got, err, sizeof(err)), -EBADMSG);
+		CHECK(strstr(err, "module 0") != NULL);
+		free(t);
+	}
+	free(text);
+	free(sig);
+	free(m.v);
+	free(m.mods);
+	{
+		char cmd[256];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		CHECK_INT(system(cmd), 0);
+	}
+}
+
 int main(void)
 {
 	unit_run_tests();
