@@ -259,6 +259,14 @@ vm-test-rpm:
 	$(MAKE) $(ASAN)/gpuboot
 	vm-tests/image-rpm.sh
 
+# vm-test-ubuntu: Ubuntu's own archive paths with real apt (the HWE kernel,
+# Canonical's signed precompiled modules for the running ABI) on a
+# Debian-built Ubuntu 22.04 test root (vm-tests/image-ubuntu.sh); not in
+# vm-test. About a minute once the image root is cached.
+vm-test-ubuntu:
+	$(MAKE) $(ASAN)/gpuboot
+	vm-tests/image-ubuntu.sh
+
 # vm-test-slow: the scenarios too slow for .ci/run under TCG (docs/vm-tests.md):
 # the NVIDIA module built by DKMS inside the guest at boot (about an hour).
 vm-test-slow:
@@ -281,7 +289,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-rpm vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-rpm vm-test-ubuntu vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -29,6 +29,7 @@ import socket
 import ssl
 import struct
 import sys
+import urllib.parse
 import threading
 import time
 
@@ -79,7 +80,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if mode == "stall":
                     time.sleep(2)
                 mode = None
-        fs = os.path.join(ROOT, path.lstrip("/"))
+        # apt quotes a pool file's '~' and '+' (Ubuntu's 6.8.0-48.48~22.04.1+1)
+        fs = os.path.join(ROOT, urllib.parse.unquote(path).lstrip("/"))
         if mode == "404" or not os.path.isfile(fs):
             return self.simple(404)
         # a sequence's fault is its request's own; a /fault/ one the first request's

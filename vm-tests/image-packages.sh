@@ -145,13 +145,7 @@ gpg --batch --armor --export "wrong@localhost" >"$srv/bad/compute/cuda/repos/$RE
 
 # ---- the server, its CA trusted inside the image (apt) and by gpuboot (--ca-file) ----
 TMP=$work/tls
-mkdir -p "$TMP"
-. tests/integration/lib-tls.sh
-make_certs
-python3 tests/https-server.py "$srv" "$TMP/good.pem" "$TMP/good.key" "$TMP/ports" 2>"$work/server.log" &
-SRV=$!
-for i in $(seq 50); do [ -s "$TMP/ports" ] && break; sleep 0.1; done
-read -r PORT _ <"$TMP/ports"
+nv_serve "$srv"
 cp "$TMP/ca.pem" "$root/usr/local/share/ca-certificates/gpuboot-test-ca.crt"
 chroot "$root" update-ca-certificates >/dev/null 2>&1
 cp -a "$root" "$work/pristine" # the image as every kill point starts it

@@ -105,3 +105,58 @@ nv_sign_repo() {
 		mv "$work/Release" Release &&
 		gpg --batch --yes --quiet --local-user "$fpr" --clearsign -o InRelease Release)
 }
+
+# ---- Ubuntu's archive (vm-tests/image-ubuntu.sh) ----
+# A local repository in Ubuntu's layout: pool/<component>/<l>/<source>/
+# and dists/<suite>/<component>/binary-amd64/Packages with a Release,
+# InRelease and Release.gpg per suite, signed by the test key. Packages
+# are nv_mkdeb's (Architecture: all, small real .debs); their names,
+# versions and Depends follow Ubuntu's real Packages entries (README,
+# "Ubuntu's archive with real apt").
+
+# ub_deb TOP SUITE COMPONENT SOURCE NAME VERSION DEPENDS [POSTINST [FILE CONTENT]]
+ub_deb() {
+	ub_d=$1/pool/$3/$(printf %.1s "$4")/$4
+	mkdir -p "$ub_d"
+	nv_mkdeb "$ub_d" "$5" "$6" "$7" "${8:-}" "${9:-}" "${10:-}"
+	echo "$3 pool/$3/$(printf %.1s "$4")/$4/$5_$6_all.deb" >>"$work/ub-$2.list"
+}
+
+# ub_sign_archive TOP SUITE...: each suite's Packages (of the .debs ub_deb
+# put in it), its Release and both signatures.
+ub_sign_archive() {
+	ub_top=$1
+	shift
+	for s in "$@"; do
+		comps=$(cut -d' ' -f1 "$work/ub-$s.list" | sort -u | tr '\n' ' ')
+		for c in $comps; do
+			p=$ub_top/dists/$s/$c/binary-amd64
+			mkdir -p "$p" "$work/ub-scan"
+			rm -rf "$work/ub-scan"/*
+			grep "^$c " "$work/ub-$s.list" | cut -d' ' -f2 | while read -r f; do
+				mkdir -p "$work/ub-scan/$(dirname "$f")"
+				ln -s "$ub_top/$f" "$work/ub-scan/$f"
+			done
+			(cd "$work/ub-scan" && apt-ftparchive packages pool) >"$p/Packages"
+		done
+		(cd "$ub_top/dists/$s" && apt-ftparchive -o APT::FTPArchive::Release::Origin=Ubuntu \
+			-o APT::FTPArchive::Release::Label=Ubuntu -o APT::FTPArchive::Release::Suite="$s" \
+			-o APT::FTPArchive::Release::Codename=jammy -o APT::FTPArchive::Release::Architectures=amd64 \
+			-o APT::FTPArchive::Release::Components="$comps" release . >"$work/Release" &&
+			mv "$work/Release" Release &&
+			gpg --batch --yes --quiet --local-user "$fpr" --clearsign -o InRelease Release &&
+			gpg --batch --yes --quiet --local-user "$fpr" --armor --detach-sign -o Release.gpg Release)
+	done
+}
+
+# nv_serve DIR: DIR over HTTPS on loopback (tests/https-server.py), its
+# certificates in $TMP (lib-tls.sh's make_certs); SRV its pid, PORT its port.
+nv_serve() {
+	mkdir -p "$TMP"
+	. tests/integration/lib-tls.sh
+	make_certs
+	python3 tests/https-server.py "$1" "$TMP/good.pem" "$TMP/good.key" "$TMP/ports" 2>"$work/server.log" &
+	SRV=$!
+	for i in $(seq 50); do [ -s "$TMP/ports" ] && break; sleep 0.1; done
+	read -r PORT _ <"$TMP/ports"
+}

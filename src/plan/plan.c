@@ -726,6 +726,22 @@ static int decide_site_key(struct gb_plan *p, const struct gb_site_config *site)
 	return -1;
 }
 
+/* Ubuntu's signed precompiled modules for the kernel the node runs: the
+ * package of that kernel's ABI, linux-modules-nvidia-<branch>-server[-open]-
+ * <release> ("linux-modules-nvidia-580-server-open-6.8.0-48-generic", which
+ * Depends on linux-image-6.8.0-48-generic and nvidia-kernel-common-580-server).
+ * Not the flavour's metapackage (...-580-server-open-generic): that one
+ * Depends on the ABI package of the archive's newest kernel of the flavour,
+ * which pulls that kernel's image too: the modules of a kernel the node does
+ * not run (README, "Ubuntu's archive"). The flavour alone only where the
+ * release is not known. */
+static void ubuntu_modules_package(struct gb_plan *p)
+{
+	SAY(p->secure_boot.package, "linux-modules-nvidia-%u-server%s-%s", p->driver.branch,
+	    p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "",
+	    p->in.kernel_release[0] ? p->in.kernel_release : p->in.kernel_flavour);
+}
+
 /* Secure Boot: Ubuntu's signed precompiled modules (returns 1), a site
  * signing key or not needed (0), or a refusal (-1). */
 static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *site, bool ubuntu)
@@ -736,8 +752,7 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 		} else if (ubuntu && p->in.kernel_flavour[0] && p->driver.action == GB_ACTION_KEEP) {
 			/* a kept driver's modules are loaded or load as they are */
 			p->secure_boot.strategy = GB_SB_UBUNTU_SIGNED;
-			SAY(p->secure_boot.package, "linux-modules-nvidia-%u-server%s-%s", p->driver.branch,
-			    p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "", p->in.kernel_flavour);
+			ubuntu_modules_package(p);
 			SAY(p->secure_boot.reason,
 			    "Secure Boot is on: the kept driver's modules (Ubuntu's precompiled modules for the %s "
 			    "kernel "
@@ -748,15 +763,16 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 			 * (580.159.03-0ubuntu..., not the catalog's NVIDIA versions), and
 			 * no install method of this gpuboot installs from it yet (issue
 			 * #27): refused before any change, with what works today. */
-			refuse(
-			    p, GB_EXIT_UNSUPPORTED,
-			    "Secure Boot is on: the modules must be Ubuntu's precompiled ones signed with "
-			    "Canonical's key (linux-modules-nvidia-%u-server%s-%s with nvidia-driver-%u-server%s from "
-			    "Ubuntu's archive), which this gpuboot does not install yet; install those two packages "
-			    "first (gpuboot then keeps and verifies them), or set [secure_boot] signing_key and "
-			    "signing_cert (an enrolled MOK) in gpuboot.conf, or turn Secure Boot off",
-			    p->driver.branch, p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "", p->in.kernel_flavour,
-			    p->driver.branch, p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
+			ubuntu_modules_package(p);
+			refuse(p, GB_EXIT_UNSUPPORTED,
+			       "Secure Boot is on: the modules must be Ubuntu's precompiled ones signed with "
+			       "Canonical's key (%s with nvidia-driver-%u-server%s from Ubuntu's archive), which this "
+			       "gpuboot does not install yet; install those two packages first (gpuboot then keeps and "
+			       "verifies them), or set [secure_boot] signing_key and signing_cert (an enrolled MOK) in "
+			       "gpuboot.conf, or turn Secure Boot off",
+			       p->secure_boot.package, p->driver.branch,
+			       p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
+			p->secure_boot.package[0] = '\0';
 			return -1;
 		} else {
 			refuse(p, GB_EXIT_UNSUPPORTED,

@@ -30,9 +30,12 @@
 #include "shared/ops.h"
 #include "shared/util.h"
 
+/* An optional name: none (NULL or "", as the plan leaves Ubuntu's headers
+ * and suite: its HWE metapackage brings its headers, from the default
+ * suites) or a valid one. */
 static bool name_ok(const char *s)
 {
-	return !s || gb_deb_name_valid(s);
+	return !s || !s[0] || gb_deb_name_valid(s);
 }
 
 /* The install through the apt backend; ret filled from its result. */

@@ -1204,7 +1204,12 @@ TEST(hwe_killed)
 
 TEST(hwe)
 {
-	const struct gb_prepare_kernel_request req = { .package = "linux-generic-hwe-22.04" };
+	/* as run.c passes the plan's: Ubuntu's headers and suite are empty
+	 * strings, not NULL (image-ubuntu.sh's real run was refused on them:
+	 * "(headers '', suite '') is not a kernel package to install") */
+	const struct gb_prepare_kernel_request req = { .package = "linux-generic-hwe-22.04",
+		                                       .headers = "",
+		                                       .suite = "" };
 	static const char archive[] = "Package: linux-generic-hwe-22.04\nVersion: 6.8.0.49.52~22.04.1\n";
 	static const char there[] =
 	    "Package: linux-generic-hwe-22.04\nStatus: install ok installed\nVersion: 6.8.0.49.52~22.04.1\n";
