@@ -80,21 +80,32 @@ static bool path_ok(const char *p)
 	return true;
 }
 
-/* A tar.xz into m: the directories each file needs, once, then the file. */
-static int data_tar(const struct gb_deb_spec *s, struct membuf *m, char *err, size_t errsz)
+/* A GNU tar, xz-compressed, written into m. */
+static int tar_open(struct membuf *m, const char *what, struct archive **ret, char *err, size_t errsz)
 {
 	struct archive *a = archive_write_new();
-	char name[512], prev[512] = "";
-	int r = 0;
 
 	if (!a)
 		return -ENOMEM;
 	if (archive_write_set_format_gnutar(a) != ARCHIVE_OK || archive_write_add_filter_xz(a) != ARCHIVE_OK ||
 	    archive_write_open2(a, m, NULL, mem_write, NULL, NULL) != ARCHIVE_OK) {
-		snprintf(err, errsz, "the package's data.tar.xz: %s", archive_error_string(a));
+		snprintf(err, errsz, "the package's %s: %s", what, archive_error_string(a));
 		archive_write_free(a);
 		return -EIO;
 	}
+	*ret = a;
+	return 0;
+}
+
+/* A tar.xz into m: the directories each file needs, once, then the file. */
+static int data_tar(const struct gb_deb_spec *s, struct membuf *m, char *err, size_t errsz)
+{
+	struct archive *a = NULL;
+	char name[512], prev[512] = "";
+	int r = tar_open(m, "data.tar.xz", &a, err, errsz);
+
+	if (r < 0)
+		return r;
 	r = entry(a, "./", S_IFDIR | 0755, NULL, 0, s->mtime, err, errsz);
 	for (size_t i = 0; r >= 0 && i < s->n_files; i++) {
 		const char *p = s->files[i].path;
@@ -126,17 +137,11 @@ static int data_tar(const struct gb_deb_spec *s, struct membuf *m, char *err, si
 
 static int control_tar(const struct gb_deb_spec *s, struct membuf *m, char *err, size_t errsz)
 {
-	struct archive *a = archive_write_new();
-	int r;
+	struct archive *a = NULL;
+	int r = tar_open(m, "control.tar.xz", &a, err, errsz);
 
-	if (!a)
-		return -ENOMEM;
-	if (archive_write_set_format_gnutar(a) != ARCHIVE_OK || archive_write_add_filter_xz(a) != ARCHIVE_OK ||
-	    archive_write_open2(a, m, NULL, mem_write, NULL, NULL) != ARCHIVE_OK) {
-		snprintf(err, errsz, "the package's control.tar.xz: %s", archive_error_string(a));
-		archive_write_free(a);
-		return -EIO;
-	}
+	if (r < 0)
+		return r;
 	r = entry(a, "./", S_IFDIR | 0755, NULL, 0, s->mtime, err, errsz);
 	if (r >= 0)
 		r = entry(a, "./control", S_IFREG | 0644, s->control, strlen(s->control), s->mtime, err, errsz);
