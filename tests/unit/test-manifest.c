@@ -212,9 +212,7 @@ TEST(mirror_modules)
 		CHECK(t != NULL);
 		if (!t)
 			continue;
-		memcpy(t, text, pre);
-		strcpy(t + pre, bad[i][1]);
-		strcat(t, at + strlen(bad[i][0]));
+		snprintf(t, n + 1, "%.*s%s%s", (int)pre, text, bad[i][1], at + strlen(bad[i][0]));
 		CHECK_INT(gb_mirror_manifest_parse(t, strlen(t), &got, err, sizeof(err)), -EBADMSG);
 		CHECK(strstr(err, "module 0") != NULL);
 		free(t);
