@@ -53,19 +53,21 @@ for t in mmdebstrap rpmbuild rpmsign createrepo_c modifyrepo_c gpg openssl pytho
 done
 
 # ---- the test root ----
+# build_root NAME PACKAGES: the cached Debian 12 root carrying PACKAGES
+# (rpm: dnf and its versionlock plugin; zypper: zypper, whose Debian
+# package dnf-plugins-core Breaks, so a root of its own).
 build_root() {
-	hash=$(sed -n '/^# ---- the test root/,/^# ---- end of the recipe/p' "$here/image-rpm.sh" | sha256sum | cut -c1-16)
+	hash=$( (sed -n '/^# ---- the test root/,/^# ---- end of the recipe/p' "$here/image-rpm.sh" && echo "$1 $2") | sha256sum | cut -c1-16)
 	cache=${GPUBOOT_VM_CACHE:-${HOME:-/root}/.cache/gpuboot-vm}
-	img=$cache/rpm-root-$hash
+	img=$cache/$1-root-$hash
 	if [ -f "$img/.complete" ]; then
 		echo "$img"
 		return 0
 	fi
 	mkdir -p "$cache"
 	work=$(mktemp -d "$cache/work.XXXXXX")
-	echo "image-rpm: building the Debian 12 root with dnf and rpm (mmdebstrap, a few minutes)" >&2
-	if ! mmdebstrap --quiet --variant=minbase \
-		--include=dnf,python3-dnf,dnf-plugins-core,rpm,ca-certificates,procps,kmod \
+	echo "image-rpm: building the Debian 12 root with $2 (mmdebstrap, a few minutes)" >&2
+	if ! mmdebstrap --quiet --variant=minbase --include="$2,rpm,ca-certificates,procps,kmod" \
 		bookworm "$work/root" "deb http://deb.debian.org/debian bookworm main" >&2; then
 		rm -rf "$work"
 		return 1
@@ -78,13 +80,14 @@ build_root() {
 }
 # ---- end of the recipe ----
 
+DNF_PKGS=dnf,python3-dnf,dnf-plugins-core
 if [ "${1:-}" = "--build-only" ]; then
-	build_root
+	build_root rpm $DNF_PKGS && build_root zypper zypper
 	exit $?
 fi
 [ -x "$GB" ] || { echo "image-rpm: $GB missing (make $GB)"; exit 1; }
 t0=$(date +%s)
-img=$(build_root) || { echo "image-rpm: no test root"; exit 1; }
+img=$(build_root rpm $DNF_PKGS) || { echo "image-rpm: no test root"; exit 1; }
 work=$(mktemp -d /tmp/gpuboot-image-rpm.XXXXXX)
 srv=$work/srv
 export GNUPGHOME=$work/gnupg
@@ -99,6 +102,8 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
+PARTS=" ${PARTS:-rhel9 sles15} "
+want() { case $PARTS in *" $1 "*) return 0 ;; esac; return 1; }
 pass=0 fail=0
 check() {
 	d=$1
@@ -232,6 +237,8 @@ none_installed_unmounted() { # and nothing left mounted under the root
 	none_installed && ! grep -q " $root/" /proc/mounts
 }
 
+# ---- RHEL 9 (dnf) ----
+if want rhel9; then
 # ---- 1. a wrong key at the key's URL ----
 run bad/ >"$work/bad.out" 2>"$work/bad.err"
 rc=$?
@@ -345,6 +352,9 @@ import json,sys
 d=json.load(open('$H/var/lib/gpuboot/journal.json'))
 sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
 grep " $H/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+fi
+
+want sles15 && . vm-tests/image-rpm-sles15.sh
 
 echo "image-rpm: $(($(date +%s) - t0)) s"
 echo "$pass passed, $fail failed"
