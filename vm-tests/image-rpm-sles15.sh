@@ -180,21 +180,10 @@ for p in nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-contai
 	check "SLES: $p at $STV-1 (not 1.99.0), locked" sh -c "[ '$(sq $p)' = '$STV-1' ] && grep -q ' $p *|' '$work/slocks.out'"
 done
 check "SLES: the toolkit's repo file: repo_gpgcheck=1, gpgcheck=0" sh -c "grep -qx repo_gpgcheck=1 '$S/etc/zypp/repos.d/gpuboot-nvidia-container-toolkit.repo' && grep -qx gpgcheck=0 '$S/etc/zypp/repos.d/gpuboot-nvidia-container-toolkit.repo'"
-check "SLES: journal: done; zypper install named $meta=$SDV" python3 -c "
-import json,sys
-d=json.load(open('$sstate/journal.json'))
-s=[x for x in d['steps'] if x['id']=='zypper-install']
-sys.exit(not (d['state']=='done' and s and s[0]['exit_status']==0 and '$meta=$SDV' in s[0]['argv']))"
-check "SLES: status: installed, pending its first boot" python3 -c "
-import json,sys
-d=json.load(open('$sstate/status.json'))
-sys.exit(not (d['exit_code']==0 and d['result']=='installed-pending-first-boot'))"
+nv_check_done "SLES: " "$sstate" zypper-install "$meta=$SDV"
 
 # ---- S6. the rerun ----
 srun good/ >"$work/srun2.out" 2>"$work/srun2.err"
 rc=$?
-check "SLES: the rerun exits 0 with zero effects, no command" sh -c "[ $rc = 0 ] && python3 -c \"
-import json,sys
-d=json.load(open('$sstate/journal.json'))
-sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+nv_check_idle "SLES: the rerun exits 0 with zero effects, no command" "$rc" "$sstate"
 grep " $S/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done

@@ -38,9 +38,15 @@
 #     kernel, the toolkit's four packages at one version and locked;
 #   - a rerun: zero effects.
 #
+# Then the same for SLES 15 with REAL zypper 1.14 on a second test root
+# (vm-tests/image-rpm-sles15.sh, which says what it proves; THE TEST ROOT IS
+# NOT A SLES MACHINE either). PARTS="rhel9 sles15" (the default) picks the
+# parts; the repositories and the mirror are made either way.
+#
 # Needs root (chroot), rpmbuild, createrepo_c, modifyrepo_c, gpg, openssl,
-# python3, mmdebstrap and network to deb.debian.org the first time (the root
-# is cached in ${GPUBOOT_VM_CACHE:-~/.cache/gpuboot-vm}/rpm-root-<hash>).
+# python3, mmdebstrap and network to deb.debian.org the first time (the roots
+# are cached in ${GPUBOOT_VM_CACHE:-~/.cache/gpuboot-vm}/rpm-root-<hash> and
+# zypper-root-<hash>).
 # Install them with scripts/install-deps.sh --rpm. Ends with "N passed, N
 # failed"; exit 1 on a failure, 77 when it cannot run.
 set -u
@@ -308,24 +314,12 @@ for p in nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-contai
 done
 check "the toolkit's repo file: repo_gpgcheck=1, gpgcheck=0" sh -c "grep -qx repo_gpgcheck=1 '$root/etc/yum.repos.d/gpuboot-nvidia-container-toolkit.repo' && grep -qx gpgcheck=0 '$root/etc/yum.repos.d/gpuboot-nvidia-container-toolkit.repo'"
 check "nouveau blacklisted" grep -qx 'blacklist nouveau' "$root/etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
-j=$state/journal.json
-check "journal: done; dnf install named cuda-drivers-$DV-1" python3 -c "
-import json,sys
-d=json.load(open('$j'))
-s=[x for x in d['steps'] if x['id']=='dnf-install']
-sys.exit(not (d['state']=='done' and s and s[0]['exit_status']==0 and 'cuda-drivers-$DV-1' in s[0]['argv']))"
-check "status: installed, pending its first boot" python3 -c "
-import json,sys
-d=json.load(open('$state/status.json'))
-sys.exit(not (d['exit_code']==0 and d['result']=='installed-pending-first-boot'))"
+nv_check_done "" "$state" dnf-install "cuda-drivers-$DV-1"
 
 # ---- 5. the rerun ----
 run good/ >"$work/run2.out" 2>"$work/run2.err"
 rc=$?
-check "the rerun exits 0 with zero effects, no command" sh -c "[ $rc = 0 ] && python3 -c \"
-import json,sys
-d=json.load(open('$j'))
-sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+nv_check_idle "the rerun exits 0 with zero effects, no command" "$rc" "$state"
 
 # ---- 6. an HGX H100 (2330x8): the open stream, nvidia-open and the fabric manager ----
 H=$work/hgx
@@ -347,10 +341,7 @@ check "HGX: nvidia-fabricmanager at $DV-1, locked; nv-fabricmanager there" sh -c
 check "HGX: no kmod-nvidia-latest-dkms" sh -c "! chroot '$H' rpm -q kmod-nvidia-latest-dkms >/dev/null 2>&1"
 hgx_run >"$work/hgx2.out" 2>"$work/hgx2.err"
 rc=$?
-check "HGX: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && python3 -c \"
-import json,sys
-d=json.load(open('$H/var/lib/gpuboot/journal.json'))
-sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+nv_check_idle "HGX: the rerun exits 0 with zero effects" "$rc" "$H/var/lib/gpuboot"
 grep " $H/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
 fi
 

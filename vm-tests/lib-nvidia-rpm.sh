@@ -282,3 +282,26 @@ nv_sles_seed_rpms() {
 	nv_mkrpm "$1" bash "" 4.4 150400.27.3.2 x86_64 "" "/bin/sh, /usr/bin/sh" ""
 	nv_mkrpm "$1" kernel-default "" "${3%-*}" "${3##*-}" x86_64 "" "" "" "" "boot/vmlinuz-$2" '# stand-in'
 }
+
+# ---- checks both parts of vm-tests/image-rpm.sh make (its check()) ----
+# nv_check_done PREFIX STATE STEP WORD: the journal done, its STEP exited 0
+# with WORD in its argv; the status installed, pending its first boot.
+nv_check_done() {
+	check "${1}journal: done; $3 named $4" python3 -c "
+import json,sys
+d=json.load(open('$2/journal.json'))
+s=[x for x in d['steps'] if x['id']=='$3']
+sys.exit(not (d['state']=='done' and s and s[0]['exit_status']==0 and '$4' in s[0]['argv']))"
+	check "${1}status: installed, pending its first boot" python3 -c "
+import json,sys
+d=json.load(open('$2/status.json'))
+sys.exit(not (d['exit_code']==0 and d['result']=='installed-pending-first-boot'))"
+}
+
+# nv_check_idle LABEL RC STATE: a rerun that exited RC 0 with zero effects and no command.
+nv_check_idle() {
+	check "$1" sh -c "[ $2 = 0 ] && python3 -c \"
+import json,sys
+d=json.load(open('$3/journal.json'))
+sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+}
