@@ -251,9 +251,11 @@ vm-test:
 	vm-tests/image-packages.sh
 	vm-tests/run.sh
 
-# vm-test-rpm: the packages method and the toolkit on an rpm root with real
-# dnf 4 and rpm (a Debian-built RHEL 9 test root, vm-tests/image-rpm.sh);
-# not in vm-test. About two minutes once its root is cached.
+# vm-test-rpm: the packages method and the toolkit on rpm roots with real
+# dnf 4 and rpm (a Debian-built RHEL 9 test root, vm-tests/image-rpm.sh)
+# and real zypper 1.14 (a Debian-built SLES 15 test root,
+# vm-tests/image-rpm-sles15.sh); not in vm-test. A few minutes once its
+# roots are cached.
 vm-test-rpm:
 	scripts/install-deps.sh --rpm
 	$(MAKE) $(ASAN)/gpuboot

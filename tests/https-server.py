@@ -134,6 +134,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.wfile.write(memoryview(body))
 
+    def do_HEAD(self):
+        # libzypp probes a repository with HEAD (repodata/repomd.xml, then
+        # content); an unanswered HEAD (501) reads "Valid metadata not found"
+        fs = os.path.join(ROOT, self.path.split("?")[0].lstrip("/"))
+        if not os.path.isfile(fs):
+            return self.simple(404)
+        self.send_response(200)
+        self.send_header("Content-Length", str(os.path.getsize(fs)))
+        self.end_headers()
+
     def simple(self, code):
         self.send_response(code)
         self.send_header("Content-Length", "0")

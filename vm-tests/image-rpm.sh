@@ -38,9 +38,15 @@
 #     kernel, the toolkit's four packages at one version and locked;
 #   - a rerun: zero effects.
 #
+# Then the same for SLES 15 with REAL zypper 1.14 on a second test root
+# (vm-tests/image-rpm-sles15.sh, which says what it proves; THE TEST ROOT IS
+# NOT A SLES MACHINE either). PARTS="rhel9 sles15" (the default) picks the
+# parts; the repositories and the mirror are made either way.
+#
 # Needs root (chroot), rpmbuild, createrepo_c, modifyrepo_c, gpg, openssl,
-# python3, mmdebstrap and network to deb.debian.org the first time (the root
-# is cached in ${GPUBOOT_VM_CACHE:-~/.cache/gpuboot-vm}/rpm-root-<hash>).
+# python3, mmdebstrap and network to deb.debian.org the first time (the roots
+# are cached in ${GPUBOOT_VM_CACHE:-~/.cache/gpuboot-vm}/rpm-root-<hash> and
+# zypper-root-<hash>).
 # Install them with scripts/install-deps.sh --rpm. Ends with "N passed, N
 # failed"; exit 1 on a failure, 77 when it cannot run.
 set -u
@@ -53,19 +59,21 @@ for t in mmdebstrap rpmbuild rpmsign createrepo_c modifyrepo_c gpg openssl pytho
 done
 
 # ---- the test root ----
+# build_root NAME PACKAGES: the cached Debian 12 root carrying PACKAGES
+# (rpm: dnf and its versionlock plugin; zypper: zypper, whose Debian
+# package dnf-plugins-core Breaks, so a root of its own).
 build_root() {
-	hash=$(sed -n '/^# ---- the test root/,/^# ---- end of the recipe/p' "$here/image-rpm.sh" | sha256sum | cut -c1-16)
+	hash=$( (sed -n '/^# ---- the test root/,/^# ---- end of the recipe/p' "$here/image-rpm.sh" && echo "$1 $2") | sha256sum | cut -c1-16)
 	cache=${GPUBOOT_VM_CACHE:-${HOME:-/root}/.cache/gpuboot-vm}
-	img=$cache/rpm-root-$hash
+	img=$cache/$1-root-$hash
 	if [ -f "$img/.complete" ]; then
 		echo "$img"
 		return 0
 	fi
 	mkdir -p "$cache"
 	work=$(mktemp -d "$cache/work.XXXXXX")
-	echo "image-rpm: building the Debian 12 root with dnf and rpm (mmdebstrap, a few minutes)" >&2
-	if ! mmdebstrap --quiet --variant=minbase \
-		--include=dnf,python3-dnf,dnf-plugins-core,rpm,ca-certificates,procps,kmod \
+	echo "image-rpm: building the Debian 12 root with $2 (mmdebstrap, a few minutes)" >&2
+	if ! mmdebstrap --quiet --variant=minbase --include="$2,rpm,ca-certificates,procps,kmod" \
 		bookworm "$work/root" "deb http://deb.debian.org/debian bookworm main" >&2; then
 		rm -rf "$work"
 		return 1
@@ -78,13 +86,14 @@ build_root() {
 }
 # ---- end of the recipe ----
 
+DNF_PKGS=dnf,python3-dnf,dnf-plugins-core
 if [ "${1:-}" = "--build-only" ]; then
-	build_root
+	build_root rpm $DNF_PKGS && build_root zypper zypper
 	exit $?
 fi
 [ -x "$GB" ] || { echo "image-rpm: $GB missing (make $GB)"; exit 1; }
 t0=$(date +%s)
-img=$(build_root) || { echo "image-rpm: no test root"; exit 1; }
+img=$(build_root rpm $DNF_PKGS) || { echo "image-rpm: no test root"; exit 1; }
 work=$(mktemp -d /tmp/gpuboot-image-rpm.XXXXXX)
 srv=$work/srv
 export GNUPGHOME=$work/gnupg
@@ -99,6 +108,8 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
+PARTS=" ${PARTS:-rhel9 sles15} "
+want() { case $PARTS in *" $1 "*) return 0 ;; esac; return 1; }
 pass=0 fail=0
 check() {
 	d=$1
@@ -232,6 +243,8 @@ none_installed_unmounted() { # and nothing left mounted under the root
 	none_installed && ! grep -q " $root/" /proc/mounts
 }
 
+# ---- RHEL 9 (dnf) ----
+if want rhel9; then
 # ---- 1. a wrong key at the key's URL ----
 run bad/ >"$work/bad.out" 2>"$work/bad.err"
 rc=$?
@@ -301,24 +314,12 @@ for p in nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-contai
 done
 check "the toolkit's repo file: repo_gpgcheck=1, gpgcheck=0" sh -c "grep -qx repo_gpgcheck=1 '$root/etc/yum.repos.d/gpuboot-nvidia-container-toolkit.repo' && grep -qx gpgcheck=0 '$root/etc/yum.repos.d/gpuboot-nvidia-container-toolkit.repo'"
 check "nouveau blacklisted" grep -qx 'blacklist nouveau' "$root/etc/modprobe.d/gpuboot-blacklist-nouveau.conf"
-j=$state/journal.json
-check "journal: done; dnf install named cuda-drivers-$DV-1" python3 -c "
-import json,sys
-d=json.load(open('$j'))
-s=[x for x in d['steps'] if x['id']=='dnf-install']
-sys.exit(not (d['state']=='done' and s and s[0]['exit_status']==0 and 'cuda-drivers-$DV-1' in s[0]['argv']))"
-check "status: installed, pending its first boot" python3 -c "
-import json,sys
-d=json.load(open('$state/status.json'))
-sys.exit(not (d['exit_code']==0 and d['result']=='installed-pending-first-boot'))"
+nv_check_done "" "$state" dnf-install "cuda-drivers-$DV-1"
 
 # ---- 5. the rerun ----
 run good/ >"$work/run2.out" 2>"$work/run2.err"
 rc=$?
-check "the rerun exits 0 with zero effects, no command" sh -c "[ $rc = 0 ] && python3 -c \"
-import json,sys
-d=json.load(open('$j'))
-sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+nv_check_idle "the rerun exits 0 with zero effects, no command" "$rc" "$state"
 
 # ---- 6. an HGX H100 (2330x8): the open stream, nvidia-open and the fabric manager ----
 H=$work/hgx
@@ -340,11 +341,11 @@ check "HGX: nvidia-fabricmanager at $DV-1, locked; nv-fabricmanager there" sh -c
 check "HGX: no kmod-nvidia-latest-dkms" sh -c "! chroot '$H' rpm -q kmod-nvidia-latest-dkms >/dev/null 2>&1"
 hgx_run >"$work/hgx2.out" 2>"$work/hgx2.err"
 rc=$?
-check "HGX: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && python3 -c \"
-import json,sys
-d=json.load(open('$H/var/lib/gpuboot/journal.json'))
-sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+nv_check_idle "HGX: the rerun exits 0 with zero effects" "$rc" "$H/var/lib/gpuboot"
 grep " $H/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+fi
+
+want sles15 && . vm-tests/image-rpm-sles15.sh
 
 echo "image-rpm: $(($(date +%s) - t0)) s"
 echo "$pass passed, $fail failed"

@@ -214,3 +214,94 @@ nv_rpmsign() {
 nv_sign_repomd() {
 	gpg --batch --yes --quiet --local-user "$fpr" --armor --detach-sign -o "$1/repodata/repomd.xml.asc" "$1/repodata/repomd.xml"
 }
+
+# ---- SLES 15 (zypper) ----
+# What the packages follow (NVIDIA's sles15 repository, driver 580, and
+# SUSE's kernel module packages): no epoch, release 1; the userspace
+# nvidia-compute-G06 and nvidia-compute-utils-G06 (G06: the driver
+# generation SUSE names its packages by); the kernel module packages (KMPs)
+# nvidia-open-driver-G06-signed-cuda-kmp-default (the open module, built
+# and signed by SUSE for NVIDIA's CUDA repository) and
+# nvidia-driver-G06-kmp-default (the proprietary one) at
+# <driver>_k<kernel>-1, each for one kernel (kernel-default at its version), the module
+# under lib/modules/<kver>/updates/ (no DKMS on SUSE); the metapackages
+# nvidia-open and cuda-drivers at the driver's version requiring the
+# userspace and one KMP at it. Here every package is in NVIDIA's
+# repository (SUSE serves the signed open KMP from its own).
+
+# nv_sles_driver_rpms DIR VERSION KVER KV: the driver's packages at
+# VERSION-1 and the KMPs at VERSION_k<kernel>-1 for KVER
+# (5.14.21-150500.55.39-default), requiring kernel-default at KV (SUSE's
+# "kernel-uname-r = KVER" has two '-', which rpmbuild 4.18 refuses).
+nv_sles_driver_rpms() {
+	v=$2 k=${3%-default}
+	k=$(echo "$k" | tr - _)
+	nv_mkrpm "$1" nvidia-compute-G06 "" "$v" 1 x86_64 "" "" ""
+	nv_mkrpm "$1" nvidia-persistenced "" "$v" 1 x86_64 "" "" "" "" usr/bin/nvidia-persistenced '#!/bin/sh
+exit 0'
+	nv_mkrpm "$1" nvidia-compute-utils-G06 "" "$v" 1 x86_64 "nvidia-compute-G06 = $v, nvidia-persistenced = $v" "" ""
+	nv_mkrpm "$1" nvidia-open-driver-G06-signed-cuda-kmp-default "" "${v}_k$k" 1 x86_64 "kernel-default = $4" \
+		"nvidia-open-driver-G06-signed-cuda-kmp = $v" "nvidia-driver-G06-kmp" "" \
+		"lib/modules/$3/updates/nvidia.ko" 'stand-in'
+	nv_mkrpm "$1" nvidia-driver-G06-kmp-default "" "${v}_k$k" 1 x86_64 "kernel-default = $4" \
+		"nvidia-driver-G06-kmp = $v" "nvidia-open-driver-G06-signed-cuda-kmp" "" \
+		"lib/modules/$3/updates/nvidia.ko" 'stand-in'
+	nv_mkrpm "$1" nvidia-open "" "$v" 1 x86_64 \
+		"nvidia-compute-utils-G06 = $v, nvidia-open-driver-G06-signed-cuda-kmp = $v" "" ""
+	nv_mkrpm "$1" cuda-drivers "" "$v" 1 x86_64 "nvidia-compute-utils-G06 = $v, nvidia-driver-G06-kmp = $v" "" ""
+	nv_mkrpm "$1" nvidia-fabricmanager "" "$v" 1 x86_64 "" "" "" "" usr/bin/nv-fabricmanager '#!/bin/sh
+echo "stand-in nv-fabricmanager $*" >&2'
+}
+
+# nv_sles_driver_repo_rpm DIR KVER DRIVER NEWER KV: both versions, signed,
+# repomd.xml signed; the key as D42D0685.pub.
+nv_sles_driver_repo_rpm() {
+	mkdir -p "$1"
+	nv_sles_driver_rpms "$1" "$3" "$2" "$5"
+	nv_sles_driver_rpms "$1" "$4" "$2" "$5"
+	nv_rpmsign "$1"/*.rpm
+	createrepo_c --quiet "$1"
+	nv_sign_repomd "$1"
+	cp tests/data/test-repo-key/public.asc "$1/D42D0685.pub"
+}
+
+# nv_sles_base_repo_rpm DIR KVER KV: what SLE's Basesystem module would
+# answer with: kernel-default-devel at the kernel's version KV
+# (5.14.21-150500.55.39.1), its tree where SUSE puts it.
+nv_sles_base_repo_rpm() {
+	mkdir -p "$1"
+	nv_mkrpm "$1" kernel-default-devel "" "${3%-*}" "${3##*-}" x86_64 "" "" "" "" \
+		"usr/src/linux-${3%-*}-obj/x86_64/default/Makefile" '# stand-in'
+	createrepo_c --quiet "$1"
+}
+
+# nv_sles_seed_rpms DIR KVER KV: sles-release, bash (database only), and
+# kernel-default owning boot/vmlinuz-KVER.
+nv_sles_seed_rpms() {
+	nv_mkrpm "$1" sles-release "" 15.5 150500.58.1 x86_64 "" "product(SLES) = 15.5, distribution-release" ""
+	nv_mkrpm "$1" bash "" 4.4 150400.27.3.2 x86_64 "" "/bin/sh, /usr/bin/sh" ""
+	nv_mkrpm "$1" kernel-default "" "${3%-*}" "${3##*-}" x86_64 "" "" "" "" "boot/vmlinuz-$2" '# stand-in'
+}
+
+# ---- checks both parts of vm-tests/image-rpm.sh make (its check()) ----
+# nv_check_done PREFIX STATE STEP WORD: the journal done, its STEP exited 0
+# with WORD in its argv; the status installed, pending its first boot.
+nv_check_done() {
+	check "${1}journal: done; $3 named $4" python3 -c "
+import json,sys
+d=json.load(open('$2/journal.json'))
+s=[x for x in d['steps'] if x['id']=='$3']
+sys.exit(not (d['state']=='done' and s and s[0]['exit_status']==0 and '$4' in s[0]['argv']))"
+	check "${1}status: installed, pending its first boot" python3 -c "
+import json,sys
+d=json.load(open('$2/status.json'))
+sys.exit(not (d['exit_code']==0 and d['result']=='installed-pending-first-boot'))"
+}
+
+# nv_check_idle LABEL RC STATE: a rerun that exited RC 0 with zero effects and no command.
+nv_check_idle() {
+	check "$1" sh -c "[ $2 = 0 ] && python3 -c \"
+import json,sys
+d=json.load(open('$3/journal.json'))
+sys.exit(not (d['effects_this_run']==0 and not [s for s in d['steps'] if s['kind']=='command']))\""
+}

@@ -1089,27 +1089,38 @@ static int rpm_recover(struct rinst *s)
 	return 0;
 }
 
-/* A dnf command that failed because dnf refused the repository's metadata
- * or a package's signature (a tampered or foreign mirror): refused as a
- * verification failure (exit 13), the line that says it in the error.
- * The repo file sets skip_if_unavailable=False: where dnf.conf says True
- * (Debian's does; an admin's may), dnf would otherwise skip the refused
- * repository and the failure would read "no such package". */
-static int dnf_refused(struct rinst *s, int r)
+/* A dnf or zypper command that failed because it refused the repository's
+ * metadata or a package's signature (a tampered or foreign mirror):
+ * refused as a verification failure (exit 13), the line that says it in
+ * the error. The dnf repo file sets skip_if_unavailable=False: where
+ * dnf.conf says True (Debian's does; an admin's may), dnf would otherwise
+ * skip the refused repository and the failure would read "no such
+ * package". zypper (libzypp 17) says "Signature verification failed for
+ * file 'repomd.xml' from repository …", "File '…' from repository '…' is
+ * unsigned." or "Digest verification failed for file …", and its refresh
+ * exits 4 ("Skipping repository … because of the above error"): real
+ * zypper 1.14 in vm-tests/image-rpm-sles15.sh. */
+static int pm_refused(struct rinst *s, int r)
 {
-	static const char *const signs[] = { "GPG signature verification error", "Checksum doesn't match",
-		                             "GPG check FAILED", "is not signed", "Public key for" };
+	static const char *const signs[] = { "GPG signature verification error",
+		                             "Checksum doesn't match",
+		                             "GPG check FAILED",
+		                             "is not signed",
+		                             "Public key for",
+		                             "Signature verification failed",
+		                             "is unsigned",
+		                             "Digest verification failed" };
 	const char *why = NULL, *out = s->e.res->output;
 	char line[200];
 
 	for (size_t i = 0; out && i < ARRAY_SIZE(signs) && !why; i++)
 		why = strstr(out, signs[i]);
-	if (r >= 0 || !is_dnf(s) || !why)
+	if (r >= 0 || !why)
 		return r;
 	while (why > out && why[-1] != '\n')
 		why--;
 	snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "\n"), why);
-	return FAIL(s, -EKEYREJECTED, "dnf refused %s (%s): nothing was installed from it; check the mirror",
+	return FAIL(s, -EKEYREJECTED, "%s refused %s (%s): nothing was installed from it; check the mirror", pm_name(s),
 	            s->e.in->repo->uri, line);
 }
 
@@ -1164,7 +1175,7 @@ static int rpm_install(struct rinst *s)
 		r = query_family(s);
 	if (r >= 0)
 		r = check_split(s);
-	return r < 0 ? dnf_refused(s, r) : add_locks(s);
+	return r < 0 ? pm_refused(s, r) : add_locks(s);
 }
 
 /* After: every package at its version (the resolved one, on dnf) and

@@ -970,6 +970,10 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 {
 	enum gb_pkgmgr pm = gb_pkgmgr_from_string(p->in.pkgmgr);
 	bool apt = pm == GB_PKGMGR_APT, dnf = pm == GB_PKGMGR_DNF;
+	/* zypper (SLES 15): NVIDIA's sles15 repository when asked for
+	 * (--method packages), its metapackage at the driver's version; the
+	 * default there stays the runfile */
+	bool zyp = pm == GB_PKGMGR_ZYPPER && streq(p->in.method, "packages");
 
 	if (p->driver.action == GB_ACTION_KEEP) {
 		p->driver.method = GB_METHOD_NONE;
@@ -981,7 +985,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256, installed with the %s module",
 		    p->in.method_by, gb_driver_flavor_name(p->driver.flavor));
-	} else if (streq(p->in.method, "packages") && !(d && (apt || dnf))) {
+	} else if (streq(p->in.method, "packages") && !(d && (apt || dnf || zyp))) {
 		refuse(p, GB_EXIT_UNSUPPORTED, "%s packages: NVIDIA publishes no repository gpuboot drives for %s %s",
 		       p->in.method_by, p->in.os_id[0] ? p->in.os_id : "this system", p->in.os_version);
 	} else if (streq(p->in.method, "packages") && !precompiled && !gb_repo_key_find(d->key_pin)) {
@@ -1008,13 +1012,13 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		            p->driver.flavor == GB_DRIVER_OPEN ? "-open" : "");
 		add_fabricmanager(p, false, true);
 		add_imex(p, true);
-	} else if (d && (apt || dnf) && !gb_repo_key_find(d->key_pin)) {
+	} else if (d && (apt || dnf || zyp) && !gb_repo_key_find(d->key_pin)) {
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason,
 		    "NVIDIA signs its %s repository with a key gpuboot does not pin yet: NVIDIA's .run instead, "
 		    "verified by sha256, with the %s module",
 		    d->repo, gb_driver_flavor_name(p->driver.flavor));
-	} else if (d && (apt || dnf)) {
+	} else if (d && (apt || dnf || zyp)) {
 		p->driver.method = GB_METHOD_PACKAGES;
 		SAY(p->driver.repo, "%s", d->repo);
 		SAY(p->driver.repo_key, "%s", d->key_pin);
@@ -1026,6 +1030,11 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		if (apt) {
 			/* NVIDIA's pinning package carries its own version scheme */
 			add_package(p, GB_PKG_NAME, true, "nvidia-driver-pinning-%u", p->driver.branch);
+			add_package(p, GB_PKG_NAME, false, "%s",
+			            p->driver.flavor == GB_DRIVER_OPEN ? "nvidia-open" : "cuda-drivers");
+		} else if (zyp) {
+			/* SLES: no module streams; the metapackage, locked by zypper addlock
+			 * after the install (NVIDIA's driver installation guide, SUSE) */
 			add_package(p, GB_PKG_NAME, false, "%s",
 			            p->driver.flavor == GB_DRIVER_OPEN ? "nvidia-open" : "cuda-drivers");
 		} else if (!d->module_streams) {
@@ -1040,7 +1049,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 				SAY(m->stream, "%u-%s", p->driver.branch,
 				    p->driver.flavor == GB_DRIVER_OPEN ? "open" : "dkms");
 		}
-		add_fabricmanager(p, dnf, false);
+		add_fabricmanager(p, dnf || zyp, false);
 		add_imex(p, false);
 	} else {
 		p->driver.method = GB_METHOD_RUNFILE;

@@ -577,6 +577,15 @@ grep -q "'22.4' is not a release of ubuntu" "$TMP/err" || fail "ubuntu 22.4: $(c
 # auto takes the proprietary module there.
 export GPUBOOT_FAKE_OPS=clock:1796040000000000000
 jq1() { python3 -c "import json,sys; d=json.load(open('$TMP/out')); print(eval(sys.argv[1]))" "$1"; }
+# SLES 15: NVIDIA's sles15 repository when --method packages asks (the
+# metapackage at the driver's version, no module stream, the fabric manager
+# under its rpm name; real zypper installs it in vm-tests/image-rpm-sles15.sh);
+# without it the runfile stays the default there.
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os sles:15 --target-gpu 2330x8 --profile minimal --method packages --json
+[ "$(j '(d["driver"]["method"], d["driver"]["repository"], d["driver"]["packages"])')" = "('packages', 'sles15', ['nvidia-open', 'nvidia-fabricmanager'])" ] ||
+	fail "HGX x8, sles 15, --method packages: $(j 'd["driver"]')"
+expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os sles:15 --target-gpu T4 --profile minimal --json
+[ "$(j 'd["driver"]["method"]')" = runfile ] || fail "T4, sles 15, no method: $(j 'd["driver"]')"
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2bb5 --profile inference --json
 [ "$(jq1 'd["gpus"][0]["min_branch"]')" = 575 ] || fail "2bb5 min_branch: $(jq1 'd["gpus"][0]')"
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu GH200-144G --profile inference --json

@@ -745,6 +745,36 @@ TEST(zypper)
 	run_done(&x);
 }
 
+/* A repomd.xml whose signature does not verify: zypper's refresh fails
+ * (exit 4) with what real zypper 1.14 says (vm-tests/image-rpm-sles15.sh),
+ * refused as a verification failure, -EKEYREJECTED (exit 13), no dry run,
+ * no install, no lock. */
+TEST(zypper_tampered)
+{
+	char spec[8192];
+	struct run x;
+	const char *const open[] = { "nvidia-open", NULL };
+
+	make_root(&sles15);
+	sles_spec(spec, sizeof(spec), false, 0, "Nothing to do.\n");
+	script(spec, sizeof(spec), "zypper --non-interactive refresh", 4, "refresh",
+	       "Retrieving repository 'gpuboot-cuda-sles15-x86_64' metadata [.\n"
+	       "Signature verification failed for file 'repomd.xml' from repository 'gpuboot-cuda-sles15-x86_64'. "
+	       "Continue? [yes/no] (no): no\nerror]\n"
+	       "Signature verification failed for file 'repomd.xml' from repository 'gpuboot-cuda-sles15-x86_64'.\n"
+	       "Repository 'gpuboot-cuda-sles15-x86_64' is invalid.\n"
+	       "Skipping repository 'gpuboot-cuda-sles15-x86_64' because of the above error.\n"
+	       "Some of the repositories have not been refreshed because of an error.\n");
+	run_install(&x, &sles15, spec, TEST_KEY, open, "595.84");
+	CHECK_INT(x.r, -EKEYREJECTED);
+	CHECK(strstr(x.res.error, "zypper refused") &&
+	      strstr(x.res.error, "Signature verification failed for file 'repomd.xml'"));
+	CHECK(!strstr(x.record, "--dry-run") && !strstr(x.record, "zypper --non-interactive install") &&
+	      !strstr(x.record, "addlock"));
+	check_cleaned(&x);
+	run_done(&x);
+}
+
 /* Locks held by another process: rpm's (fcntl), dnf's (a pid file of a
  * live pid), waited for, named with pid and comm, never broken; a pid file
  * of a dead process or an empty one holds nothing. */
