@@ -219,6 +219,51 @@ m = json.load(open('$work/mirror/manifest.json'))['modules'][0]
 kv = subprocess.run(['chroot', '$root', 'dpkg-query', '-W', '-f', '\${Version}', 'linux-image-$kver'], capture_output=True, text=True).stdout
 sys.exit(not (m['kernel'] == '$kver' and m['vermagic'].strip() == '''$vermagic'''.strip() and m['kernel_package_version'] == kv and m['driver'] == '$VERSION'))"
 
+# ---- a node installs the module from the mirror (#25 item 2) ----
+# A fresh copy of the same base root, the same run with the mirror: the
+# plan takes the prebuilt package for the exact kernel; apt installs it
+# with the userspace; no DKMS, no compiler, no headers.
+proot=$work/proot pstate=$work/proot/var/lib/gpuboot
+cp -a "$img/root" "$proot"
+openssl pkey -in "$work/mirror.pem" -pubout -out "$work/mirror.pub"
+t6=$(now)
+"$GB" --root "$proot" run --target-gpu T4 --profile minimal --method distro --mirror "file://$work/mirror" \
+	--trust-key "$work/mirror.pub" --state-dir "$pstate" >"$work/p1.out" 2>"$work/p1.err"
+rc=$?
+t7=$(now)
+cat "$work/p1.err"
+echo "image-install: install from the mirror: exit $rc, $(secs "$t6" "$t7") s"
+check "prebuilt: the install exits 0" test "$rc" = 0
+check "prebuilt: the plan took the mirror's package (.plan.driver.module_source)" python3 -c "
+import json, sys
+d = json.load(open('$pstate/status.json'))['plan']['driver']
+print('  ', d['module_source'], '-', d['module_source_reason'])
+sys.exit(not (d['module_source'] == 'mirror' and d['prebuilt'][0]['kernel'] == '$kver'))"
+check "prebuilt: $mod.ko under updates/gpuboot is DKMS's build byte for byte" cmp "$proot/lib/modules/$kver/updates/gpuboot/$mod.ko" "$ko"
+check "prebuilt: depmod lists it (the package's postinst)" grep -q "^updates/gpuboot/$mod.ko:" "$proot/lib/modules/$kver/modules.dep"
+check "prebuilt: no DKMS, no compiler, no kernel headers installed" sh -c "
+! chroot '$proot' dpkg-query -W -f '\${Package} \${Status}\n' 2>/dev/null | grep -E '^(dkms|gcc|gcc-[0-9]+|make|linux-headers-[^ ]*|nvidia-kernel-dkms) .* installed$'"
+check "prebuilt: the module package and the userspace held at $VERSION" sh -c "
+held=\$(chroot '$proot' apt-mark showhold) && echo \"\$held\" | grep -qx 'gpuboot-nvidia-modules-$kver' && echo \"\$held\" | grep -qx nvidia-smi"
+check "prebuilt: the journal puts the mirror's verified package into the root for apt" python3 -c "
+import json, sys
+m = json.load(open('$work/mirror/manifest.json'))
+sha = [a['sha256'] for a in m['artifacts'] if a['path'] == m['modules'][0]['path']][0]
+steps = json.load(open('$pstate/journal.json'))['steps']
+f = [x for x in steps if x.get('path') == 'var/cache/gpuboot/modules/gpuboot-nvidia-modules-$kver.deb']
+i = [x for x in steps if x.get('id', '').endswith('apt-get-install')]
+print('  ', f and f[0].get('sha256_after'), i and ' '.join(i[0].get('argv', []))[-120:])
+sys.exit(not (f and f[0].get('sha256_after') == sha and i and '/var/cache/gpuboot/modules/gpuboot-nvidia-modules-$kver.deb' in i[0].get('argv', [])))"
+"$GB" --root "$proot" run --target-gpu T4 --profile minimal --method distro --mirror "file://$work/mirror" \
+	--trust-key "$work/mirror.pub" --state-dir "$pstate" >"$work/p2.out" 2>"$work/p2.err"
+rc=$?
+check "prebuilt: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && python3 -c \"
+import json, sys
+sys.exit(json.load(open('$pstate/journal.json'))['effects_this_run'] != 0)\""
+size_dkms=$(du -sm --exclude=var/cache/apt --exclude=var/lib/apt/lists "$root" | cut -f1)
+size_pre=$(du -sm --exclude=var/cache/apt --exclude=var/lib/apt/lists "$proot" | cut -f1)
+echo "bench: install-prebuilt: DKMS $(secs "$t0" "$t1") s, prebuilt $(secs "$t6" "$t7") s, ratio $(echo "$t0 $t1 $t6 $t7" | awk '{ printf "%.2f", ($4 - $3) / ($2 - $1) }')x; installed size DKMS ${size_dkms} MiB, prebuilt ${size_pre} MiB"
+
 # ---- prepare's newer kernel through the apt backend, on real apt ----
 # What `gpuboot run` does for a [kernel] minimum Debian 12's kernel does
 # not reach (GB_INSTALL_KERNEL: bookworm-backports' kernel), on a second

@@ -110,6 +110,7 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 	memset(&j, 0, sizeof(j));
 	/* fetch prepares this state for later runs, offline too: an accepted catalog update is kept there */
 	ctx->opt.catalog_keep = !mirror_mode;
+	in.want_offers = !mirror_mode; /* this machine's prebuilt module, with the rest */
 	code = gb_inputs_plan(ctx, &in, &plan);
 	if (code)
 		goto done; /* nothing decided, nothing to record */

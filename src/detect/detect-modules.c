@@ -233,6 +233,39 @@ static int find_in_dirs(struct gb_ctx *ctx, const char *release, char *ret, size
 	return -ENOENT;
 }
 
+int gb_kernel_vermagic(struct gb_ctx *ctx, struct gb_kmod **kmod, const char *release, char *out, size_t outsz)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[256], prefix[256];
+	size_t len;
+	int r = -ENOENT;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "lib/modules/%s/modules.dep", release);
+	if (gb_root_read_file(ctx->root, path, MODULES_DEP_MAX, &text, &len) < 0)
+		return -ENOENT;
+	snprintf(prefix, sizeof(prefix), "/lib/modules/%s/", release);
+	for (char *line = text, *nl; line && *line && r == -ENOENT; line = nl ? nl + 1 : NULL) {
+		struct gb_nvidia_module m = { 0 };
+		const char *rel;
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		line[strcspn(line, ":")] = '\0';
+		rel = gb_startswith(line, prefix) ? gb_startswith(line, prefix) : line;
+		if (!gb_startswith(rel, "kernel/") || !path_safe(rel))
+			continue;
+		snprintf(path, sizeof(path), "lib/modules/%s/%s", release, rel);
+		r = module_read_info(ctx, kmod, path, &m);
+		if (m.vermagic && gb_strscpy(out, outsz, m.vermagic) >= 0)
+			r = 0;
+		else if (r != -ENOMEM)
+			r = -EBADMSG; /* the kernel's first module says no vermagic: do not guess from another */
+		gb_nvidia_module_done(&m);
+	}
+	return r;
+}
+
 void gb_nvidia_module_done(struct gb_nvidia_module *m)
 {
 	free(m->path);

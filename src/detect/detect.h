@@ -180,6 +180,11 @@ struct gb_kmod;
 int gb_nvidia_module_find(struct gb_ctx *ctx, struct gb_kmod **kmod, const char *release, struct gb_nvidia_module *ret,
                           unsigned *warnings);
 void gb_nvidia_module_done(struct gb_nvidia_module *m);
+/* The vermagic of the kernel's own modules (the first under kernel/ in its
+ * modules.dep: the string a module built for it must carry): 0 with out
+ * set, -ENOENT (no modules.dep or no module of its own), -EBADMSG
+ * (unreadable), -ENOMEM. */
+int gb_kernel_vermagic(struct gb_ctx *ctx, struct gb_kmod **kmod, const char *release, char *out, size_t outsz);
 struct gb_kmod *gb_kmod_free(struct gb_kmod *k);
 void gb_kmodp(struct gb_kmod **k);
 

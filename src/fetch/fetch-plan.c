@@ -189,8 +189,8 @@ static int mirror_copy_load(const char *state_dir, const char *mirror, char **re
 
 /* The mirror's signed manifest: from the mirror, or (--offline, a remote
  * mirror) the verified copy kept from an online run. Checked either way. */
-static int mirror_manifest(struct gb_ctx *ctx, const struct gb_fetch_source *src, const struct gb_fetch_opts *o,
-                           struct gb_manifest *ret, char *err, size_t errsz)
+int gb_fetch_mirror_manifest(struct gb_ctx *ctx, const struct gb_fetch_source *src, const struct gb_fetch_opts *o,
+                             struct gb_manifest *ret, char *err, size_t errsz)
 {
 	_cleanup_free_ char *text = NULL, *sig = NULL;
 	char url[1100];
@@ -422,6 +422,38 @@ static int cuda_components(const struct gb_plan *p, const struct gb_fetch_source
 	return 0;
 }
 
+/* The mirror's prebuilt module packages the plan chose (the distro
+ * method): each listed in the manifest with the sha256 the plan read. */
+static int prebuilt_artifacts(const struct gb_plan *p, const struct gb_fetch_source *src, const struct gb_manifest *mm,
+                              struct gb_artifact **v, size_t *n, char *err, size_t errsz)
+{
+	for (size_t i = 0; i < p->driver.n_prebuilt; i++) {
+		const struct gb_plan_prebuilt *b = &p->driver.prebuilt[i];
+		const struct gb_manifest_entry *e = gb_manifest_find(mm, b->path);
+		struct gb_artifact *a;
+
+		if (!src->mirror || !e || !streq(e->sha256, b->sha256)) {
+			snprintf(
+			    err, errsz,
+			    "the prebuilt module package for %s (%s) is %s the mirror's signed manifest the plan read: "
+			    "the mirror changed under this run; run again",
+			    b->kernel, b->path,
+			    !src->mirror ? "from a mirror, and no mirror is set, not in" : "not as in");
+			return -ESTALE;
+		}
+		if (!(a = add(v, n))) {
+			snprintf(err, errsz, "out of memory");
+			return -ENOMEM;
+		}
+		snprintf(a->name, sizeof(a->name), "prebuilt module %s", b->kernel);
+		gb_strscpy(a->path, sizeof(a->path), b->path);
+		base_join(a->url, sizeof(a->url), src->mirror, b->path);
+		gb_strscpy(a->sha256, sizeof(a->sha256), e->sha256);
+		a->size = e->size;
+	}
+	return 0;
+}
+
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
                       const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz)
 {
@@ -431,8 +463,10 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 	int r = 0;
 
 	/* A mirror: its signed manifest first, or nothing. */
-	if (src->mirror && (r = mirror_manifest(ctx, src, o, &mm, err, errsz)) < 0)
+	if (src->mirror && (r = gb_fetch_mirror_manifest(ctx, src, o, &mm, err, errsz)) < 0)
 		return r;
+	if ((r = prebuilt_artifacts(p, src, &mm, &v, &n, err, errsz)) < 0)
+		goto fail;
 	if (p->driver.runfile) {
 		if (!(a = add(&v, &n))) {
 			snprintf(err, errsz, "out of memory");

@@ -29,6 +29,13 @@ struct gb_fetch_source {
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
                       const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz);
 
+/* The mirror's signed manifest: from the mirror, or (--offline, a remote
+ * mirror) the verified copy kept from an online run; checked either way
+ * (signature, expiry, rollback), its version recorded (not in a dry run).
+ * A negative errno with err. */
+int gb_fetch_mirror_manifest(struct gb_ctx *ctx, const struct gb_fetch_source *src, const struct gb_fetch_opts *o,
+                             struct gb_manifest *ret, char *err, size_t errsz);
+
 /* DIR's manifest as its publisher reads it before adding to it: none (an
  * empty manifest, 0), or one signed by SIGN_KEY itself and unaltered
  * (Ed25519 signatures are deterministic: signing its text again gives the

@@ -22,6 +22,7 @@
 #include "detect/detect.h"
 #include "install-internal.h"
 #include "effect/journal.h"
+#include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"
@@ -184,6 +185,61 @@ static int add_headers(struct inst *s)
 	return r < 0 ? r : query_installed(s, NULL, 0, false);
 }
 
+/* The distro method with the mirror's prebuilt modules: each kernel's
+ * package (a local .deb, put in the root for apt) in place of the DKMS
+ * package, and no headers: nothing is compiled. Every kernel of the root
+ * must have one. */
+static int prebuilt_list(struct inst *s, const char *ver)
+{
+	const struct gb_install_input *in = s->e.in;
+	int r = 0;
+
+	for (size_t k = 0; k < s->e.n_kernels; k++) {
+		bool found = false;
+		for (size_t i = 0; i < in->n_prebuilt && !found; i++)
+			found = streq(in->prebuilt[i].kernel, s->e.kernels[k]);
+		if (!found)
+			return FAIL(
+			    s, -ENOPKG,
+			    "The plan's prebuilt modules do not cover the kernel %s of %s: nothing was installed; "
+			    "run gpuboot modules build for it, or install with DKMS",
+			    s->e.kernels[k], s->e.ctx->root->path);
+	}
+	for (size_t i = 0; i < in->n_prebuilt && r >= 0; i++) {
+		struct gb_install_pkg_result *p;
+		r = add_pkg(s, in->prebuilt[i].package, in->prebuilt[i].version, true);
+		if (r < 0)
+			break;
+		p = &s->e.ret->pkgs[s->e.ret->n_pkgs - 1];
+		snprintf(p->file, sizeof(p->file), "var/cache/gpuboot/modules/%s.deb", in->prebuilt[i].package);
+		p->source = in->prebuilt[i].file;
+	}
+	for (size_t i = 0; gb_debian_userspace[i] && r >= 0; i++)
+		r = add_pkg(s, gb_debian_userspace[i], ver, true);
+	return r < 0 ? r : query_installed(s, NULL, 0, false);
+}
+
+/* The prebuilt packages into the root, journaled, where apt reads them. */
+static int prebuilt_stage(struct inst *s)
+{
+	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
+		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
+		_cleanup_free_ char *data = NULL;
+		size_t len = 0;
+		int r;
+
+		if (!p->file[0])
+			continue;
+		r = gb_read_file(p->source, 1u << 30, &data, &len);
+		if (r >= 0)
+			r = gb_journal_write_file(s->e.j, STAGE, p->file, data, len, 0644);
+		if (r < 0)
+			return FAIL(s, r, "Failed to put the prebuilt module package %s into %s: %s", p->name,
+			            s->e.ctx->root->path, strerror(-r));
+	}
+	return 0;
+}
+
 static int build_list(struct inst *s)
 {
 	const char *flavor = s->e.in->flavor ? s->e.in->flavor : "open";
@@ -209,6 +265,8 @@ static int build_list(struct inst *s)
 				            p->name);
 			r = add_pkg(s, p->name, p->version, p->hold);
 		}
+	} else if (s->e.in->prebuilt) {
+		return prebuilt_list(s, ver);
 	} else {
 		r = add_pkg(s, deb->kmod_package, ver, true);
 		for (size_t i = 0; gb_debian_userspace[i] && r >= 0; i++)
@@ -454,7 +512,14 @@ static int resolve(struct inst *s)
 	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
 		struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
 		const char *argv[] = { "apt-cache", "madison", p->name, NULL };
-		int n, r = query(s, argv);
+		int n, r;
+
+		if (p->file[0]) { /* the mirror's package, verified by the fetch stage */
+			gb_strscpy(p->resolved, sizeof(p->resolved), p->wanted);
+			gb_strscpy(p->suite, sizeof(p->suite), "the site's mirror");
+			continue;
+		}
+		r = query(s, argv);
 		if (r < 0)
 			return r;
 		n = gb_apt_madison_parse(s->e.res->output, p->name, v, ARRAY_SIZE(v));
@@ -543,7 +608,9 @@ static size_t pkg_argv(struct inst *s, const char **argv, size_t n, char (*buf)[
 {
 	for (size_t i = 0; i < s->e.ret->n_pkgs; i++) {
 		const struct gb_install_pkg_result *p = &s->e.ret->pkgs[i];
-		if (which == 0)
+		if (which == 0 && p->file[0])
+			snprintf(buf[i], sizeof(buf[i]), "/%s", p->file);
+		else if (which == 0)
 			snprintf(buf[i], sizeof(buf[i]), "%s=%s", p->name, p->resolved);
 		else if ((which == 1 && p->hold) || (which == 2 && p->held_before && !streq(p->before, p->resolved)))
 			snprintf(buf[i], sizeof(buf[i]), "%s", p->name);
@@ -696,6 +763,8 @@ static int apt_install(struct inst *s)
 		r = write_pin(s);
 	if (r >= 0)
 		r = write_uu_blacklist(s);
+	if (r >= 0)
+		r = prebuilt_stage(s);
 	if (r < 0)
 		return r;
 	/* A package we must change that an earlier run held. */

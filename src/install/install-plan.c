@@ -115,10 +115,12 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 	struct gb_install_input in = { .method = GB_INSTALL_DISTRO,
 		                       .flavor = gb_driver_flavor_name(p->driver.flavor),
 		                       .driver_version = p->driver.version };
+	struct gb_install_prebuilt prebuilt[GB_INSTALL_MAX_PREBUILT];
 	struct gb_apt_repo repo;
 	char id[80], uri[600], key[700];
 	int k;
 
+	_Static_assert(GB_INSTALL_MAX_PREBUILT == GB_PLAN_MAX_PREBUILT, "one prebuilt package per kernel, both sides");
 	*ret_json = NULL;
 	switch (p->driver.method) {
 	case GB_METHOD_RUNFILE: return install_runfile(ctx, p, src, j, ret_json, err, errsz);
@@ -131,7 +133,25 @@ int gb_install_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb
 		in.packages = p->driver.packages;
 		in.n_packages = p->driver.n_packages;
 		break;
-	case GB_METHOD_DISTRO: break;
+	case GB_METHOD_DISTRO:
+		for (size_t i = 0; i < p->driver.n_prebuilt; i++) {
+			const struct gb_plan_prebuilt *b = &p->driver.prebuilt[i];
+			if (!src->prebuilt[i]) {
+				snprintf(err, errsz,
+				         "the prebuilt module package for %s (%s) is not in the cache: the fetch stage "
+				         "did not "
+				         "verify it",
+				         b->kernel, b->path);
+				return -ENOENT;
+			}
+			prebuilt[i] = (struct gb_install_prebuilt){ .kernel = b->kernel,
+				                                    .package = b->package,
+				                                    .version = b->version,
+				                                    .file = src->prebuilt[i] };
+		}
+		in.prebuilt = p->driver.n_prebuilt ? prebuilt : NULL;
+		in.n_prebuilt = p->driver.n_prebuilt;
+		break;
 	case GB_METHOD_NONE:
 		if (p->driver.fm_only)
 			return install_fm_only(ctx, p, src, j, ret_json, err, errsz);

@@ -19,6 +19,8 @@
 
 #include "effect/pkg.h"
 
+#define GB_INSTALL_MAX_PREBUILT 4 /* = GB_PLAN_MAX_PREBUILT (install-plan.c checks) */
+
 struct gb_ctx;
 struct gb_journal;
 
@@ -73,6 +75,13 @@ struct gb_install_input {
 	 * at driver_version, file gpuboot-nvidia.pref). */
 	const char *pin_name, *pin_packages, *pin_version;
 	bool userspace_only; /* no kernel module (the Container Toolkit): no headers, no module, no blacklist */
+	/* distro: the mirror's prebuilt module package per kernel, in place of
+	 * the DKMS package; no headers then (docs/mirror.md, Prebuilt modules) */
+	const struct gb_install_prebuilt {
+		const char *kernel, *package, *version;
+		const char *file; /* the verified .deb (the fetch stage's cache path) */
+	} * prebuilt;
+	size_t n_prebuilt;
 	/* GB_INSTALL_KERNEL: apt's target release (apt-get -t: "bookworm-backports"), NULL for none; the
 	 * major.minor each package's installed version must reach ("6.12"), NULL for any version */
 	const char *suite, *kernel_minimum;
@@ -88,6 +97,10 @@ struct gb_install_pkg_result {
 	char before[GB_INSTALL_VERSION]; /* installed before ("" = not installed) */
 	char after[GB_INSTALL_VERSION];
 	bool hold, held_before, held_after;
+	/* a local package (the mirror's prebuilt module): where the install
+	 * puts it in the root for apt, "" for the archive's packages */
+	char file[200];
+	const char *source; /* its verified copy in the cache */
 };
 
 struct gb_install_kernel_result {
@@ -137,6 +150,9 @@ struct gb_install_source {
 	 * (every kernel it holds is built for, not the plan's running one) */
 	const char *runfile;
 	bool image;
+	/* the distro method: the mirror's prebuilt module packages the fetch
+	 * stage verified (cache paths), in the plan's prebuilt order */
+	const char *prebuilt[GB_INSTALL_MAX_PREBUILT];
 };
 
 /* The address of path below the mirror when it is an http(s) URL, else

@@ -98,6 +98,24 @@ static json_object *driver_json(const struct gb_plan *p)
 	gb_json_add(d, "reason", gb_json_new_string(p->driver.reason));
 	gb_json_add(d, "module_flavor_reason", gb_json_new_string(p->driver.flavor_reason));
 	gb_json_add(d, "method_reason", gb_json_new_string(p->driver.method_reason));
+	if (p->driver.module_source) { /* the distro method: the mirror's prebuilt module, or DKMS */
+		json_object *pb = gb_json_new_array();
+		gb_json_add(d, "module_source", gb_json_new_string(p->driver.module_source));
+		gb_json_add(d, "module_source_reason", gb_json_new_string(p->driver.module_source_reason));
+		for (size_t i = 0; i < p->driver.n_prebuilt; i++) {
+			const struct gb_plan_prebuilt *b = &p->driver.prebuilt[i];
+			json_object *o = gb_json_new_object();
+			gb_json_add(o, "kernel", gb_json_new_string(b->kernel));
+			gb_json_add(o, "package", gb_json_new_string(b->package));
+			gb_json_add(o, "version", gb_json_new_string(b->version));
+			gb_json_add(o, "path", gb_json_new_string(b->path));
+			gb_json_add(o, "sha256", gb_json_new_string(b->sha256));
+			gb_json_add(o, "size", gb_json_new_int64((int64_t)b->size));
+			gb_json_add(o, "signer", b->signer[0] ? gb_json_new_string(b->signer) : NULL);
+			gb_json_append(pb, o);
+		}
+		gb_json_add(d, "prebuilt", pb);
+	}
 	gb_json_add(d, "action", jstr(gb_action_name(p->driver.action)));
 	gb_json_add(d, "action_reason", jstr(p->driver.action_reason));
 	gb_json_add(d, "installed", installed_json(p));
@@ -300,6 +318,8 @@ static void print_driver(const struct gb_plan *p, FILE *out)
 		gb_pkg_spec_format(&p->driver.packages[i], spec, sizeof(spec));
 		row(out, i ? "" : "packages", spec, NULL);
 	}
+	if (p->driver.module_source)
+		row(out, "module", p->driver.module_source, p->driver.module_source_reason);
 	if (rf) {
 		snprintf(buf, sizeof(buf), "%llu bytes, sha256 %s", rf->size, rf->sha256);
 		row(out, "runfile", rf->url, buf);

@@ -1119,6 +1119,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	precompiled = r > 0;
 
 	decide_method(p, d, precompiled);
+	gb_plan_decide_module_source(p, site);
 
 	/* Kernel. */
 	SAY(p->kernel.minimum, "%s", kmin);

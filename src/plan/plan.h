@@ -35,6 +35,21 @@ struct gb_plan_gpu {
 	char source[160];
 };
 
+#define GB_PLAN_MAX_PREBUILT 4
+
+/* A prebuilt module package the site's mirror offers (its signed
+ * manifest's modules list, docs/mirror.md), as run/inputs.c hands it in. */
+struct gb_plan_module_offer {
+	char distro[48], arch[16], kernel[80], kernel_package_version[64], vermagic[160], driver[32], flavor[16];
+	char package[128], package_version[96], signer[128], path[512], sha256[65];
+	unsigned long long size;
+};
+
+/* A kernel the install builds the module for, as the node has it. */
+struct gb_plan_node_kernel {
+	char release[80], package_version[64], vermagic[160]; /* "" when not known */
+};
+
 /* What the decisions read: the detected facts, or a target (--target-os,
  * --target-gpu) standing in for them. */
 struct gb_plan_input {
@@ -79,6 +94,16 @@ struct gb_plan_input {
 		char key_id[130];
 	} kernel_keys[GB_PLAN_MAX_KERNEL_KEYS];
 	size_t n_kernel_keys;
+	/* The site mirror's prebuilt modules (run/inputs.c, the distro method
+	 * on apt): offers_note says why there are none to choose from ("" when
+	 * the mirror was read); the node's kernels and its Debian architecture
+	 * are what an offer must match. */
+	const struct gb_plan_module_offer *offers;
+	size_t n_offers;
+	char offers_note[200];
+	struct gb_plan_node_kernel node_kernels[GB_PLAN_MAX_PREBUILT];
+	size_t n_node_kernels;
+	char deb_arch[16];
 };
 
 struct gb_plan_named {
@@ -193,6 +218,16 @@ struct gb_plan {
 		 * NVIDIA's repository (packages, repo), no driver package; UNSET
 		 * otherwise. */
 		enum gb_action fm_only;
+		/* The distro method: the module from the mirror's prebuilt
+		 * packages (one per kernel, in place of DKMS and the headers), or
+		 * built by DKMS; module_source_reason says which and why. */
+		const char *module_source; /* "mirror" | "dkms" | NULL (not the distro method) */
+		char module_source_reason[GB_REASON];
+		struct gb_plan_prebuilt {
+			char kernel[80], package[128], version[96], path[512], sha256[65], signer[128];
+			unsigned long long size;
+		} prebuilt[GB_PLAN_MAX_PREBUILT];
+		size_t n_prebuilt;
 	} driver;
 	struct {
 		char version[16];

@@ -840,6 +840,12 @@ static int site_set(struct gb_site_config *s, const struct gb_conf_entry *e, cha
 		gb_strscpy(s->method, sizeof(s->method), v);
 		return 0;
 	}
+	if (IS("install", "prebuilt_modules")) {
+		if (!streq(v, "prefer") && !streq(v, "require"))
+			return bad(why, n, "prebuilt_modules must be prefer or require, not '%s'", v);
+		s->prebuilt_required = streq(v, "require");
+		return 0;
+	}
 	if (IS("install", "overlap")) {
 		bool on = true;
 		r = set_bool(&on, k, v, why, n);

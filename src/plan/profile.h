@@ -91,6 +91,7 @@ struct gb_site_config {
 	bool replace_installed_set;
 	char method[16]; /* [install] method: packages | distro | runfile, "" = the plan's choice */
 	bool no_overlap; /* [install] overlap = no: fetch CUDA before the driver's install, not beside it */
+	bool prebuilt_required; /* [install] prebuilt_modules = require: the mirror's module or a refusal, no DKMS */
 	char **skip_checks;
 	char *signing_key, *signing_cert;
 	/* the certificate as the kernel would name it (gb_inputs_load fills it) */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
@@ -10,7 +11,12 @@
 #include "context.h"
 #include "exit-codes.h"
 #include "run.h"
+#include "catalog/catalog.h"
 #include "fetch/catalog-file.h"
+#include "fetch/fetch-plan.h"
+#include "fetch/manifest.h"
+#include "fetch-stage.h"
+#include "shared/root.h"
 #include "shared/fileio.h"
 #include "shared/log.h"
 #include "shared/test-knob.h"
@@ -124,8 +130,114 @@ int gb_inputs_detect(struct gb_ctx *ctx, struct gb_inputs *in)
 	return 0;
 }
 
+static bool want_kernel_image(const char *name)
+{
+	return gb_startswith(name, "linux-image-") != NULL;
+}
+
+/* The node's kernels: each image package's version and its vermagic. */
+static int node_kernels(struct gb_ctx *ctx, struct gb_inputs *in)
+{
+	_cleanup_free_ char *text = NULL;
+	struct gb_package *pk = NULL;
+	struct gb_kmod *kmod = NULL;
+	size_t len = 0, npk = 0;
+	unsigned bad = 0;
+	int r;
+
+	r = gb_root_read_file(ctx->root, "var/lib/dpkg/status", 64u << 20, &text, &len);
+	if (r >= 0)
+		r = gb_dpkg_status_parse(text, len, want_kernel_image, &pk, &npk, &bad);
+	if (r == -ENOMEM)
+		return r;
+	for (size_t i = 0; i < in->facts.kernel.n_installed && in->n_node_kernels < GB_PLAN_MAX_PREBUILT; i++) {
+		struct gb_plan_node_kernel *k = &in->node_kernels[in->n_node_kernels++];
+		const char *rel = in->facts.kernel.installed[i].release;
+		char name[128];
+		gb_strscpy(k->release, sizeof(k->release), rel);
+		snprintf(name, sizeof(name), "linux-image-%s", rel);
+		for (size_t j = 0; j < npk; j++)
+			if (streq(pk[j].name, name))
+				gb_strscpy(k->package_version, sizeof(k->package_version), pk[j].version);
+		if (gb_kernel_vermagic(ctx, &kmod, rel, k->vermagic, sizeof(k->vermagic)) == -ENOMEM)
+			r = -ENOMEM;
+	}
+	gb_kmod_free(kmod);
+	gb_packages_free(pk, npk);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* The mirror's module entries as the plan reads them. */
+static int offers_from(struct gb_inputs *in, const struct gb_manifest *m)
+{
+	in->offers = calloc(m->n_mods ? m->n_mods : 1, sizeof(*in->offers));
+	if (!in->offers)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_mods; i++) {
+		const struct gb_mirror_module *e = &m->mods[i];
+		const struct gb_manifest_entry *a = gb_manifest_find(m, e->path);
+		struct gb_plan_module_offer *o = &in->offers[in->n_offers++];
+		gb_strscpy(o->distro, sizeof(o->distro), e->distro);
+		gb_strscpy(o->arch, sizeof(o->arch), e->arch);
+		gb_strscpy(o->kernel, sizeof(o->kernel), e->kernel);
+		gb_strscpy(o->kernel_package_version, sizeof(o->kernel_package_version), e->kernel_package_version);
+		gb_strscpy(o->vermagic, sizeof(o->vermagic), e->vermagic);
+		gb_strscpy(o->driver, sizeof(o->driver), e->driver);
+		gb_strscpy(o->flavor, sizeof(o->flavor), e->flavor);
+		gb_strscpy(o->package, sizeof(o->package), e->package);
+		gb_strscpy(o->package_version, sizeof(o->package_version), e->package_version);
+		gb_strscpy(o->signer, sizeof(o->signer), e->signer);
+		gb_strscpy(o->path, sizeof(o->path), e->path);
+		gb_strscpy(o->sha256, sizeof(o->sha256), a ? a->sha256 : "");
+		o->size = a ? a->size : 0;
+	}
+	return 0;
+}
+
+int gb_inputs_offers(struct gb_ctx *ctx, struct gb_inputs *in)
+{
+	const char *method = ctx->opt.method ? ctx->opt.method : in->site.method;
+	struct gb_manifest m = { 0 };
+	struct gb_fetch_job j;
+	char err[600] = "";
+	int r;
+
+	if (in->offers_loaded || !in->want_offers || !streq(method, "distro") || ctx->opt.target_os ||
+	    !in->facts.os.package_manager || !streq(in->facts.os.package_manager, "apt"))
+		return 0;
+	in->offers_loaded = true;
+	r = node_kernels(ctx, in);
+	if (r < 0)
+		return r;
+	memset(&j, 0, sizeof(j));
+	if (gb_fetch_job_setup(ctx, &in->site, false, &j) != 0 || !j.src.mirror) {
+		snprintf(in->offers_note, sizeof(in->offers_note),
+		         "no mirror is set ([site] mirror, --mirror) to take a prebuilt module from");
+		return 0;
+	}
+	j.fo.dry_run = true; /* the fetch stage records the version it accepts */
+	r = gb_fetch_mirror_manifest(ctx, &j.src, &j.fo, &m, err, sizeof(err));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		gb_log_warning("Prebuilt modules: the mirror's manifest was not accepted: %s", err);
+		snprintf(in->offers_note, sizeof(in->offers_note), "the mirror's manifest was not accepted (%.150s)",
+		         err);
+	} else if (!m.n_mods) {
+		snprintf(in->offers_note, sizeof(in->offers_note), "the mirror's manifest lists no prebuilt modules");
+	} else {
+		r = offers_from(in, &m);
+	}
+	gb_manifest_done(&m);
+	return r == -ENOMEM ? r : 0;
+}
+
 void gb_inputs_done(struct gb_inputs *in)
 {
+	free(in->offers);
+	in->offers = NULL;
+	in->n_offers = 0;
+	in->offers_loaded = false;
 	if (in->have_facts)
 		gb_facts_done(&in->facts);
 	in->have_facts = false;
@@ -168,6 +280,15 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 		gb_strscpy(pin.method, sizeof(pin.method), in->site.method);
 		gb_strscpy(pin.method_by, sizeof(pin.method_by), "gpuboot.conf [install] method");
 	}
+	pin.offers = in->offers;
+	pin.n_offers = in->n_offers;
+	gb_strscpy(pin.offers_note, sizeof(pin.offers_note),
+	           in->offers_loaded ? in->offers_note
+	                             : "this command does not read the mirror's prebuilt modules (run and fetch do)");
+	memcpy(pin.node_kernels, in->node_kernels, sizeof(pin.node_kernels));
+	pin.n_node_kernels = in->n_node_kernels;
+	if (gb_cpu_arch_target(pin.arch) && gb_cpu_arch_target(pin.arch)->deb)
+		gb_strscpy(pin.deb_arch, sizeof(pin.deb_arch), gb_cpu_arch_target(pin.arch)->deb);
 	if ((ctx->opt.target_os && gb_plan_input_target_os(ctx->opt.target_os, &pin, err, sizeof(err)) < 0) ||
 	    (ctx->opt.target_gpu && gb_plan_input_target_gpu(ctx->opt.target_gpu, &pin, err, sizeof(err)) < 0)) {
 		gb_log_error("%s", err);
@@ -195,6 +316,10 @@ int gb_inputs_plan(struct gb_ctx *ctx, struct gb_inputs *in, struct gb_plan *pla
 	int code = gb_inputs_load(ctx, in);
 	if (!code)
 		code = gb_inputs_detect(ctx, in);
+	if (!code && gb_inputs_offers(ctx, in) < 0) {
+		gb_log_error("out of memory while reading the mirror's prebuilt modules");
+		code = GB_EXIT_FAILED;
+	}
 	if (!code)
 		code = gb_plan_from_inputs(ctx, in, plan);
 	return code;

@@ -81,6 +81,9 @@ static int stage_detect(struct run *r, struct gb_stage *st)
 	int code = gb_inputs_load(r->ctx, &r->in);
 	if (!code)
 		code = gb_inputs_detect(r->ctx, &r->in);
+	r->in.want_offers = !r->ctx->opt.repair;
+	if (!code && gb_inputs_offers(r->ctx, &r->in) < 0)
+		return stage_oom(r, st);
 	if (code) {
 		gb_stage_end(r->ctx, st, "failed", code == GB_EXIT_USAGE ? -EINVAL : -EIO,
 		             code == GB_EXIT_USAGE ? "the profile or the configuration is not valid"
@@ -610,7 +613,7 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 {
 	struct gb_fetch_job j;
 	struct gb_plan want;
-	bool runfile;
+	bool runfile, prebuilt;
 	int code;
 
 	if (r->ctx->opt.repair) {
@@ -618,7 +621,8 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 		return 0;
 	}
 	runfile = driver_installs(r) && r->plan.driver.method == GB_METHOD_RUNFILE;
-	if (!runfile && !cuda_installs(r)) {
+	prebuilt = driver_installs(r) && r->plan.driver.n_prebuilt > 0;
+	if (!runfile && !prebuilt && !cuda_installs(r)) {
 		if (fm_installs(r)) {
 			gb_stage_end(r->ctx, st, "skipped", 0,
 			             "the kept driver's fabric manager installs from NVIDIA's repository (%s/%s), "
@@ -647,12 +651,15 @@ static int stage_fetch(struct run *r, struct gb_stage *st)
 	want = r->plan; /* a view: only what this machine installs */
 	if (!runfile)
 		want.driver.runfile = NULL;
+	if (!prebuilt)
+		want.driver.n_prebuilt = 0;
 	if (!cuda_installs(r))
 		want.cuda.release = NULL;
 	/* CUDA alone, and a driver from packages to install first: its
 	 * download runs beside the install (the DKMS build), joined before
-	 * CUDA's unpack. */
-	if (!runfile && driver_installs(r) && !r->in.site.no_overlap && !r->ctx->opt.dry_run)
+	 * CUDA's unpack. The mirror's prebuilt module is the install's own
+	 * input: fetched first. */
+	if (!runfile && !prebuilt && driver_installs(r) && !r->in.site.no_overlap && !r->ctx->opt.dry_run)
 		return fetch_start(r, st, &want, &j);
 	return gb_fetch_run(r->ctx, &want, &j, st, &r->arts, &r->n_arts);
 }
@@ -728,6 +735,11 @@ static int install_plan(struct run *r, char *err, size_t errsz, json_object **re
 	a = artifact(r, name);
 	src.runfile = a ? a->cache_path : NULL;
 	src.image = image_mode(r);
+	for (size_t i = 0; i < r->plan.driver.n_prebuilt; i++) {
+		snprintf(name, sizeof(name), "prebuilt module %s", r->plan.driver.prebuilt[i].kernel);
+		a = artifact(r, name);
+		src.prebuilt[i] = a ? a->cache_path : NULL;
+	}
 	return gb_install_plan(r->ctx, &r->plan, &src, r->journal, ret_json, err, errsz);
 }
 
@@ -1082,7 +1094,10 @@ static void dry_run_stages(const struct run *r, const char *tier)
 static int dry_run(struct run *r)
 {
 	const char *tier;
-	int code = gb_inputs_plan(r->ctx, &r->in, &r->plan);
+	int code;
+
+	r->in.want_offers = !r->ctx->opt.repair;
+	code = gb_inputs_plan(r->ctx, &r->in, &r->plan);
 	if (code)
 		return code;
 	r->have_plan = true;

@@ -22,6 +22,16 @@ struct gb_inputs {
 	 * not finish (its hooks, its configuration): plan it as that run did,
 	 * as if it were not there yet (gb_plan_from_inputs ignores it). */
 	bool redo_driver, redo_cuda, redo_toolkit;
+	/* The distro method's prebuilt modules (gb_inputs_offers): the site
+	 * mirror's offers, why there are none, and the node's kernels as an
+	 * offer must match them. want_offers: this command reads them (run,
+	 * fetch). */
+	bool want_offers, offers_loaded;
+	struct gb_plan_module_offer *offers;
+	size_t n_offers;
+	char offers_note[200];
+	struct gb_plan_node_kernel node_kernels[GB_PLAN_MAX_PREBUILT];
+	size_t n_node_kernels;
 };
 
 /* Load the profile (--profile, default "training") and the site
@@ -35,6 +45,14 @@ int gb_inputs_load(struct gb_ctx *ctx, struct gb_inputs *in);
 int gb_inputs_catalog(struct gb_ctx *ctx, const struct gb_site_config *site);
 /* Detect the machine under the root. Returns 0 or an exit code (logged). */
 int gb_inputs_detect(struct gb_ctx *ctx, struct gb_inputs *in);
+/* The distro method on apt (--method distro, [install] method = distro):
+ * the node's kernels (release, image package version, the vermagic of its
+ * own modules) and the site mirror's prebuilt modules (its signed
+ * manifest), once a process; with a note instead where there are none to
+ * read. After gb_inputs_detect. Only -ENOMEM is an error: a mirror that
+ * cannot be read is a note (the plan then builds with DKMS, or refuses
+ * under [install] prebuilt_modules = require). */
+int gb_inputs_offers(struct gb_ctx *ctx, struct gb_inputs *in);
 void gb_inputs_done(struct gb_inputs *in);
 
 /* Decide from the inputs (the --target-* options stand in for the machine).

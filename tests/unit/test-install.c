@@ -456,6 +456,62 @@ TEST(rerun_nothing)
 	run_done(&x);
 }
 
+/* The distro method with the mirror's prebuilt module (#25 item 2): the
+ * package put into the root and given to apt by its path, in place of the
+ * DKMS package; no headers asked for, none resolved; a root kernel the
+ * prebuilt packages do not cover is refused before anything changes. */
+TEST(prebuilt)
+{
+	char spec[8192], p[4400], deb[4400], *t;
+	struct gb_install_prebuilt pb = { .kernel = KVER,
+		                          .package = "gpuboot-nvidia-open-modules-" KVER,
+		                          .version = "535.261.03-1+k6.1.192.3" };
+	struct gb_install_input in = { .method = GB_INSTALL_DISTRO,
+		                       .flavor = "open",
+		                       .driver_version = "535.261.03",
+		                       .prebuilt = &pb,
+		                       .n_prebuilt = 1 };
+	struct run x;
+
+	make_root();
+	snprintf(deb, sizeof(deb), "%s/cached.deb", base);
+	put("cached.deb", "!<arch>\nthe mirror's package\n");
+	pb.file = deb;
+	script(spec, sizeof(spec), NULL, false);
+	run_install_in(&x, spec, &in);
+	CHECK(strstr(x.record, "apt-get update") != NULL);
+	CHECK(strstr(x.record, "apt-cache madison gpuboot-nvidia") == NULL);
+	CHECK(strstr(x.record, "madison linux-headers") == NULL);
+	CHECK(strstr(x.record,
+	             "apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef -o "
+	             "Dpkg::Options::=--force-confold /var/cache/gpuboot/modules/gpuboot-nvidia-open-modules-" KVER
+	             ".deb firmware-nvidia-gsp=535.261.03-1") != NULL);
+	CHECK(strstr(x.record, "nvidia-open-kernel-dkms") == NULL);
+	CHECK(strstr(x.record, "linux-headers-") == NULL);
+	snprintf(p, sizeof(p), "%s/var/cache/gpuboot/modules/gpuboot-nvidia-open-modules-" KVER ".deb", rootdir);
+	t = slurp(p);
+	CHECK(t && streq(t, "!<arch>\nthe mirror's package\n"));
+	free(t);
+	CHECK_STREQ(x.res.pkgs[0].name, "gpuboot-nvidia-open-modules-" KVER);
+	CHECK_STREQ(x.res.pkgs[0].suite, "the site's mirror");
+	/* the scripted dpkg-query says nothing got installed: the check after apt names the package */
+	CHECK_INT(x.r, -EIO);
+	CHECK(strstr(x.res.error, "gpuboot-nvidia-open-modules-" KVER " is at ''") != NULL);
+	check_cleaned(&x, NULL);
+	run_done(&x);
+
+	/* another kernel in the root, no package for it: refused, nothing run */
+	make_root();
+	put("root/boot/vmlinuz-6.1.0-99-cloud-amd64", "");
+	put("root/lib/modules/6.1.0-99-cloud-amd64/modules.dep", "");
+	put("cached.deb", "!<arch>\n");
+	run_install_in(&x, spec, &in);
+	CHECK_INT(x.r, -ENOPKG);
+	CHECK(strstr(x.res.error, "do not cover the kernel 6.1.0-99-cloud-amd64") != NULL);
+	CHECK(strstr(x.record, "apt-get") == NULL);
+	run_done(&x);
+}
+
 static size_t count_of(const char *hay, const char *needle)
 {
 	size_t n = 0;
