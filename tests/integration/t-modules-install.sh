@@ -106,4 +106,32 @@ cp "$TMP/manifest.keep" "$M/manifest.json"
 # 6. No mirror: DKMS, said so.
 expect_exit 0 "$GB" --root "$NODE" run --dry-run --target-gpu T4 --profile minimal --method distro --state-dir "$TMP/s"
 module_row | grep -q "^module  *dkms .*no mirror is set" || fail "no mirror: $(module_row)"
-echo "prebuilt module chosen for the exact kernel; rebuilt kernel, vermagic, older driver, tampered manifest, no mirror: DKMS; require: refused"
+# 7. Secure Boot on (the node given the SecureBoot variable and /proc/keys of
+# a real Secure Boot guest, and the site's certificate in the kernel's
+# keys): only a module signed by the site's key is taken.
+SB=$FIX/secureboot-debian12-qemu
+mkdir -p "$NODE/sys/firmware/efi" "$NODE/proc"
+cp -a "$SB/sys/firmware/efi/efivars" "$NODE/sys/firmware/efi/"
+cp "$SB/proc/keys" "$NODE/proc/keys"
+openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=gpuboot test site key" \
+	-keyout "$TMP/site.key" -out "$TMP/site.pem" 2>/dev/null
+openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=other" \
+	-keyout "$TMP/other.key" -out "$TMP/other.pem" 2>/dev/null
+skid=$(openssl x509 -in "$TMP/site.pem" -noout -ext subjectKeyIdentifier | tail -n1 | tr -d ' :' | tr 'A-F' 'a-f')
+printf '2a3b4c5d I------     1 perm 1f010000     0     0 asymmetri gpuboot test site key: %s: X509.rsa %s []\n' \
+	"$skid" "$(echo "$skid" | tail -c 9)" >>"$NODE/proc/keys"
+printf '[secure_boot]\nsigning_key = %s\nsigning_cert = %s\n' "$TMP/site.key" "$TMP/site.pem" >"$TMP/sb.conf"
+plan 0 --config "$TMP/sb.conf"
+module_row | grep -q "^module  *dkms .*Secure Boot is on and its module for $KV is signed by '(as DKMS left it)', not the site's key 'gpuboot test site key'" ||
+	fail "SB, unsigned: $(module_row) $(cat "$TMP/err")"
+# signed by another key
+expect_exit 0 "$GB" --root "$IMG" --state-dir "$TMP/bs" modules build --out "$TMP/mirror-other" --sign-key "$TMP/key.pem" \
+	--module-key "$TMP/other.key" --module-cert "$TMP/other.pem"
+MIRROR=$TMP/mirror-other plan 0 --config "$TMP/sb.conf"
+module_row | grep -q "^module  *dkms .*is signed by 'other', not the site's key" || fail "SB, another key: $(module_row)"
+# signed by the site's key: taken
+expect_exit 0 "$GB" --root "$IMG" --state-dir "$TMP/bs" modules build --out "$TMP/mirror-site" --sign-key "$TMP/key.pem" \
+	--module-key "$TMP/site.key" --module-cert "$TMP/site.pem"
+MIRROR=$TMP/mirror-site plan 0 --config "$TMP/sb.conf"
+module_row | grep -q "^module  *mirror " || fail "SB, the site's key: $(module_row)"
+echo "prebuilt module chosen for the exact kernel; rebuilt kernel, vermagic, older driver, tampered manifest, no mirror: DKMS; require: refused; Secure Boot: the site-signed one only"
