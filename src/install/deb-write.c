@@ -87,7 +87,9 @@ static int tar_open(struct membuf *m, const char *what, struct archive **ret, ch
 
 	if (!a)
 		return -ENOMEM;
+	/* no padding after the xz stream: the member ends where the data does */
 	if (archive_write_set_format_gnutar(a) != ARCHIVE_OK || archive_write_add_filter_xz(a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open2(a, m, NULL, mem_write, NULL, NULL) != ARCHIVE_OK) {
 		snprintf(err, errsz, "the package's %s: %s", what, archive_error_string(a));
 		archive_write_free(a);
@@ -168,7 +170,10 @@ int gb_deb_write(const struct gb_deb_spec *s, unsigned char **ret, size_t *ret_l
 		r = data_tar(s, &data, err, errsz);
 	if (r >= 0 && !(a = archive_write_new()))
 		r = -ENOMEM;
+	/* no block padding after the last member: apt reads zeros there as a
+	 * member header ("Error reading archive member header") */
 	if (r >= 0 && (archive_write_set_format_ar_bsd(a) != ARCHIVE_OK ||
+	               archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	               archive_write_open2(a, &out, NULL, mem_write, NULL, NULL) != ARCHIVE_OK)) {
 		snprintf(err, errsz, "the package's ar archive: %s", archive_error_string(a));
 		r = -EIO;

@@ -50,6 +50,25 @@ grep -qx "Provides: nvidia-open-kernel-535.261.03" "$TMP/fields" || fail "Provid
 grep -q "^Depends: linux-image-$KV (= 6.1.176-1), firmware-nvidia-gsp (= 535.261.03) | firmware-nvidia-gsp-535.261.03" "$TMP/fields" ||
 	fail "Depends: $(cat "$TMP/fields")"
 grep -q "^Conflicts: nvidia-kernel-dkms, nvidia-open-kernel-dkms" "$TMP/fields" || fail "Conflicts: $(cat "$TMP/fields")"
+# deb(5) exactly: three members, each padded to an even offset, nothing after
+# the last (apt's own reader takes trailing zeros for a member header)
+python3 - "$DEB" <<'PY' || fail "not a deb(5) ar archive"
+import sys
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"!<arch>\n", b[:8]
+off, names = 8, []
+while off < len(b):
+    h = b[off:off + 60]
+    assert len(h) == 60 and h[58:60] == b"`\n", (off, h)
+    names.append(h[:16].decode().rstrip())
+    size = int(h[48:58].decode())
+    off += 60 + size + size % 2
+assert off == len(b) and names == ["debian-binary", "control.tar.xz", "data.tar.xz"], (off, len(b), names)
+PY
+if command -v apt-get >/dev/null; then
+	apt-get install -s "$DEB" >"$TMP/apt.out" 2>&1 || true
+	! grep -q "Could not read meta data\|Error reading archive" "$TMP/apt.out" || fail "apt cannot read it: $(cat "$TMP/apt.out")"
+fi
 dpkg-deb -x "$DEB" "$TMP/x"
 cmp "$TMP/x/lib/modules/$KV/updates/gpuboot/nvidia-current-open.ko" "$IMG/lib/modules/$KV/updates/dkms/nvidia-current-open.ko" ||
 	fail "the packaged module is not DKMS's"
