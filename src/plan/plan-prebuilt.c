@@ -103,14 +103,13 @@ void gb_plan_decide_module_source(struct gb_plan *p, const struct gb_site_config
 	}
 	if (why[0]) {
 		p->driver.n_prebuilt = 0;
-		if (site && site->prebuilt_required) {
-			gb_plan_refuse(p, GB_EXIT_UNSUPPORTED,
-			               "no prebuilt module from the site's mirror for this node (%s), and "
-			               "gpuboot.conf's [install] "
-			               "prebuilt_modules = require forbids building one: run gpuboot modules build for "
-			               "this kernel "
-			               "and publish the mirror",
-			               why);
+		if (site && site->prebuilt_required && !p->in.offers_unread) {
+			gb_plan_refuse(
+			    p, GB_EXIT_UNSUPPORTED,
+			    "no prebuilt module from the site's mirror for this node (%s), and gpuboot.conf's "
+			    "[install] prebuilt_modules = require forbids building one: run gpuboot modules "
+			    "build for this kernel and publish the mirror",
+			    why);
 			return;
 		}
 		SAY(p->driver.module_source_reason, "built by DKMS for each installed kernel: %s%s",

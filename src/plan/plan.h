@@ -101,6 +101,7 @@ struct gb_plan_input {
 	const struct gb_plan_module_offer *offers;
 	size_t n_offers;
 	char offers_note[200];
+	bool offers_unread; /* this command does not read them (plan, verify): decided by run and fetch */
 	struct gb_plan_node_kernel node_kernels[GB_PLAN_MAX_PREBUILT];
 	size_t n_node_kernels;
 	char deb_arch[16];

@@ -237,6 +237,7 @@ void gb_inputs_done(struct gb_inputs *in)
 	free(in->offers);
 	in->offers = NULL;
 	in->n_offers = 0;
+	in->n_node_kernels = 0;
 	in->offers_loaded = false;
 	if (in->have_facts)
 		gb_facts_done(&in->facts);
@@ -284,7 +285,9 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 	pin.n_offers = in->n_offers;
 	gb_strscpy(pin.offers_note, sizeof(pin.offers_note),
 	           in->offers_loaded ? in->offers_note
-	                             : "this command does not read the mirror's prebuilt modules (run and fetch do)");
+	                             : "this command does not read the mirror's prebuilt modules (run and fetch do: "
+	                               "gpuboot run --dry-run shows their choice)");
+	pin.offers_unread = !in->offers_loaded;
 	memcpy(pin.node_kernels, in->node_kernels, sizeof(pin.node_kernels));
 	pin.n_node_kernels = in->n_node_kernels;
 	if (gb_cpu_arch_target(pin.arch) && gb_cpu_arch_target(pin.arch)->deb)

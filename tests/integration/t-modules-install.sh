@@ -83,6 +83,9 @@ module_row | grep -q "^module  *dkms .*fits the kernel package linux-image-$KV 6
 printf '[install]\nprebuilt_modules = require\n' >"$TMP/require.conf"
 plan 10 --config "$TMP/require.conf"
 grep -q "prebuilt_modules = require forbids building one" "$TMP/err" || fail "require: $(cat "$TMP/err")"
+# `gpuboot plan` does not read the mirror: it says so, and refuses nothing.
+expect_exit 0 "$GB" --root "$NODE" plan --target-gpu T4 --profile minimal --method distro --config "$TMP/require.conf"
+module_row | grep -q "^module  *dkms .*this command does not read the mirror's prebuilt modules" || fail "plan: $(module_row)"
 sed -i '/^Package: linux-image-6.1.0-50-cloud-amd64$/,/^$/s/^Version: 6.1.176-2$/Version: 6.1.176-1/' "$NODE/var/lib/dpkg/status"
 
 # 3. Another vermagic: the kernel's own modules say another build.
