@@ -305,7 +305,8 @@ TEST(module_dirs)
 	const char *const *any = gb_module_dirs(GB_MODULES_ANY);
 
 	CHECK_STREQ(gb_module_dirs(GB_MODULES_DEB)[0], "updates/dkms");
-	CHECK(gb_module_dirs(GB_MODULES_DEB)[1] == NULL);
+	CHECK_STREQ(gb_module_dirs(GB_MODULES_DEB)[1], "updates/gpuboot"); /* a mirror's prebuilt package */
+	CHECK(gb_module_dirs(GB_MODULES_DEB)[2] == NULL);
 	CHECK_STREQ(gb_module_dirs(GB_MODULES_RPM)[0], "extra");
 	CHECK_STREQ(gb_module_dirs(GB_MODULES_RPM)[1], "updates");
 	CHECK_STREQ(gb_module_dirs(GB_MODULES_RUNFILE)[0], "kernel/drivers/video");
