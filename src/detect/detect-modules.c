@@ -177,20 +177,23 @@ static bool path_safe(const char *p)
 	return !strstr(p, "..");
 }
 
-/* depmod's list: "updates/dkms/nvidia-current.ko: " (older depmods write
- * absolute paths). The module is wherever it says. */
-static int find_in_modules_dep(struct gb_ctx *ctx, const char *release, char *ret, size_t size)
+/* Each module of depmod's list for release, as a path relative to
+ * lib/modules/<release>/ ("updates/dkms/nvidia-current.ko: " lines; older
+ * depmods write absolute paths), unsafe ones skipped, until fn returns
+ * non-zero: that value, or -ENOENT (no list, or fn never stopped). */
+static int modules_dep_each(struct gb_ctx *ctx, const char *release, int (*fn)(const char *rel, void *arg), void *arg)
 {
 	_cleanup_free_ char *text = NULL;
 	char path[256], prefix[256];
 	size_t len;
+	int r = 0;
 
 	snprintf(path, sizeof(path), "lib/modules/%s/modules.dep", release);
 	if (gb_root_read_file(ctx->root, path, MODULES_DEP_MAX, &text, &len) < 0)
 		return -ENOENT;
 	snprintf(prefix, sizeof(prefix), "/lib/modules/%s/", release);
-	for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-		char *colon, *name;
+	for (char *line = text, *nl; !r && line && *line; line = nl ? nl + 1 : NULL) {
+		char *colon;
 		const char *rel;
 		nl = strchr(line, '\n');
 		if (nl)
@@ -199,16 +202,34 @@ static int find_in_modules_dep(struct gb_ctx *ctx, const char *release, char *re
 		if (!colon)
 			continue;
 		*colon = '\0';
-		rel = gb_startswith(line, prefix);
-		if (!rel)
-			rel = line;
-		name = strrchr(rel, '/');
-		if (!module_name_match(name ? name + 1 : rel) || !path_safe(rel))
-			continue;
-		snprintf(ret, size, "lib/modules/%s/%s", release, rel);
-		return 0;
+		rel = gb_startswith(line, prefix) ? gb_startswith(line, prefix) : line;
+		if (path_safe(rel))
+			r = fn(rel, arg);
 	}
-	return -ENOENT;
+	return r ? r : -ENOENT;
+}
+
+struct dep_find {
+	const char *release;
+	char *ret;
+	size_t size;
+};
+
+static int dep_find_nvidia(const char *rel, void *arg)
+{
+	struct dep_find *f = arg;
+	const char *name = strrchr(rel, '/');
+	if (!module_name_match(name ? name + 1 : rel))
+		return 0;
+	snprintf(f->ret, f->size, "lib/modules/%s/%s", f->release, rel);
+	return 1;
+}
+
+/* The NVIDIA module wherever depmod's list says. */
+static int find_in_modules_dep(struct gb_ctx *ctx, const char *release, char *ret, size_t size)
+{
+	struct dep_find f = { release, ret, size };
+	return modules_dep_each(ctx, release, dep_find_nvidia, &f) == 1 ? 0 : -ENOENT;
 }
 
 /* Where each kind of install puts the module (gb_module_dirs), in depmod's
@@ -233,37 +254,43 @@ static int find_in_dirs(struct gb_ctx *ctx, const char *release, char *ret, size
 	return -ENOENT;
 }
 
+struct dep_vermagic {
+	struct gb_ctx *ctx;
+	struct gb_kmod **kmod;
+	const char *release;
+	char *out;
+	size_t outsz;
+};
+
+/* The first module of the kernel's own (kernel/): its vermagic, or
+ * -EBADMSG: the kernel's first module says none, do not guess from another. */
+static int dep_vermagic(const char *rel, void *arg)
+{
+	struct dep_vermagic *v = arg;
+	struct gb_nvidia_module m = { 0 };
+	char path[512];
+	int r;
+
+	if (!gb_startswith(rel, "kernel/"))
+		return 0;
+	snprintf(path, sizeof(path), "lib/modules/%s/%s", v->release, rel);
+	r = module_read_info(v->ctx, v->kmod, path, &m);
+	if (m.vermagic && gb_strscpy(v->out, v->outsz, m.vermagic) >= 0)
+		r = 1;
+	else if (r != -ENOMEM)
+		r = -EBADMSG;
+	gb_nvidia_module_done(&m);
+	return r;
+}
+
 int gb_kernel_vermagic(struct gb_ctx *ctx, struct gb_kmod **kmod, const char *release, char *out, size_t outsz)
 {
-	_cleanup_free_ char *text = NULL;
-	char path[256], prefix[256];
-	size_t len;
-	int r = -ENOENT;
+	struct dep_vermagic v = { ctx, kmod, release, out, outsz };
+	int r;
 
 	out[0] = '\0';
-	snprintf(path, sizeof(path), "lib/modules/%s/modules.dep", release);
-	if (gb_root_read_file(ctx->root, path, MODULES_DEP_MAX, &text, &len) < 0)
-		return -ENOENT;
-	snprintf(prefix, sizeof(prefix), "/lib/modules/%s/", release);
-	for (char *line = text, *nl; line && *line && r == -ENOENT; line = nl ? nl + 1 : NULL) {
-		struct gb_nvidia_module m = { 0 };
-		const char *rel;
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		line[strcspn(line, ":")] = '\0';
-		rel = gb_startswith(line, prefix) ? gb_startswith(line, prefix) : line;
-		if (!gb_startswith(rel, "kernel/") || !path_safe(rel))
-			continue;
-		snprintf(path, sizeof(path), "lib/modules/%s/%s", release, rel);
-		r = module_read_info(ctx, kmod, path, &m);
-		if (m.vermagic && gb_strscpy(out, outsz, m.vermagic) >= 0)
-			r = 0;
-		else if (r != -ENOMEM)
-			r = -EBADMSG; /* the kernel's first module says no vermagic: do not guess from another */
-		gb_nvidia_module_done(&m);
-	}
-	return r;
+	r = modules_dep_each(ctx, release, dep_vermagic, &v);
+	return r == 1 ? 0 : r;
 }
 
 void gb_nvidia_module_done(struct gb_nvidia_module *m)

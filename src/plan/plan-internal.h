@@ -31,8 +31,9 @@ bool gb_plan_date_past(const struct gb_plan *p, const char *date);
  * life, the catalog's age, a toolkit below the floor left in place
  * (plan-warnings.c). Refused plans get the catalog's only. */
 void gb_plan_decide_warnings(struct gb_plan *p);
-/* The distro method's module: the mirror's prebuilt packages, or DKMS
- * (plan-prebuilt.c). */
+/* The distro method's module: the mirror's prebuilt packages (which the
+ * method lists in place of the DKMS package), or DKMS (plan-prebuilt.c).
+ * Called by the method before it words its reason. */
 void gb_plan_decide_module_source(struct gb_plan *p, const struct gb_site_config *site);
 /* Gates the GPU cannot pass are refusals now, not failures after the install. */
 void gb_plan_check_gates(struct gb_plan *p, const struct gb_profile *prof);

@@ -58,29 +58,13 @@ static const struct gb_plan_module_offer *fit(const struct gb_plan *p, const str
 	return NULL;
 }
 
-/* The DKMS package out of the plan's list, the prebuilt packages in. */
-static void packages_prebuilt(struct gb_plan *p, const char *kmod_package)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < p->driver.n_packages; i++)
-		if (!streq(p->driver.packages[i].name, kmod_package))
-			p->driver.packages[o++] = p->driver.packages[i];
-	p->driver.n_packages = o;
-	for (size_t i = 0; i < p->driver.n_prebuilt && p->driver.n_packages < ARRAY_SIZE(p->driver.packages); i++) {
-		struct gb_pkg_spec *s = &p->driver.packages[p->driver.n_packages++];
-		*s = (struct gb_pkg_spec){ .hold = true, .kind = GB_PKG_NAME };
-		SAY(s->name, "%s", p->driver.prebuilt[i].package);
-		SAY(s->version, "%s", p->driver.prebuilt[i].version);
-	}
-}
-
 void gb_plan_decide_module_source(struct gb_plan *p, const struct gb_site_config *site)
 {
-	const struct gb_debian_driver *deb = gb_debian_driver_find(gb_driver_flavor_name(p->driver.flavor));
 	char why[GB_REASON] = "";
 
 	if (p->driver.method != GB_METHOD_DISTRO || p->refusal_code)
 		return;
+	p->driver.n_prebuilt = 0;
 	p->driver.module_source = "dkms";
 	if (p->in.offers_note[0])
 		SAY(why, "%s", p->in.offers_note);
@@ -122,16 +106,4 @@ void gb_plan_decide_module_source(struct gb_plan *p, const struct gb_site_config
 	    "no compiler, no kernel headers",
 	    p->driver.prebuilt[0].package, p->driver.prebuilt[0].version, p->driver.prebuilt[0].kernel,
 	    p->driver.n_prebuilt > 1 ? ", and the others" : "");
-	if (deb)
-		packages_prebuilt(p, deb->kmod_package);
-	/* the method's own words name the module's source */
-	{
-		char *at = strstr(p->driver.method_reason, "built by DKMS for each installed kernel");
-		if (at) {
-			char rest[GB_REASON];
-			SAY(rest, "%s", at + strlen("built by DKMS for each installed kernel"));
-			snprintf(at, sizeof(p->driver.method_reason) - (size_t)(at - p->driver.method_reason), "%s%s",
-			         "from the site mirror's prebuilt package for each installed kernel", rest);
-		}
-	}
 }

@@ -818,19 +818,28 @@ static struct gb_pkg_spec *add_package(struct gb_plan *p, enum gb_pkg_kind kind,
  * built by DKMS, the GSP firmware, the userspace at the same version (the
  * catalog's gb_debian_drivers and gb_debian_userspace, which the install
  * installs). */
-static void method_distro(struct gb_plan *p)
+static void method_distro(struct gb_plan *p, const struct gb_site_config *site)
 {
 	const struct gb_debian_driver *deb = gb_debian_driver_find(gb_driver_flavor_name(p->driver.flavor));
+	bool mirror;
 
 	p->driver.method = GB_METHOD_DISTRO;
+	gb_plan_decide_module_source(p, site); /* the mirror's prebuilt packages, or DKMS */
+	mirror = p->driver.n_prebuilt > 0;
 	SAY(p->driver.method_reason,
 	    "%s: %s %s's own NVIDIA packages from contrib and non-free (those components added to the existing "
-	    "sources), the %s module built by DKMS for each installed kernel, held at %s",
-	    p->in.method_by, p->in.os_id, p->in.os_version, gb_driver_flavor_name(p->driver.flavor), p->driver.version);
-	if (deb)
+	    "sources), the %s module %s for each installed kernel, held at %s",
+	    p->in.method_by, p->in.os_id, p->in.os_version, gb_driver_flavor_name(p->driver.flavor),
+	    mirror ? "from the site mirror's prebuilt package" : "built by DKMS", p->driver.version);
+	if (deb && !mirror)
 		add_package(p, GB_PKG_NAME, false, "%s", deb->kmod_package);
 	for (size_t i = 0; gb_debian_userspace[i]; i++)
 		add_package(p, GB_PKG_NAME, false, "%s", gb_debian_userspace[i]);
+	for (size_t i = 0; i < p->driver.n_prebuilt; i++) {
+		struct gb_pkg_spec *sp = add_package(p, GB_PKG_NAME, true, "%s", p->driver.prebuilt[i].package);
+		if (sp)
+			SAY(sp->version, "%s", p->driver.prebuilt[i].version);
+	}
 }
 
 /* Whether the machine needs the fabric manager, and why (a literal). */
@@ -966,7 +975,8 @@ static void fm_for_kept(struct gb_plan *p, const struct gb_distro *d, bool apt, 
 }
 
 /* How the driver gets onto the machine: kept, runfile, or packages. */
-static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled)
+static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool precompiled,
+                          const struct gb_site_config *site)
 {
 	enum gb_pkgmgr pm = gb_pkgmgr_from_string(p->in.pkgmgr);
 	bool apt = pm == GB_PKGMGR_APT, dnf = pm == GB_PKGMGR_DNF;
@@ -980,7 +990,7 @@ static void decide_method(struct gb_plan *p, const struct gb_distro *d, bool pre
 		SAY(p->driver.method_reason, "the installed driver is kept: nothing to install");
 		fm_for_kept(p, d, apt, dnf);
 	} else if (streq(p->in.method, "distro")) {
-		method_distro(p);
+		method_distro(p, site);
 	} else if (streq(p->in.method, "runfile")) {
 		p->driver.method = GB_METHOD_RUNFILE;
 		SAY(p->driver.method_reason, "%s: NVIDIA's .run, verified by sha256, installed with the %s module",
@@ -1118,8 +1128,7 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 		return;
 	precompiled = r > 0;
 
-	decide_method(p, d, precompiled);
-	gb_plan_decide_module_source(p, site);
+	decide_method(p, d, precompiled, site);
 
 	/* Kernel. */
 	SAY(p->kernel.minimum, "%s", kmin);

@@ -120,7 +120,9 @@ openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=gpubo
 	-keyout "$TMP/site.key" -out "$TMP/site.pem" 2>/dev/null
 openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=other" \
 	-keyout "$TMP/other.key" -out "$TMP/other.pem" 2>/dev/null
-skid=$(openssl x509 -in "$TMP/site.pem" -noout -ext subjectKeyIdentifier | tail -n1 | tr -d ' :' | tr 'A-F' 'a-f')
+openssl x509 -in "$TMP/site.pem" -noout -ext subjectKeyIdentifier >"$TMP/skid" || fail "openssl could not read the site certificate's subjectKeyIdentifier"
+skid=$(tail -n1 "$TMP/skid" | tr -d ' :' | tr 'A-F' 'a-f')
+[ "${#skid}" -eq 40 ] || fail "not a subjectKeyIdentifier: '$skid'"
 printf '2a3b4c5d I------     1 perm 1f010000     0     0 asymmetri gpuboot test site key: %s: X509.rsa %s []\n' \
 	"$skid" "$(echo "$skid" | tail -c 9)" >>"$NODE/proc/keys"
 printf '[secure_boot]\nsigning_key = %s\nsigning_cert = %s\n' "$TMP/site.key" "$TMP/site.pem" >"$TMP/sb.conf"
