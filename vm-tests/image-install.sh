@@ -105,18 +105,28 @@ check() { # description, then a shell test
 }
 now() { date +%s.%N; }
 secs() { echo "$1 $2" | awk '{ printf "%.1f", $2 - $1 }'; }
+# install_run LABEL ROOT NAME [OPTION...]: the image install of a T4 with
+# Debian's packages into ROOT (its state in ROOT/var/lib/gpuboot), output
+# in $work/NAME.out and .err; sets rc, and ts and te (its start and end).
+install_run() {
+	label=$1 r=$2 name=$3
+	shift 3
+	ts=$(now)
+	"$GB" --root "$r" run --target-gpu T4 --profile minimal --method distro --state-dir "$r/var/lib/gpuboot" "$@" \
+		>"$work/$name.out" 2>"$work/$name.err"
+	rc=$?
+	te=$(now)
+	cat "$work/$name.err"
+	echo "image-install: $label: exit $rc, $(secs "$ts" "$te") s"
+}
 
 cp -a "$img/root" "$root"
 kver=$(ls "$root/lib/modules")
 echo "image-install: root $root, kernel $kver, $FLAVOR flavour, driver $VERSION"
 
 # ---- the install ----
-t0=$(now)
-"$GB" --root "$root" run --target-gpu T4 --profile minimal --method distro --state-dir "$state" >"$work/run1.out" 2>"$work/run1.err"
-rc=$?
-t1=$(now)
-cat "$work/run1.err"
-echo "image-install: first install: exit $rc, $(secs "$t0" "$t1") s"
+install_run "first install" "$root" run1
+t0=$ts t1=$te
 check "the install exits 0" test "$rc" = 0
 check "nothing left mounted in the root" sh -c "! grep -q ' $root/' /proc/mounts"
 check "policy-rc.d removed" test ! -e "$root/usr/sbin/policy-rc.d"
@@ -176,12 +186,8 @@ for p in r['packages']:
 sys.exit(not (r['packages'] and all(p['after'] for p in r['packages']) and [p for p in r['packages'] if p['name'] == '$(echo "$pkgs" | cut -d' ' -f1)' and p['held']]))"
 
 # ---- the rerun changes nothing ----
-t2=$(now)
-"$GB" --root "$root" run --target-gpu T4 --profile minimal --method distro --state-dir "$state" >"$work/run2.out" 2>"$work/run2.err"
-rc=$?
-t3=$(now)
-cat "$work/run2.err"
-echo "image-install: rerun: exit $rc, $(secs "$t2" "$t3") s"
+install_run rerun "$root" run2
+t2=$ts t3=$te
 check "the rerun exits 0" test "$rc" = 0
 check "the rerun keeps the installed driver" python3 -c "
 import json,sys
@@ -226,13 +232,8 @@ sys.exit(not (m['kernel'] == '$kver' and m['vermagic'].strip() == '''$vermagic''
 proot=$work/proot pstate=$work/proot/var/lib/gpuboot
 cp -a "$img/root" "$proot"
 openssl pkey -in "$work/mirror.pem" -pubout -out "$work/mirror.pub"
-t6=$(now)
-"$GB" --root "$proot" run --target-gpu T4 --profile minimal --method distro --mirror "file://$work/mirror" \
-	--trust-key "$work/mirror.pub" --state-dir "$pstate" >"$work/p1.out" 2>"$work/p1.err"
-rc=$?
-t7=$(now)
-cat "$work/p1.err"
-echo "image-install: install from the mirror: exit $rc, $(secs "$t6" "$t7") s"
+install_run "install from the mirror" "$proot" p1 --mirror "file://$work/mirror" --trust-key "$work/mirror.pub"
+t6=$ts t7=$te
 check "prebuilt: the install exits 0" test "$rc" = 0
 check "prebuilt: the plan took the mirror's package (.plan.driver.module_source)" python3 -c "
 import json, sys
@@ -254,9 +255,7 @@ f = [x for x in steps if x.get('path') == 'var/cache/gpuboot/modules/gpuboot-nvi
 i = [x for x in steps if x.get('id', '').endswith('apt-get-install')]
 print('  ', f and f[0].get('sha256_after'), i and ' '.join(i[0].get('argv', []))[-120:])
 sys.exit(not (f and f[0].get('sha256_after') == sha and i and '/var/cache/gpuboot/modules/gpuboot-nvidia-modules-$kver.deb' in i[0].get('argv', [])))"
-"$GB" --root "$proot" run --target-gpu T4 --profile minimal --method distro --mirror "file://$work/mirror" \
-	--trust-key "$work/mirror.pub" --state-dir "$pstate" >"$work/p2.out" 2>"$work/p2.err"
-rc=$?
+install_run "rerun from the mirror" "$proot" p2 --mirror "file://$work/mirror" --trust-key "$work/mirror.pub"
 check "prebuilt: the rerun exits 0 with zero effects" sh -c "[ $rc = 0 ] && python3 -c \"
 import json, sys
 sys.exit(json.load(open('$pstate/journal.json'))['effects_this_run'] != 0)\""
