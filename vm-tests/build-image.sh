@@ -60,6 +60,14 @@ if [ -f "$img/.complete" ]; then
 	exit 0
 fi
 mkdir -p "$cache"
+# vm-tests/run.sh runs guests two at a time: a second caller of the same
+# image waits for the first one's build instead of making its own.
+exec 9>"$cache/.lock-$suite_name-$hash"
+flock 9
+if [ -f "$img/.complete" ]; then
+	echo "$img"
+	exit 0
+fi
 work=$(mktemp -d "$cache/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 echo "vm-tests: building the $suite_name guest (mmdebstrap, a few minutes)" >&2

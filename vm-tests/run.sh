@@ -11,6 +11,7 @@
 # env:   GPUBOOT_VM_TIMEOUT  seconds per VM (default 1200; the slow
 #                            scenarios: GPUBOOT_VM_SLOW_TIMEOUT, default 7200)
 #        GPUBOOT_VM_ACCEL    qemu -accel (default tcg,thread=multi)
+#        GPUBOOT_VM_JOBS     guests at a time (default 2; 1 is the old serial run)
 set -u
 cd "$(dirname "$0")/.."
 GB=${GB_STATIC:-build/gpuboot}
@@ -18,6 +19,8 @@ REL=${GPUBOOT_VM_RELEASE:-build/vm-release}
 LOGS=build/vm-tests
 TIMEOUT=${GPUBOOT_VM_TIMEOUT:-1200}
 ACCEL=${GPUBOOT_VM_ACCEL:-tcg,thread=multi}
+JOBS=${GPUBOOT_VM_JOBS:-2}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 [ -x "$GB" ] || { echo "vm-tests: $GB missing (make static)"; exit 1; }
 [ -s "$REL/SHA256SUMS" ] && [ -s "$REL/gpuboot.yaml" ] || { echo "vm-tests: no release in $REL (make vm-test makes it)"; exit 1; }
 cmp -s "$GB" "$REL/gpuboot-x86_64" || { echo "vm-tests: $REL/gpuboot-x86_64 is not $GB (make vm-test)"; exit 1; }
@@ -63,6 +66,10 @@ grub_prep() {
 	g=$LOGS/grub
 	[ -f "$g/grub.lnx" ] && return 0
 	mkdir -p "$g"
+	# Two lanes may ask at once: one makes it, the other waits (flock).
+	exec 8>"$LOGS/.grub.lock"
+	flock 8
+	[ -f "$g/grub.lnx" ] && { exec 8>&-; return 0; }
 	grub-mkimage -O i386-pc -o "$g/core.img" -c vm-tests/grub-early.cfg -p '(hd0)/boot/grub' \
 		biosdisk ext2 part_msdos part_gpt linux normal search search_label search_fs_uuid search_fs_file \
 		configfile loadenv test echo gzio serial terminal terminfo halt reboot true sleep regexp cat ls \
@@ -70,8 +77,10 @@ grub_prep() {
 		cat /usr/lib/grub/i386-pc/lnxboot.img "$g/core.img" >"$g/grub.lnx" || {
 		echo "      could not make GRUB's image (grub-pc-bin: scripts/install-deps.sh --vm; see $g/grub-mkimage.log)" >>"$dir/failures"
 		rm -f "$g/grub.lnx"
+		exec 8>&-
 		return 1
 	}
+	exec 8>&-
 }
 
 # scenario NAME SUITE EXAMPLE BOOTS
@@ -270,8 +279,12 @@ secureboot_prep() {
 	sb=$LOGS/secureboot
 	[ -f "$sb/.done" ] && return 0
 	mkdir -p "$sb"
+	exec 8>"$LOGS/.secureboot.lock"
+	flock 8
+	[ -f "$sb/.done" ] && { exec 8>&-; return 0; }
 	[ -f "$OVMF_CODE" ] && [ -f "$OVMF_VARS" ] || {
 		echo "      OVMF's Secure Boot firmware missing (scripts/install-deps.sh --vm installs ovmf)" >>"$dir/failures"
+		exec 8>&-
 		return 1
 	}
 	openssl req -new -x509 -newkey rsa:2048 -sha256 -nodes -days 30 -subj "/CN=gpuboot vm-test site key" \
@@ -280,9 +293,11 @@ secureboot_prep() {
 		vm-tests/virt-fw-vars.sh --input "$OVMF_VARS" --output "$sb/vars-secboot-db.fd" \
 			--add-db 8f2f6b4e-1a5c-4d3b-9c1e-6b7a2d9e0f31 "$sb/site.pem" >"$sb/virt-fw-vars.log" 2>&1 || {
 		echo "      could not make the Secure Boot variable stores (see $sb/*.log)" >>"$dir/failures"
+		exec 8>&-
 		return 1
 	}
 	touch "$sb/.done"
+	exec 8>&-
 }
 
 # block NAME FILE: the lines between ==NAME and ==END-NAME of the example's log
@@ -665,21 +680,28 @@ run_one() {
 	scenario "$@"
 	# dash keeps a function's prefix assignments: the next scenario sets its own.
 	cloud_init_status= vendor= site_edits= qemu_extra= reports=
-	if [ -s "$LOGS/$1/failures" ]; then
-		fail=$((fail + 1))
-		failed="$failed $1"
+}
+
+# report NAME: the scenario's verdict, from its failures file (none: it never
+# finished, which is a failure too).
+report() {
+	if [ ! -f "$LOGS/$1/failures" ] || [ -s "$LOGS/$1/failures" ]; then
 		echo "FAIL  vm/$1 ($(cat "$LOGS/$1/timing" 2>/dev/null))"
-		cat "$LOGS/$1/failures"
+		cat "$LOGS/$1/failures" 2>/dev/null
 		echo "      console (last 40 lines):"
 		tail -n 40 "$LOGS/$1/console.log" 2>/dev/null | sed 's/^/      | /'
 	else
-		pass=$((pass + 1))
 		echo "PASS  vm/$1 ($(cat "$LOGS/$1/timing"))"
 	fi
 }
 
-want=${*:-"bookworm-cloud-config bookworm-cloud-config-reboot bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot bookworm-nvidia-hold"}
-for s in $want; do
+# The default list, in the order the lanes take it: the scenario whose image
+# takes longest to build first (the bookworm-nvidia image: gpuboot's install
+# with DKMS, then bookworm-backports' kernel), the guests of the other images
+# beside it, then the rest longest first.
+want=${*:-"bookworm-nvidia-hold bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nouveau bookworm-cloud-config-reboot bookworm-nvidia-reboot bookworm-nvidia-secureboot-db bookworm-nvidia-secureboot bookworm-nvidia-upgrade bookworm-nvidia-firstboot bookworm-nvidia-image-unit-secureboot bookworm-nvidia-image-unit"}
+dispatch() {
+	s=$1
 	case $s in
 	bookworm-cloud-config) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.yaml 2 ;;
 	bookworm-shell) append= firmware= boot= kernel= cloud_init_status=error checks=checks_example run_one "$s" bookworm gpuboot.sh 1 ;;
@@ -706,8 +728,51 @@ for s in $want; do
 	bookworm-nvidia-image-unit-secureboot)
 		firmware=secboot boot= kernel= append=vmtest.image_pending image_unit_sb=yes checks=checks_image_unit \
 			run_one "$s" bookworm-nvidia no-user-data.yaml 1 ;;
-	*) echo "unknown scenario $s"; fail=$((fail + 1)) ;;
+	*) return 1 ;;
 	esac
+}
+known="bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-cloud-config-reboot bookworm-nvidia-hold bookworm-nvidia-rebuild bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot"
+queue=""
+for s in $want; do
+	case " $known " in
+	*" $s "*) queue="$queue $s" ;;
+	*) echo "unknown scenario $s"; fail=$((fail + 1)) failed="$failed $s" ;;
+	esac
+done
+# JOBS lanes (GPUBOOT_VM_JOBS) take the scenarios from one queue, each claimed
+# with mkdir (atomic). Each scenario has its own directory, overlay disk,
+# firmware variables and seed; the shared parts are made once under a lock:
+# the images (build-image.sh), GRUB's image, the Secure Boot keys. A verdict
+# is printed as its scenario ends, and all of them again in the queue's order.
+mkdir -p "$LOGS/.claims"
+lane() {
+	for s in $queue; do
+		mkdir "$LOGS/.claims/$s" 2>/dev/null || continue
+		(dispatch "$s") >"$LOGS/.claims/$s/out" 2>&1
+		{
+			flock 7
+			report "$s"
+		} 7>"$LOGS/.print.lock"
+	done
+}
+echo "vm-tests: $(echo $queue | wc -w) scenario(s), $JOBS at a time"
+i=0
+while [ "$i" -lt "$JOBS" ]; do
+	lane &
+	i=$((i + 1))
+done
+wait
+echo
+echo "summary:"
+for s in $queue; do
+	if [ -f "$LOGS/$s/failures" ] && [ ! -s "$LOGS/$s/failures" ]; then
+		pass=$((pass + 1))
+		echo "PASS  vm/$s ($(cat "$LOGS/$s/timing"))"
+	else
+		fail=$((fail + 1))
+		failed="$failed $s"
+		echo "FAIL  vm/$s"
+	fi
 done
 echo
 [ -n "$failed" ] && echo "failed:$failed"
