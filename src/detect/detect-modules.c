@@ -15,6 +15,7 @@
 #include "catalog/catalog.h"
 #include "context.h"
 #include "detect.h"
+#include "shared/tls.h"
 #include "shared/log.h"
 #include "shared/root.h"
 #include "shared/util.h"
@@ -61,8 +62,15 @@ static int kmod_get(struct gb_kmod **k)
 	static const char *const no_config[] = { NULL };
 	struct gb_kmod *n;
 
+	const char *missing = "?";
+
 	if (*k)
 		return 0;
+	/* libkmod reads a module's appended signature (its signer) with
+	 * OpenSSL: initialised and checked before, not lazily inside it. An
+	 * algorithm OpenSSL lacks only leaves a signer unread. */
+	if (gb_tls_init(true, &missing) == -ENOMEM)
+		return -ENOMEM;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;

@@ -58,6 +58,9 @@ static void installed_from_facts(const struct gb_facts *f, struct gb_plan_input 
 	   f->nvidia.loaded_version ? "loaded" : f->nvidia.installed.source);
 	in->installed.loaded = f->nvidia.loaded_version != NULL;
 	in->installed.module = in->installed.loaded || f->nvidia.installed.module_kernel != NULL;
+	if (f->nvidia.installed.module_kernel)
+		cp(in->installed.signer, sizeof(in->installed.signer),
+		   f->nvidia.installed.module_kernel->nvidia.signer);
 	for (size_t i = 0; i < f->nvidia.n_cuda && in->n_cuda_installed < ARRAY_SIZE(in->cuda_installed); i++) {
 		cuda_major_minor(&f->nvidia.cuda[i], in->cuda_installed[in->n_cuda_installed],
 		                 sizeof(in->cuda_installed[0]));

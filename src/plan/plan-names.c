@@ -39,6 +39,7 @@ static const char *const sb_strategy_names[] = {
 	[GB_SB_NOT_NEEDED] = "not-needed",
 	[GB_SB_UBUNTU_SIGNED] = "ubuntu-signed-modules",
 	[GB_SB_SIGN_WITH_KEY] = "sign-with-key",
+	[GB_SB_MODULES_SIGNED] = "modules-signed",
 };
 
 /* The name of v in names; NULL for UNSET (index 0) or a value past the end. */

@@ -726,6 +726,95 @@ static int decide_site_key(struct gb_plan *p, const struct gb_site_config *site)
 	return -1;
 }
 
+/* The kernel's key (/proc/keys) named NAME, or NULL. */
+static const char *kernel_key_named(const struct gb_plan *p, const char *name)
+{
+	for (size_t i = 0; i < p->in.n_kernel_keys; i++)
+		if (name[0] && streq(p->in.kernel_keys[i].name, name))
+			return p->in.kernel_keys[i].key_id;
+	return NULL;
+}
+
+/* Secure Boot and a kept driver whose module for this kernel is already
+ * signed (the site's prebuilt module from the mirror, or one signed before):
+ * it loads as it is when the kernel trusts its signer; no key is needed on
+ * the node. A signer the kernel does not hold is refused before any change. */
+static int decide_signed_kept(struct gb_plan *p)
+{
+	const char *signer = p->in.installed.signer, *id;
+	p->secure_boot.strategy = GB_SB_MODULES_SIGNED;
+	if (!p->in.kernel_keys_known) {
+		SAY(p->secure_boot.reason,
+		    "Secure Boot is on: the installed modules are signed by '%s'; the kernel's keys are not known "
+		    "here, so its trust is checked when the module loads",
+		    signer);
+		return 0;
+	}
+	id = kernel_key_named(p, signer);
+	if (id) {
+		SAY(p->secure_boot.reason,
+		    "Secure Boot is on: the installed modules are signed by '%s', whose certificate the kernel "
+		    "trusts ('%s: %s' in /proc/keys); they load as they are",
+		    signer, signer, id);
+		return 0;
+	}
+	refuse(p, GB_EXIT_UNSUPPORTED,
+	       "Secure Boot is on and the installed NVIDIA modules are signed by '%s', which the kernel does not "
+	       "trust (not in /proc/keys); enrol that certificate in the firmware db (GCE: "
+	       "--signature-database-file, AWS: uefi-data, QEMU: virt-fw-vars --add-db) or as a MOK, or set "
+	       "[secure_boot] signing_key and signing_cert (an enrolled MOK) in gpuboot.conf to sign them again",
+	       signer);
+	return -1;
+}
+
+/* Secure Boot with the site's certificate and no key ([secure_boot]
+ * signing_cert alone): the modules come signed from the site mirror
+ * (gpuboot modules build --module-key/--module-cert), checked against this
+ * certificate; the kernel must trust it. Whether the mirror has them is
+ * known after the method (mirror_signed_check). */
+static int decide_site_cert(struct gb_plan *p, const struct gb_site_config *site)
+{
+	const char *id = site->signing_cert_key_id;
+	p->secure_boot.strategy = GB_SB_MODULES_SIGNED;
+	if (p->in.kernel_keys_known && !p->in.target_os) {
+		bool trusted = false;
+		for (size_t i = 0; i < p->in.n_kernel_keys; i++)
+			trusted |= id[0] && strcasecmp(p->in.kernel_keys[i].key_id, id) == 0;
+		if (!trusted) {
+			refuse(p, GB_EXIT_UNSUPPORTED,
+			       "Secure Boot is on and the kernel does not trust the site certificate '%s' (key id %s, "
+			       "[secure_boot] signing_cert); enrol it in the firmware db (GCE: "
+			       "--signature-database-file, AWS: uefi-data, QEMU: virt-fw-vars --add-db) or as a MOK",
+			       site->signing_cert_subject, id);
+			return -1;
+		}
+	}
+	SAY(p->secure_boot.reason,
+	    "Secure Boot is on: the modules come from the site mirror signed with the site certificate '%s' "
+	    "(key id %s%s); no signing key on this node",
+	    site->signing_cert_subject, id,
+	    p->in.kernel_keys_known && !p->in.target_os ? ", which the kernel trusts" : "");
+	return 0;
+}
+
+/* After the method: [secure_boot] signing_cert alone needs the mirror's
+ * signed modules; DKMS would build modules nothing here can sign. */
+static void mirror_signed_check(struct gb_plan *p, const struct gb_site_config *site)
+{
+	if (p->refusal_code || p->secure_boot.strategy != GB_SB_MODULES_SIGNED || p->driver.action == GB_ACTION_KEEP ||
+	    !(site && site->signing_cert && !site->signing_key))
+		return;
+	if (p->driver.module_source && streq(p->driver.module_source, "mirror"))
+		return;
+	refuse(p, GB_EXIT_UNSUPPORTED,
+	       "Secure Boot is on and gpuboot.conf gives [secure_boot] signing_cert without signing_key (modules "
+	       "signed at the site), but the modules would be built here: %s; publish this kernel's module signed "
+	       "with that certificate (gpuboot modules build --module-key --module-cert) or give this node "
+	       "signing_key too",
+	       p->driver.module_source_reason[0] ? p->driver.module_source_reason
+	                                         : "the distro method's DKMS is the only source for this method");
+}
+
 /* Ubuntu's signed precompiled modules for the kernel the node runs: the
  * package of that kernel's ABI, linux-modules-nvidia-<branch>-server[-open]-
  * <release> ("linux-modules-nvidia-580-server-open-6.8.0-48-generic", which
@@ -749,6 +838,10 @@ static int decide_secure_boot(struct gb_plan *p, const struct gb_site_config *si
 	if (p->in.secure_boot == 1) {
 		if (site && site->signing_key && site->signing_cert) {
 			return decide_site_key(p, site);
+		} else if (!ubuntu && p->driver.action == GB_ACTION_KEEP && p->in.installed.signer[0]) {
+			return decide_signed_kept(p);
+		} else if (!ubuntu && site && site->signing_cert && p->driver.action != GB_ACTION_KEEP) {
+			return decide_site_cert(p, site);
 		} else if (ubuntu && p->in.kernel_flavour[0] && p->driver.action == GB_ACTION_KEEP) {
 			/* a kept driver's modules are loaded or load as they are */
 			p->secure_boot.strategy = GB_SB_UBUNTU_SIGNED;
@@ -1129,6 +1222,9 @@ static void decide_method_kernel_sb(struct gb_plan *p, const struct gb_site_conf
 	precompiled = r > 0;
 
 	decide_method(p, d, precompiled, site);
+	mirror_signed_check(p, site);
+	if (p->refusal_code)
+		return;
 
 	/* Kernel. */
 	SAY(p->kernel.minimum, "%s", kmin);

@@ -79,6 +79,7 @@ struct gb_plan_input {
 		char source[16]; /* "loaded" | "module" | "package" | "userspace" */
 		bool loaded; /* this version's module is loaded now */
 		bool module; /* a module of it exists for the target kernel (or is loaded) */
+		char signer[128]; /* that module's signer (modinfo "signer"), "" = unsigned or unknown */
 	} installed;
 	char cuda_installed[4][16]; /* "13.0": major.minor of each CUDA under /usr/local */
 	size_t n_cuda_installed;
@@ -169,6 +170,7 @@ enum gb_sb_strategy {
 	GB_SB_NOT_NEEDED, /* "not-needed" */
 	GB_SB_UBUNTU_SIGNED, /* "ubuntu-signed-modules" */
 	GB_SB_SIGN_WITH_KEY, /* "sign-with-key" */
+	GB_SB_MODULES_SIGNED, /* "modules-signed": signed at the site (the mirror's prebuilt modules); no key on the node */
 };
 
 const char *gb_driver_flavor_name(enum gb_driver_flavor f);

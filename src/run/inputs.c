@@ -25,8 +25,10 @@
 #include "shared/macro.h"
 #include "shared/util.h"
 
-/* [secure_boot] signing_key and signing_cert: both or neither, a key and its
- * certificate; the certificate's name and key id as the kernel shows them. */
+/* [secure_boot] signing_key and signing_cert: both (the node signs), the
+ * certificate alone (the modules come signed from the site mirror: no key on
+ * the node), or neither; the certificate's name and key id as the kernel
+ * shows them. */
 static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
 {
 	const char *missing = "?";
@@ -34,10 +36,9 @@ static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
 	int r;
 	if (!s->signing_key && !s->signing_cert)
 		return 0;
-	if (!s->signing_key || !s->signing_cert) {
+	if (!s->signing_cert) {
 		snprintf(err, errsz,
-		         "[secure_boot] needs both signing_key and signing_cert (a private key and its "
-		         "certificate), or neither");
+		         "[secure_boot] signing_key needs its signing_cert (the key's X.509 certificate) beside it");
 		return -EINVAL;
 	}
 	/* read with OpenSSL: initialised and checked first (plan, verify) */
@@ -48,7 +49,7 @@ static int site_signing_load(struct gb_site_config *s, char *err, size_t errsz)
 	}
 	if (r < 0)
 		return r;
-	r = gb_modsign_pair_check(s->signing_key, s->signing_cert, e, sizeof(e));
+	r = s->signing_key ? gb_modsign_pair_check(s->signing_key, s->signing_cert, e, sizeof(e)) : 0;
 	if (r >= 0)
 		r = gb_modsign_cert_id(s->signing_cert, s->signing_cert_subject, sizeof(s->signing_cert_subject),
 		                       s->signing_cert_key_id, sizeof(s->signing_cert_key_id), e, sizeof(e));

@@ -139,4 +139,35 @@ expect_exit 0 "$GB" --root "$IMG" --state-dir "$TMP/bs" modules build --out "$TM
 	--module-key "$TMP/site.key" --module-cert "$TMP/site.pem"
 MIRROR=$TMP/mirror-site plan 0 --config "$TMP/sb.conf"
 module_row | grep -q "^module  *mirror " || fail "SB, the site's key: $(module_row)"
-echo "prebuilt module chosen for the exact kernel; rebuilt kernel, vermagic, older driver, tampered manifest, no mirror: DKMS; require: refused; Secure Boot: the site-signed one only"
+# 8. The site's certificate alone ([secure_boot] signing_cert, no key on the
+# node): the mirror's module signed with it is taken, nothing is signed
+# here; a mirror without one is refused before any change (exit 10), since
+# DKMS would build a module nothing on the node can sign.
+printf '[secure_boot]\nsigning_cert = %s\n' "$TMP/site.pem" >"$TMP/cert.conf"
+MIRROR=$TMP/mirror-site plan 0 --config "$TMP/cert.conf"
+module_row | grep -q "^module  *mirror " || fail "SB, the certificate alone: $(module_row) $(cat "$TMP/err")"
+grep -q "^secure boot  *modules-signed .*signed with the site certificate 'gpuboot test site key' (key id $skid, which the kernel trusts); no signing key on this node" "$TMP/out" ||
+	fail "SB, the certificate alone: $(grep -i '^secure' "$TMP/out")"
+MIRROR=$TMP/mirror-other plan 10 --config "$TMP/cert.conf"
+grep -q "signing_cert without signing_key (modules signed at the site), but the modules would be built here: .*signed by 'other'" "$TMP/err" ||
+	fail "SB, the certificate alone, no site-signed module: $(cat "$TMP/err")"
+# 9. A node whose module is already the site-signed one (the prebuilt
+# package's file, as the mirror's .deb holds it), with no [secure_boot] at
+# all: kept and loaded as it is when the kernel trusts its signer; refused
+# (exit 10, the signer named) when it does not.
+KEPT=$TMP/kept
+cp -a "$IMG" "$KEPT"
+mkdir -p "$KEPT/sys/firmware/efi" "$KEPT/proc"
+cp -a "$SB/sys/firmware/efi/efivars" "$KEPT/sys/firmware/efi/"
+dpkg-deb -x "$(find "$TMP/mirror-site/modules" -name '*.deb' | head -1)" "$TMP/deb-site"
+cp "$TMP/deb-site/lib/modules/$KV/updates/gpuboot/nvidia-current.ko" "$KEPT/lib/modules/$KV/updates/dkms/nvidia-current.ko"
+cp "$SB/proc/keys" "$KEPT/proc/keys"
+kept() { expect_exit "$1" "$GB" --root "$KEPT" plan --target-gpu T4 --profile minimal --method distro; }
+kept 10
+grep -q "the installed NVIDIA modules are signed by 'gpuboot test site key', which the kernel does not trust" "$TMP/err" ||
+	fail "kept, signer not trusted: $(cat "$TMP/err")"
+cp "$NODE/proc/keys" "$KEPT/proc/keys"
+kept 0
+grep -q "^secure boot  *modules-signed .*signed by 'gpuboot test site key', whose certificate the kernel trusts" "$TMP/out" ||
+	fail "kept, signer trusted: $(grep -i '^secure\|^driver' "$TMP/out")"
+echo "prebuilt module chosen for the exact kernel; rebuilt kernel, vermagic, older driver, tampered manifest, no mirror: DKMS; require: refused; Secure Boot: the site-signed one only, the certificate alone, a kept signed module"

@@ -4,7 +4,8 @@
 # certificates and the kernel's build key): no signing path -> exit 10; a
 # site certificate the kernel does not hold -> exit 10 naming it and how to
 # enrol it; the same certificate in the kernel's keys -> sign-with-key;
-# a key that is not the certificate's, or half a pair -> exit 2.
+# a key that is not the certificate's, or a key alone -> exit 2; the
+# certificate alone (docs/mirror.md, prebuilt modules) -> checked the same.
 . tests/integration/lib.sh
 F=tests/fixtures/secureboot-debian12-qemu
 grep -q "asymmetri Microsoft Corporation UEFI CA 2011" "$F/proc/keys" || fail "the fixture's /proc/keys lost its db certificates"
@@ -47,7 +48,12 @@ conf "signing_key = $TMP/other.key
 signing_cert = $TMP/site.pem"
 plan 2 "$F"
 grep -q "is not the private key of $TMP/site.pem" "$TMP/err" || fail "a key that is not the certificate's: $(cat "$TMP/err")"
-conf "signing_cert = $TMP/site.pem"
+conf "signing_key = $TMP/site.key"
 plan 2 "$F"
-grep -q "needs both signing_key and signing_cert" "$TMP/err" || fail "half a pair: $(cat "$TMP/err")"
+grep -q "signing_key needs its signing_cert" "$TMP/err" || fail "a key alone: $(cat "$TMP/err")"
+# The certificate alone (the modules signed at the site, no key on the
+# node: docs/mirror.md): checked against the kernel's keys all the same.
+conf "signing_cert = $TMP/other.pem"
+plan 10 "$F"
+grep -q "does not trust the site certificate 'other'" "$TMP/err" || fail "the certificate alone: $(cat "$TMP/err")"
 echo ok
