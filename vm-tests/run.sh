@@ -102,6 +102,7 @@ scenario() {
 	case ${firmware:-} in
 	secboot*)
 		secureboot_prep || return
+		[ "$firmware" != secboot-prebuilt ] || prebuilt_vars_prep || return
 		cp "$LOGS/secureboot/site.key" "$LOGS/secureboot/site.pem" "$dir/media/"
 		cp "$LOGS/secureboot/vars-$firmware.fd" "$dir/vars.fd"
 		fw="-machine q35,smm=on -global driver=cfi.pflash01,property=secure,value=on
@@ -297,6 +298,25 @@ secureboot_prep() {
 		return 1
 	}
 	touch "$sb/.done"
+	exec 8>&-
+}
+
+# The firmware variables of the prebuilt Secure Boot scenario: Microsoft's
+# keys and the site module certificate the bookworm-nvidia image's build
+# signed its mirror's module with (build-image.sh), in db.
+prebuilt_vars_prep() {
+	sb=$LOGS/secureboot
+	exec 8>"$LOGS/.secureboot.lock"
+	flock 8
+	[ -f "$sb/vars-secboot-prebuilt.fd" ] && { exec 8>&-; return 0; }
+	nvimg=$(vm-tests/build-image.sh bookworm-nvidia 2>>"$dir/build-image.log" </dev/null) &&
+		vm-tests/virt-fw-vars.sh --input "$OVMF_VARS" --output "$sb/vars-secboot-prebuilt.fd.tmp" \
+			--add-db 8f2f6b4e-1a5c-4d3b-9c1e-6b7a2d9e0f31 "$nvimg/module.pem" >"$sb/virt-fw-vars-prebuilt.log" 2>&1 &&
+		mv "$sb/vars-secboot-prebuilt.fd.tmp" "$sb/vars-secboot-prebuilt.fd" || {
+		echo "      could not make the prebuilt scenario's variable store (see $sb/virt-fw-vars-prebuilt.log)" >>"$dir/failures"
+		exec 8>&-
+		return 1
+	}
 	exec 8>&-
 }
 
@@ -676,6 +696,59 @@ PY
 		grep -qx ExecMainStatus=11 '$dir/resume-unit' && ! grep -qx enabled '$dir/resume-unit'"
 }
 
+# The image whose module came from the site mirror (#25), at its first
+# boot: kept, offered to the kernel as it is (no DKMS, no compiler, no
+# headers on the machine); under Secure Boot with the site module
+# certificate in db, accepted (ENODEV, not EKEYREJECTED) with no key on
+# the node.
+checks_prebuilt() {
+	section FIRSTBOOT "$dir/boot1.log" >"$dir/firstboot.log"
+	block PACKAGES "$dir/firstboot.log" >"$dir/packages"
+	block MODULE "$dir/firstboot.log" >"$dir/module"
+	block KERNEL "$dir/firstboot.log" >"$dir/kernel-lines"
+	sb=${prebuilt_sb:-no}
+	check "gpuboot run: exit 11, the installed driver kept, the load refused only for want of a GPU (ENODEV)" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["command"] == "run" and d["exit_code"] == 11, (d["command"], d["exit_code"], d["result"])
+st = {s["name"]: s for s in d["stages"]}
+assert d["plan"]["driver"]["action"] == "keep", d["plan"]["driver"]
+i = d["plan"]["driver"]["installed"]
+assert i["version"] == "535.309.01" and i["module_for_kernel"] and not i["loaded"], i
+assert st["prepare"]["result"] == st["fetch"]["result"] == st["install"]["result"] == "skipped", st
+assert st["load"]["result"] == "failed" and st["load"]["errno"] == "ENODEV", st["load"]
+assert "No NVIDIA GPU found" in json.dumps(d["load"]), d["load"]
+PY
+	check "the module is the mirror package's: updates/gpuboot, 535.309.01, the running kernel's vermagic" sh -c "
+		grep -q '^filename: /lib/modules/.*/updates/gpuboot/nvidia-current.ko$' '$dir/module' &&
+		grep -qx 'version: 535.309.01' '$dir/module' && grep -q '^vermagic: 6\.1\.' '$dir/module'"
+	check "it is signed by the site's module key (modinfo signer), signed on the build host" \
+		grep -qx 'signer: gpuboot vm-test prebuilt site key' "$dir/module"
+	check "the mirror's package is installed; no DKMS, no compiler, no kernel headers" sh -c "
+		grep -q '^gpuboot-nvidia-modules-6\.1\.' '$dir/packages' && [ \$(grep -vc '^gpuboot-nvidia-modules-' '$dir/packages') -eq 0 ]"
+	check "the kernel found no GPU (NVRM's line)" grep -q "NVRM: No NVIDIA GPU found" "$dir/kernel-lines"
+	if [ "$sb" = yes ]; then
+		check "Secure Boot: the kernel loaded the site module certificate from db" \
+			grep -q "integrity: Loaded X.509 cert 'gpuboot vm-test prebuilt site key" "$dir/kernel-lines"
+		check "Secure Boot: the plan keeps the module as signed (modules-signed, its signer in /proc/keys), no key on the node" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["facts"]["secure_boot"]["enabled"] is True, d["facts"]["secure_boot"]
+p = d["plan"]["secure_boot"]
+assert p["strategy"] == "modules-signed" and "'gpuboot vm-test prebuilt site key', whose certificate the kernel trusts" in p["reason"], p
+assert not (d.get("load") or {}).get("signing"), d["load"].get("signing")
+PY
+		check "Secure Boot: the kernel accepted the signature (no 'Loading of module with unavailable key')" \
+			sh -c "! grep -q 'Loading of' '$dir/kernel-lines'"
+	else
+		check "no Secure Boot: nothing to sign or check" python3 - "$dir/status.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["plan"]["secure_boot"]["strategy"] == "not-needed", d["plan"]["secure_boot"]
+PY
+	fi
+}
+
 run_one() {
 	scenario "$@"
 	# dash keeps a function's prefix assignments: the next scenario sets its own.
@@ -699,7 +772,7 @@ report() {
 # takes longest to build first (the bookworm-nvidia image: gpuboot's install
 # with DKMS, then bookworm-backports' kernel), the guests of the other images
 # beside it, then the rest longest first.
-want=${*:-"bookworm-nvidia-hold bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nouveau bookworm-cloud-config-reboot bookworm-nvidia-reboot bookworm-nvidia-secureboot-db bookworm-nvidia-secureboot bookworm-nvidia-upgrade bookworm-nvidia-firstboot bookworm-nvidia-image-unit-secureboot bookworm-nvidia-image-unit"}
+want=${*:-"bookworm-nvidia-hold bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nouveau bookworm-prebuilt-firstboot bookworm-cloud-config-reboot bookworm-nvidia-reboot bookworm-nvidia-secureboot-db bookworm-nvidia-secureboot bookworm-nvidia-upgrade bookworm-nvidia-firstboot bookworm-nvidia-image-unit-secureboot bookworm-nvidia-image-unit bookworm-prebuilt-secureboot-db"}
 dispatch() {
 	s=$1
 	case $s in
@@ -728,10 +801,15 @@ dispatch() {
 	bookworm-nvidia-image-unit-secureboot)
 		firmware=secboot boot= kernel= append=vmtest.image_pending image_unit_sb=yes checks=checks_image_unit \
 			run_one "$s" bookworm-nvidia no-user-data.yaml 1 ;;
+	bookworm-prebuilt-firstboot)
+		append= firmware= boot= kernel= prebuilt_sb=no checks=checks_prebuilt run_one "$s" bookworm-prebuilt prebuilt.yaml 1 ;;
+	bookworm-prebuilt-secureboot-db)
+		append= firmware=secboot-prebuilt boot= kernel= prebuilt_sb=yes checks=checks_prebuilt \
+			run_one "$s" bookworm-prebuilt prebuilt.yaml 1 ;;
 	*) return 1 ;;
 	esac
 }
-known="bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-cloud-config-reboot bookworm-nvidia-hold bookworm-nvidia-rebuild bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot"
+known="bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nvidia-firstboot bookworm-nouveau bookworm-nvidia-upgrade bookworm-nvidia-reboot bookworm-cloud-config-reboot bookworm-nvidia-hold bookworm-nvidia-rebuild bookworm-nvidia-secureboot bookworm-nvidia-secureboot-db bookworm-nvidia-image-unit bookworm-nvidia-image-unit-secureboot bookworm-prebuilt-firstboot bookworm-prebuilt-secureboot-db"
 queue=""
 for s in $want; do
 	case " $known " in

@@ -124,9 +124,14 @@ static int fetch_common(struct gb_ctx *ctx, bool mirror_mode, const char *mirror
 	if (code)
 		goto done;
 	if (!mirror_mode) {
-		/* What this machine keeps needs no download (a mirror serves a fleet: all of it). */
-		if (plan.driver.action == GB_ACTION_KEEP)
+		/* What this machine keeps needs no download (a mirror serves a
+		 * fleet: all of it), nor does the distribution's own driver: the
+		 * distro method installs from its archive, and from the mirror only
+		 * its prebuilt module packages. */
+		if (plan.driver.action == GB_ACTION_KEEP || plan.driver.method == GB_METHOD_DISTRO)
 			plan.driver.runfile = NULL;
+		if (plan.driver.action == GB_ACTION_KEEP)
+			plan.driver.n_prebuilt = 0;
 		if (plan.cuda.action == GB_ACTION_KEEP)
 			plan.cuda.release = NULL;
 	}

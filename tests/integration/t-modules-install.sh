@@ -106,6 +106,33 @@ plan 0
 module_row | grep -q "^module  *dkms .*manifest was not accepted" || fail "tampered manifest: $(module_row)"
 cp "$TMP/manifest.keep" "$M/manifest.json"
 
+# 5b. A package altered after the manifest was signed (same size, one byte
+# flipped): the plan still takes the entry (the manifest is intact), and the
+# fetch stage refuses the bytes before anything is placed: exit 13, the
+# sha256 named, nothing kept in the cache, nothing in the root.
+cp -a "$M" "$TMP/mirror-bad"
+python3 - "$(find "$TMP/mirror-bad/modules" -name '*.deb' | head -1)" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0xff
+open(p, "wb").write(bytes(b))
+PY
+expect_exit 13 "$GB" --root "$NODE" fetch --target-gpu T4 --profile minimal --method distro \
+	--mirror "file://$TMP/mirror-bad" --trust-key "$TMP/key.pub" --state-dir "$TMP/sf"
+grep -q "gpuboot-nvidia-modules-$KV.*sha256 [0-9a-f]* does not match the manifest's" "$TMP/err" ||
+	fail "tampered package: $(cat "$TMP/err")"
+[ -z "$(ls "$TMP/sf/cache/sha256" 2>/dev/null)" ] || fail "the tampered package was kept: $(find "$TMP/sf/cache")"
+[ ! -e "$NODE/var/cache/gpuboot/modules" ] || fail "something was placed in the root"
+# The same fetch from the intact mirror verifies and keeps it.
+expect_exit 0 "$GB" --root "$NODE" fetch --target-gpu T4 --profile minimal --method distro \
+	--mirror "file://$M" --trust-key "$TMP/key.pub" --state-dir "$TMP/sf"
+sha=$(python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+print([a['sha256'] for a in m['artifacts'] if a['path'] == m['modules'][0]['path']][0])" "$M/manifest.json")
+[ -f "$TMP/sf/cache/sha256/$sha" ] || fail "the intact package was not fetched: $(cat "$TMP/out" "$TMP/err")"
+
 # 6. No mirror: DKMS, said so.
 expect_exit 0 "$GB" --root "$NODE" run --dry-run --target-gpu T4 --profile minimal --method distro --state-dir "$TMP/s"
 module_row | grep -q "^module  *dkms .*no mirror is set" || fail "no mirror: $(module_row)"
