@@ -150,7 +150,7 @@ static int verify_archive(const char *file, const struct gb_fm_redist_entry *e, 
 	if (r < 0)
 		return FAIL(ret, r, "Failed to read %s: %s", file, strerror(-r));
 	if (size != e->size || !streq(hex, e->sha256))
-		return FAIL(ret, -EBADMSG,
+		return FAIL(ret, -EKEYREJECTED,
 		            "%s (%s) does not match the redistributable manifest: %llu bytes, sha256 %s; the "
 		            "manifest says %llu bytes, sha256 %s; nothing was unpacked or placed",
 		            e->relative_path, file, size, hex, e->size, e->sha256);
@@ -412,56 +412,70 @@ static int place_all(struct gb_ctx *ctx, const struct gb_fm_input *in, struct gb
 	return r < 0 ? FAIL(ret, r, "Failed to write %s: %s", GB_FM_MARKER, strerror(-r)) : 0;
 }
 
-int gb_install_fabricmanager(struct gb_ctx *ctx, const struct gb_fm_input *in, struct gb_journal *j,
-                             struct gb_fm_result *ret)
+int gb_fm_verify(const struct gb_fm_input *in, struct gb_fm_result *ret)
 {
-	int fm_top = -1, nscq_top = -1, r, wfd;
-	unsigned effects = gb_journal_effects(j);
+	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	if (!in->redist || !in->fm_archive || !in->nscq_archive || !in->work)
-		return FAIL(ret, -EINVAL,
-		            "The fabric manager's install needs its manifest, both archives and a work "
-		            "directory");
+	if (!in->redist || !in->fm_archive || !in->nscq_archive)
+		return FAIL(ret, -EINVAL, "The fabric manager's install needs its manifest and both archives");
 	r = verify_archive(in->fm_archive, &in->redist->fm, ret);
+	return r < 0 ? r : verify_archive(in->nscq_archive, &in->redist->nscq, ret);
+}
+
+int gb_fm_unpack(const struct gb_fm_input *in, struct gb_fm_unpacked *u, struct gb_fm_result *ret)
+{
+	int r = gb_fm_verify(in, ret);
+
+	u->fm_top = u->nscq_top = -1;
+	if (!in->work)
+		return FAIL(ret, -EINVAL, "The fabric manager's install needs a work directory");
 	if (r == 0)
-		r = verify_archive(in->nscq_archive, &in->redist->nscq, ret);
+		r = unpack_one(in->work, "fabricmanager", in->fm_archive, in->redist, &u->fm_top, ret);
 	if (r == 0)
-		r = unpack_one(in->work, "fabricmanager", in->fm_archive, in->redist, &fm_top, ret);
-	if (r == 0)
-		r = unpack_one(in->work, "libnvidia_nscq", in->nscq_archive, in->redist, &nscq_top, ret);
-	if (r == 0)
-		r = place_all(ctx, in, j, fm_top, nscq_top, ret);
-	if (fm_top >= 0)
-		close(fm_top);
-	if (nscq_top >= 0)
-		close(nscq_top);
-	wfd = open(in->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (wfd >= 0) {
-		if (gb_remove_tree_at(wfd, "fabricmanager") < 0 || gb_remove_tree_at(wfd, "libnvidia_nscq") < 0)
-			gb_log_warning("Failed to remove the unpacked fabric manager in %s, ignoring", in->work);
-		close(wfd);
-	}
+		r = unpack_one(in->work, "libnvidia_nscq", in->nscq_archive, in->redist, &u->nscq_top, ret);
+	if (r < 0)
+		gb_fm_unpacked_done(in, u);
+	return r;
+}
+
+int gb_fm_place(struct gb_ctx *ctx, const struct gb_fm_input *in, const struct gb_fm_unpacked *u, struct gb_journal *j,
+                struct gb_fm_result *ret)
+{
+	unsigned effects = gb_journal_effects(j);
+	int r = place_all(ctx, in, j, u->fm_top, u->nscq_top, ret);
+
 	ret->placed = gb_journal_effects(j) - effects;
 	ret->changed = ret->placed > 0;
 	return r;
 }
 
-int gb_fm_marker_version(struct gb_ctx *ctx, char *buf, size_t n)
+void gb_fm_unpacked_done(const struct gb_fm_input *in, struct gb_fm_unpacked *u)
 {
-	_cleanup_free_ char *text = NULL;
-	char ver[40], want[65], hex[65];
-	size_t len = 0;
-	int r = gb_root_read_file(ctx->root, GB_FM_MARKER, 256, &text, &len);
+	int wfd;
+
+	if (u->fm_top >= 0)
+		close(u->fm_top);
+	if (u->nscq_top >= 0)
+		close(u->nscq_top);
+	u->fm_top = u->nscq_top = -1;
+	wfd = in->work ? open(in->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (wfd >= 0) {
+		if (gb_remove_tree_at(wfd, "fabricmanager") < 0 || gb_remove_tree_at(wfd, "libnvidia_nscq") < 0)
+			gb_log_warning("Failed to remove the unpacked fabric manager in %s, ignoring", in->work);
+		close(wfd);
+	}
+}
+
+int gb_install_fabricmanager(struct gb_ctx *ctx, const struct gb_fm_input *in, struct gb_journal *j,
+                             struct gb_fm_result *ret)
+{
+	struct gb_fm_unpacked u;
+	int r = gb_fm_unpack(in, &u, ret);
 
 	if (r < 0)
-		return r == -ENOENT ? -ENOENT : r;
-	if (sscanf(text, "%39s %64s", ver, want) != 2 || !gb_version_valid(ver) || !gb_sha256_valid(want))
-		return -EINVAL;
-	r = gb_root_sha256(ctx->root, "usr/bin/nv-fabricmanager", hex, NULL);
-	if (r < 0)
-		return r == -ENOENT ? -ESTALE : r;
-	if (!streq(hex, want))
-		return -ESTALE;
-	return gb_strscpy(buf, n, ver) < 0 ? -EINVAL : 0;
+		return r;
+	r = gb_fm_place(ctx, in, &u, j, ret);
+	gb_fm_unpacked_done(in, &u);
+	return r;
 }

@@ -12,15 +12,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "detect/detect.h" /* GB_FM_MARKER, gb_fm_marker_version */
+
 struct gb_ctx;
 struct gb_journal;
 
 /* An archive is at most this big (NVIDIA's are 0.3-2 MB). */
 #define GB_FM_MAX_ARCHIVE (256ull << 20)
-/* Where the runfile method records the fabric manager it placed: its
- * version and the sha256 of usr/bin/nv-fabricmanager ("580.95.05 <hex>\n"),
- * which the load believes only while the binary still hashes so. */
-#define GB_FM_MARKER "var/lib/gpuboot/runfile-fabricmanager"
 
 struct gb_fm_redist_entry {
 	char relative_path[200]; /* "fabricmanager/linux-x86_64/fabricmanager-linux-x86_64-V-archive.tar.xz" */
@@ -57,8 +55,26 @@ struct gb_fm_result {
 	char error[1024];
 };
 
-/* Verify each archive against the manifest (size, sha256: -EBADMSG, the
- * fetch stage's refusal, before anything is unpacked), unpack both into
+/* Each archive's size and sha256 against the manifest: 0, or
+ * -EKEYREJECTED (the fetch stage's refusal: exit 13) with ret->error. */
+int gb_fm_verify(const struct gb_fm_input *in, struct gb_fm_result *ret);
+
+/* The install in three steps, so the runfile method checks and unpacks
+ * the fabric manager before it installs the driver, and places it after:
+ * gb_fm_unpack (gb_fm_verify, then both archives into the work directory,
+ * each tree checked to be NVIDIA's layout), gb_fm_place (every file
+ * journaled, the marker last), gb_fm_unpacked_done (the trees removed;
+ * also after a failure). gb_install_fabricmanager is the three at once. */
+struct gb_fm_unpacked {
+	int fm_top, nscq_top; /* the archives' top directories */
+};
+int gb_fm_unpack(const struct gb_fm_input *in, struct gb_fm_unpacked *u, struct gb_fm_result *ret);
+int gb_fm_place(struct gb_ctx *ctx, const struct gb_fm_input *in, const struct gb_fm_unpacked *u, struct gb_journal *j,
+                struct gb_fm_result *ret);
+void gb_fm_unpacked_done(const struct gb_fm_input *in, struct gb_fm_unpacked *u);
+
+/* Verify each archive against the manifest (gb_fm_verify, before anything
+ * is unpacked), unpack both into
  * the work directory (gb_unpack: no absolute path, no "..", no link
  * followed, sizes capped), check each tree is the one NVIDIA's layout
  * names (<component>-linux-<platform>-<version>-archive/, its files
@@ -68,8 +84,3 @@ struct gb_fm_result {
  * unpacked. 0 or a negative errno, ret->error one line. */
 int gb_install_fabricmanager(struct gb_ctx *ctx, const struct gb_fm_input *in, struct gb_journal *j,
                              struct gb_fm_result *ret);
-
-/* The version the marker records, when usr/bin/nv-fabricmanager still has
- * the recorded sha256: 0, -ENOENT (no marker), -ESTALE (the binary
- * changed since), -EINVAL (a marker not well formed). */
-int gb_fm_marker_version(struct gb_ctx *ctx, char *buf, size_t n);

@@ -340,7 +340,7 @@ TEST(refusals)
 	free(t);
 	sh("printf x >> '%s/fm.tar.xz'", base);
 	install(&x, &good);
-	CHECK_INT(x.r, -EBADMSG);
+	CHECK_INT(x.r, -EKEYREJECTED);
 	CHECK(strstr(x.res.error, "does not match the redistributable manifest") != NULL);
 	CHECK(strstr(x.res.error, "nothing was unpacked or placed") != NULL);
 	CHECK(nothing_placed());
