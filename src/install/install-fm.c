@@ -256,23 +256,29 @@ static int unpack_one(const char *work, const char *component, const char *archi
 
 /* What is placed: the archive's member, where NVIDIA's packages put it
  * below the root, its mode. fabricmanager.cfg is the site's to edit
- * (%config(noreplace) in NVIDIA's package): written only where absent. */
+ * (%config(noreplace) in NVIDIA's package): written only where absent.
+ * Optional: members of later releases only (R570's start script and
+ * multi-node config; R515's archive has neither). */
 struct member {
 	const char *from, *to;
 	mode_t mode;
-	bool keep_existing;
+	bool keep_existing, optional;
 };
 
 static const struct member fm_members[] = {
-	{ "bin/nv-fabricmanager", "usr/bin/nv-fabricmanager", 0755, false },
-	{ "bin/nvswitch-audit", "usr/bin/nvswitch-audit", 0755, false },
-	{ "systemd/nvidia-fabricmanager.service", "usr/lib/systemd/system/nvidia-fabricmanager.service", 0644, false },
-	{ "etc/fabricmanager.cfg", "usr/share/nvidia/nvswitch/fabricmanager.cfg", 0644, true },
-	{ "LICENSE", "usr/share/doc/nvidia-fabricmanager/LICENSE", 0644, false },
+	{ "bin/nv-fabricmanager", "usr/bin/nv-fabricmanager", 0755, false, false },
+	{ "bin/nvswitch-audit", "usr/bin/nvswitch-audit", 0755, false, false },
+	{ "bin/nvidia-fabricmanager-start.sh", "usr/bin/nvidia-fabricmanager-start.sh", 0755, false, true },
+	{ "systemd/nvidia-fabricmanager.service", "usr/lib/systemd/system/nvidia-fabricmanager.service", 0644, false,
+	  false },
+	{ "etc/fabricmanager.cfg", "usr/share/nvidia/nvswitch/fabricmanager.cfg", 0644, true, false },
+	{ "etc/fabricmanager_multinode.cfg", "usr/share/nvidia/nvswitch/fabricmanager_multinode.cfg", 0644, true,
+	  true },
+	{ "LICENSE", "usr/share/doc/nvidia-fabricmanager/LICENSE", 0644, false, false },
 };
 
 static int place(struct gb_ctx *ctx, struct gb_journal *j, int top, const char *archive, const char *from,
-                 const char *to, mode_t mode, bool keep_existing, struct gb_fm_result *ret)
+                 const char *to, mode_t mode, bool keep_existing, bool optional, struct gb_fm_result *ret)
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
@@ -281,6 +287,8 @@ static int place(struct gb_ctx *ctx, struct gb_journal *j, int top, const char *
 	if (keep_existing && gb_root_lexists(ctx->root, to))
 		return 0;
 	r = read_member(top, from, &data, &len);
+	if (r == -ENOENT && optional)
+		return 0;
 	if (r < 0)
 		return FAIL(ret, r == -ELOOP || r == -EBADMSG ? -EBADMSG : r,
 		            "%s: %s is %s (NVIDIA's layout has it as a regular file); nothing more was placed", archive,
@@ -289,7 +297,8 @@ static int place(struct gb_ctx *ctx, struct gb_journal *j, int top, const char *
 	return r < 0 ? FAIL(ret, r, "Failed to write %s: %s", to, strerror(-r)) : 0;
 }
 
-/* The topology files: every regular *_topology in share/nvidia/nvswitch. */
+/* The topology files: every regular *_topology (and R570's GH200
+ * multi-node *.csv connection maps) in share/nvidia/nvswitch. */
 static int place_topologies(struct gb_ctx *ctx, struct gb_journal *j, int top, const char *archive,
                             struct gb_fm_result *ret)
 {
@@ -309,7 +318,8 @@ static int place_topologies(struct gb_ctx *ctx, struct gb_journal *j, int top, c
 	}
 	while ((e = readdir(d)) && r == 0) {
 		size_t l = strlen(e->d_name);
-		if (l < sizeof("_topology") || !streq(e->d_name + l - strlen("_topology"), "_topology"))
+		if (!(l >= sizeof("_topology") && streq(e->d_name + l - strlen("_topology"), "_topology")) &&
+		    !(l > 4 && streq(e->d_name + l - 4, ".csv")))
 			continue;
 		if (n == MAX_TOPOLOGY || l >= sizeof(names[0]) ||
 		    strspn(e->d_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != l)
@@ -330,7 +340,7 @@ static int place_topologies(struct gb_ctx *ctx, struct gb_journal *j, int top, c
 		char from[192], to[192];
 		snprintf(from, sizeof(from), "share/nvidia/nvswitch/%s", names[i]);
 		snprintf(to, sizeof(to), "usr/share/nvidia/nvswitch/%s", names[i]);
-		r = place(ctx, j, top, archive, from, to, 0644, false, ret);
+		r = place(ctx, j, top, archive, from, to, 0644, false, false, ret);
 	}
 	return r;
 }
@@ -390,7 +400,7 @@ static int place_all(struct gb_ctx *ctx, const struct gb_fm_input *in, struct gb
 
 	for (size_t i = 0; i < ARRAY_SIZE(fm_members) && r == 0; i++)
 		r = place(ctx, j, fm_top, in->fm_archive, fm_members[i].from, fm_members[i].to, fm_members[i].mode,
-		          fm_members[i].keep_existing, ret);
+		          fm_members[i].keep_existing, fm_members[i].optional, ret);
 	if (r == 0)
 		r = place_topologies(ctx, j, fm_top, in->fm_archive, ret);
 	if (r < 0)
@@ -398,7 +408,7 @@ static int place_all(struct gb_ctx *ctx, const struct gb_fm_input *in, struct gb
 	nscq_libdir(ctx, rd->platform, ret->libdir, sizeof(ret->libdir));
 	snprintf(from, sizeof(from), "lib/libnvidia-nscq.so.%s", rd->version);
 	snprintf(to, sizeof(to), "%s/libnvidia-nscq.so.%s", ret->libdir, rd->version);
-	r = place(ctx, j, nscq_top, in->nscq_archive, from, to, 0755, false, ret);
+	r = place(ctx, j, nscq_top, in->nscq_archive, from, to, 0755, false, false, ret);
 	if (r == 0)
 		r = link_nscq(ctx, j, ret->libdir, rd->version, ret);
 	if (r < 0)

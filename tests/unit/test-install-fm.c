@@ -75,6 +75,9 @@ static void make_archives(const char *variant)
 	         "printf '[Service]\\nExecStart=/usr/bin/nv-fabricmanager -c "
 	         "/usr/share/nvidia/nvswitch/fabricmanager.cfg\\n' > $F/systemd/nvidia-fabricmanager.service; "
 	         "printf 'FABRIC_MODE=0\\n' > $F/etc/fabricmanager.cfg; "
+	         "printf 'FABRIC_MODE=0\\n' > $F/etc/fabricmanager_multinode.cfg; "
+	         "printf '#!/bin/sh\\n' > $F/bin/nvidia-fabricmanager-start.sh; "
+	         "printf 'a,b\\n' > $F/share/nvidia/nvswitch/dgxgh200_hgxgh200_16gpus_trunk_connections.csv; "
 	         "printf 'h100\\n' > $F/share/nvidia/nvswitch/dgxh100_hgxh100_topology; "
 	         "printf 'a100\\n' > $F/share/nvidia/nvswitch/dgxa100_hgxa100_topology; "
 	         "printf 'lib\\n' > $F/lib/libnvfm.so.1; printf 'h\\n' > $F/include/nv_fm_types.h; "
@@ -250,8 +253,12 @@ TEST(place_and_rerun)
 		fprintf(stderr, "install: %s\n", x.res.error);
 	CHECK(x.res.changed);
 	CHECK_STREQ(x.res.libdir, "usr/lib/x86_64-linux-gnu");
-	/* files: 5 members, 2 topologies, nscq, its link, the marker */
-	CHECK_INT(x.effects, 10);
+	/* files: 7 members (R570's start script and multi-node config too),
+	 * 2 topologies and a connection map, nscq, its link, the marker */
+	CHECK_INT(x.effects, 13);
+	CHECK(rooted("usr/bin/nvidia-fabricmanager-start.sh"));
+	CHECK(rooted("usr/share/nvidia/nvswitch/fabricmanager_multinode.cfg"));
+	CHECK(rooted("usr/share/nvidia/nvswitch/dgxgh200_hgxgh200_16gpus_trunk_connections.csv"));
 	CHECK(rooted("usr/bin/nv-fabricmanager"));
 	CHECK(rooted("usr/bin/nvswitch-audit"));
 	CHECK(rooted("usr/lib/systemd/system/nvidia-fabricmanager.service"));
