@@ -1492,17 +1492,16 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 				refuse(
 				    p, GB_EXIT_UNSUPPORTED,
 				    "%s: the fabric manager must run at the driver's version %s, and the %s method "
-				    "has no trusted source for it (%s): NVIDIA ships it apart from the .run, in the "
-				    "archives of the driver's redistributable manifest redistrib_%s.json, whose hash "
-				    "gpuboot pins nowhere, and %s; use --method packages where NVIDIA publishes a "
-				    "repository, or a signed mirror (--mirror) listing "
-				    "compute/nvidia-driver/redist/redistrib_%s.json and its fabricmanager and "
-				    "libnvidia_nscq archives (docs/mirror.md), or install nvidia-fabricmanager %s "
-				    "first",
+				    "has no trusted source for it (%s); use --method packages where NVIDIA publishes "
+				    "a repository, a signed mirror (--mirror) listing "
+				    "compute/nvidia-driver/redist/redistrib_%s.json and its archives (docs/mirror.md), "
+				    "or install nvidia-fabricmanager %s first (NVIDIA ships it apart from the .run, "
+				    "in that manifest's archives, whose hash gpuboot pins nowhere; %s)",
 				    why, p->driver.version, gb_driver_method_name(p->driver.method), have,
-				    p->driver.version,
-				    p->in.redist_note[0] ? p->in.redist_note : "the mirror lists none",
-				    p->driver.version, p->driver.version);
+				    p->driver.version, p->driver.version,
+				    p->nvlsm               ? "NVLSM, which these boards need, is in no archive"
+				    : p->in.redist_note[0] ? p->in.redist_note
+				                           : "the mirror lists none");
 		}
 	}
 	if (p->imex)

@@ -55,7 +55,7 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os amzn:2023 --ta
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:10 --target-gpu 2330x8 --profile minimal --json
 j 'd["refusal"]["reason"]' | grep -q "the runfile method has no trusted source for it" || fail "rhel10 HGX: $(j 'd["refusal"]')"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --profile minimal --method runfile --json
-j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.178.04, and the runfile method has no trusted source for it .*use --method packages.*or a signed mirror (--mirror) listing compute/nvidia-driver/redist/redistrib_580.178.04.json" ||
+j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.178.04, and the runfile method has no trusted source for it .*use --method packages.*a signed mirror (--mirror) listing compute/nvidia-driver/redist/redistrib_580.178.04.json" ||
 	fail "HGX x8 runfile: $(j 'd["refusal"]')"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:12 --target-gpu 2330x8 --profile minimal --method distro --json
 j 'd["refusal"]["reason"]' | grep -q "debian 12 packages no fabric manager (none is installed); use --method packages: NVIDIA's debian12 repository" ||
