@@ -1446,7 +1446,10 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			snprintf(r, sizeof(r),
 			         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
 			         why);
-		if (installs && !p->fm_package[0] && !p->nvlsm && p->driver.method == GB_METHOD_RUNFILE) {
+		/* (one at the driver's version already installed, by a package or
+		 * by an earlier run, is left as it is) */
+		if (installs && !p->fm_package[0] && !p->nvlsm && p->driver.method == GB_METHOD_RUNFILE &&
+		    !streq(p->in.fabricmanager_installed, p->driver.version)) {
 			const struct gb_plan_redist_offer *o = NULL;
 			for (size_t i = 0; i < p->in.n_redist && !o; i++)
 				if (streq(p->in.redist[i].version, p->driver.version))

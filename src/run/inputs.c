@@ -335,8 +335,14 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 	}
 	pin.repair = ctx->opt.repair;
 	pin.offline = ctx->opt.offline;
-	if (in->redo_driver)
+	if (in->redo_driver) {
 		memset(&pin.installed, 0, sizeof(pin.installed));
+		/* the fabric manager the killed run placed with that driver (the
+		 * runfile method's marker) is planned as that run planned it too */
+		if (in->facts.nvidia.fabricmanager_runfile[0] &&
+		    streq(pin.fabricmanager_installed, in->facts.nvidia.fabricmanager_runfile))
+			pin.fabricmanager_installed[0] = '\0';
+	}
 	if (in->redo_cuda)
 		pin.n_cuda_installed = 0;
 	if (in->redo_toolkit)
