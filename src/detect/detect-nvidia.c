@@ -3,6 +3,7 @@
  * flavour, the userspace driver, CUDA installs, the Container Toolkit,
  * container engines, daemons; nouveau. */
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,10 @@
 #include "catalog/catalog.h"
 #include "context.h"
 #include "detect.h"
+#include "effect/root-write.h"
+#include "shared/digest.h"
 #include "shared/log.h"
+#include "shared/macro.h"
 #include "shared/root.h"
 #include "shared/util.h"
 #include "shared/json-util.h"
@@ -378,6 +382,9 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 		a[++f->nvidia.n_engines] = NULL;
 	}
 	f->nvidia.fabricmanager = gb_root_lexists(ctx->root, "usr/bin/nv-fabricmanager");
+	if (f->nvidia.fabricmanager &&
+	    gb_fm_marker_version(ctx, f->nvidia.fabricmanager_runfile, sizeof(f->nvidia.fabricmanager_runfile)) < 0)
+		f->nvidia.fabricmanager_runfile[0] = '\0';
 	f->nvidia.persistenced = gb_root_lexists(ctx->root, "usr/bin/nvidia-persistenced");
 
 	f->nouveau.blacklisted = nouveau_blacklisted(ctx);
@@ -387,4 +394,23 @@ int gb_detect_nvidia(struct gb_ctx *ctx, struct gb_facts *f)
 		    gb_root_read_attr(ctx->root, "sys/module/nouveau/initstate", &st) >= 0 && streq(st, "live");
 	}
 	return 0;
+}
+
+int gb_fm_marker_version(struct gb_ctx *ctx, char *buf, size_t n)
+{
+	_cleanup_free_ char *text = NULL;
+	char ver[40], want[65], hex[65];
+	size_t len = 0;
+	int r = gb_root_read_file(ctx->root, GB_FM_MARKER, 256, &text, &len);
+
+	if (r < 0)
+		return r;
+	if (sscanf(text, "%39s %64s", ver, want) != 2 || !gb_version_valid(ver) || !gb_sha256_valid(want))
+		return -EINVAL;
+	r = gb_root_sha256(ctx->root, "usr/bin/nv-fabricmanager", hex, NULL);
+	if (r < 0)
+		return r == -ENOENT ? -ESTALE : r;
+	if (!streq(hex, want))
+		return -ESTALE;
+	return gb_strscpy(buf, n, ver) < 0 ? -EINVAL : 0;
 }

@@ -135,6 +135,8 @@ struct gb_facts {
 		char **container_engines; /* NULL-terminated */
 		size_t n_engines;
 		bool fabricmanager;
+		/* the fabric manager the runfile method placed (GB_FM_MARKER), its version; "" = none */
+		char fabricmanager_runfile[32];
 		bool persistenced;
 		/* What is installed on disk, loaded or not. */
 		struct {
@@ -244,3 +246,13 @@ int gb_path_join_in_root(const char *dir, const char *path, char *ret, size_t si
 
 /* "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ..." */
 int gb_nvrm_version_parse(const char *text, char **ret_version, const char **ret_flavor);
+
+/* Where the runfile method records the fabric manager it placed from
+ * NVIDIA's archives: its version and the sha256 of usr/bin/nv-fabricmanager
+ * ("580.95.05 <hex>\n"), believed only while the binary still hashes so. */
+#define GB_FM_MARKER "var/lib/gpuboot/runfile-fabricmanager"
+
+/* The version the marker records, when usr/bin/nv-fabricmanager still has
+ * the recorded sha256: 0, -ENOENT (no marker), -ESTALE (the binary
+ * changed since, or is gone), -EINVAL (a marker not well formed). */
+int gb_fm_marker_version(struct gb_ctx *ctx, char *buf, size_t n);

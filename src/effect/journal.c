@@ -39,8 +39,9 @@ static json_object *iso_now(struct gb_ctx *ctx)
  * the work was done must find the same plan. */
 static bool state_key(const char *k)
 {
-	static const char *const keys[] = { "action",          "installed", "method", "repository",
-		                            "repository_arch", "packages",  "kernel", "nouveau" };
+	static const char *const keys[] = { "action",     "installed",       "method",
+		                            "repository", "repository_arch", "packages",
+		                            "kernel",     "nouveau",         "fabricmanager_redist" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		if (streq(k, keys[i]))
 			return true;

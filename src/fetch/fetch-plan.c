@@ -454,6 +454,56 @@ static int prebuilt_artifacts(const struct gb_plan *p, const struct gb_fetch_sou
 	return 0;
 }
 
+/* The runfile method's fabric manager (the plan's fm_redist): NVIDIA's
+ * redistributable manifest and its two archives at their upstream paths
+ * (compute/nvidia-driver/redist/<component>/linux-<platform>/...), each
+ * listed in the mirror's signed manifest with its sha256 (the install
+ * checks the archives against NVIDIA's manifest too). */
+static int fm_artifacts(const struct gb_plan *p, const struct gb_fetch_source *src, const struct gb_manifest *mm,
+                        struct gb_artifact **v, size_t *n, char *err, size_t errsz)
+{
+	static const char *const comps[] = { "fabricmanager", "libnvidia_nscq" };
+	const char *plat = streq(p->in.arch, "aarch64") ? "sbsa" : "x86_64";
+	const struct gb_plan_redist_offer *o = &p->driver.fm_redist;
+	struct gb_artifact *a;
+	int r;
+
+	if (!o->path[0])
+		return 0;
+	if (!src->mirror) {
+		snprintf(err, errsz, "the fabric manager's manifest %s comes from a mirror, and no mirror is set",
+		         o->path);
+		return -ESTALE;
+	}
+	for (size_t i = 0; i <= ARRAY_SIZE(comps); i++) {
+		if (!(a = add(v, n))) {
+			snprintf(err, errsz, "out of memory");
+			return -ENOMEM;
+		}
+		if (i == 0) {
+			snprintf(a->name, sizeof(a->name), "fabric manager manifest %s", p->driver.version);
+			gb_strscpy(a->path, sizeof(a->path), o->path);
+		} else {
+			snprintf(a->name, sizeof(a->name), "%s %s", comps[i - 1], p->driver.version);
+			snprintf(a->path, sizeof(a->path),
+			         "compute/nvidia-driver/redist/%s/linux-%s/%s-linux-%s-%s-archive.tar.xz", comps[i - 1],
+			         plat, comps[i - 1], plat, p->driver.version);
+		}
+		base_join(a->url, sizeof(a->url), src->mirror, a->path);
+		r = from_mirror(mm, a, NULL, err, errsz);
+		if (r < 0)
+			return r;
+		if (i == 0 && !streq(a->sha256, o->sha256)) {
+			snprintf(err, errsz,
+			         "%s is not as in the mirror's signed manifest the plan read: the mirror changed "
+			         "under this run; run again",
+			         o->path);
+			return -ESTALE;
+		}
+	}
+	return 0;
+}
+
 int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_fetch_source *src,
                       const struct gb_fetch_opts *o, struct gb_artifact **ret, size_t *ret_n, char *err, size_t errsz)
 {
@@ -476,6 +526,8 @@ int gb_fetch_for_plan(struct gb_ctx *ctx, const struct gb_plan *p, const struct 
 		if (r < 0)
 			goto fail;
 	}
+	if ((r = fm_artifacts(p, src, &mm, &v, &n, err, errsz)) < 0)
+		goto fail;
 	if (p->cuda.release && p->cuda.release->manifest) {
 		struct gb_manifest red = { 0 };
 		struct gb_artifact man;

@@ -9,8 +9,12 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "context.h"
+#include "install-fm.h"
 #include "install.h"
 #include "plan/plan.h"
+#include "shared/fileio.h"
+#include "shared/json-util.h"
 #include "shared/macro.h"
 #include "shared/util.h"
 
@@ -49,6 +53,88 @@ static int plan_repo(const struct gb_plan *p, const struct gb_install_source *sr
 	return 0;
 }
 
+/* The runfile method's fabric manager, before the driver: NVIDIA's
+ * redistributable manifest (verified by the fetch stage against the
+ * mirror's signature) parsed for the driver's version and the arch, both
+ * archives checked against it; nothing is installed unless they are. */
+struct fm_job {
+	struct gb_fm_redist rd;
+	struct gb_fm_input in;
+	struct gb_fm_unpacked u;
+	bool unpacked;
+	char work[4200];
+};
+
+static int fm_prepare(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
+                      struct fm_job *fm, struct gb_fm_result *fmr, char *err, size_t errsz)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int k;
+
+	if (!src->fm_redist || !src->fm_archive || !src->nscq_archive) {
+		snprintf(
+		    err, errsz,
+		    "the fabric manager's redistributable manifest or archives (%s) are not in the cache: the fetch "
+		    "stage did not verify them; nothing was installed",
+		    p->driver.fm_redist.path);
+		return -ENOENT;
+	}
+	k = gb_read_file(src->fm_redist, 1u << 20, &text, &len);
+	if (k < 0) {
+		snprintf(err, errsz, "Failed to read %s: %s", src->fm_redist, strerror(-k));
+		return k;
+	}
+	k = gb_fm_redist_parse(text, len, p->driver.version, p->in.arch, &fm->rd, err, errsz);
+	if (k == -EBADMSG) {
+		char why[512];
+		gb_strscpy(why, sizeof(why), err);
+		snprintf(err, errsz, "%s is not the driver's redistributable manifest: %s; nothing was installed",
+		         p->driver.fm_redist.path, why);
+		return -EKEYREJECTED;
+	}
+	if (k < 0)
+		return k;
+	fm->in = (struct gb_fm_input){
+		.redist = &fm->rd, .fm_archive = src->fm_archive, .nscq_archive = src->nscq_archive, .work = fm->work
+	};
+	snprintf(fm->work, sizeof(fm->work), "%s/fabricmanager-unpack", ctx->opt.state_dir);
+	k = gb_mkdir_p(fm->work, 0700);
+	if (k < 0) {
+		snprintf(err, errsz, "Failed to create %s: %s", fm->work, strerror(-k));
+		return k;
+	}
+	k = gb_fm_unpack(&fm->in, &fm->u, fmr);
+	if (k < 0) {
+		gb_strscpy(err, errsz, fmr->error);
+		/* an archive the trusted manifests name, whose contents are refused: nothing is installed from it */
+		return k == -ENOMEM || k == -ENOSPC ? k : -EKEYREJECTED;
+	}
+	fm->unpacked = true;
+	return 0;
+}
+
+/* Unpacked and placed after the driver, beside its libraries. */
+static int fm_place(struct gb_ctx *ctx, struct fm_job *fm, struct gb_journal *j, json_object *out, char *err,
+                    size_t errsz)
+{
+	struct gb_fm_result fmr;
+	json_object *o;
+	int k;
+
+	k = gb_fm_place(ctx, &fm->in, &fm->u, j, &fmr);
+	o = gb_json_new_object();
+	gb_json_add(o, "version", gb_json_new_string(fm->rd.version));
+	gb_json_add(o, "source", gb_json_new_string("redist"));
+	gb_json_add(o, "libdir", gb_json_new_string(fmr.libdir));
+	gb_json_add(o, "changed", gb_json_new_boolean(fmr.changed));
+	gb_json_add(o, "error", fmr.error[0] ? gb_json_new_string(fmr.error) : NULL);
+	gb_json_add(out, "fabricmanager", o);
+	if (k < 0)
+		gb_strscpy(err, errsz, fmr.error[0] ? fmr.error : strerror(-k));
+	return k;
+}
+
 /* NVIDIA's .run, verified by the fetch stage, unpacked by gpuboot: for the
  * plan's running kernel, or every kernel of an image. */
 static int install_runfile(struct gb_ctx *ctx, const struct gb_plan *p, const struct gb_install_source *src,
@@ -60,7 +146,11 @@ static int install_runfile(struct gb_ctx *ctx, const struct gb_plan *p, const st
 		                       .dkms = GB_RUNFILE_DKMS_AUTO };
 	struct gb_runfile_result *res;
 	const char *kernels[1];
+	struct fm_job fm;
+	struct gb_fm_result fmr;
 	int k;
+
+	memset(&fm, 0, sizeof(fm));
 
 	if (!src->runfile) {
 		snprintf(err, errsz, "driver runfile %s is not in the cache: the fetch stage did not verify it",
@@ -72,14 +162,26 @@ static int install_runfile(struct gb_ctx *ctx, const struct gb_plan *p, const st
 		in.kernels = kernels;
 		in.n_kernels = 1;
 	}
+	if (p->driver.fm_redist.path[0]) {
+		k = fm_prepare(ctx, p, src, &fm, &fmr, err, errsz);
+		if (k < 0)
+			return k;
+	}
 	res = calloc(1, sizeof(*res));
-	if (!res)
+	if (!res) {
+		if (fm.unpacked)
+			gb_fm_unpacked_done(&fm.in, &fm.u);
 		return -ENOMEM;
+	}
 	k = gb_install_runfile(ctx, &in, j, res);
 	*ret_json = gb_runfile_result_to_json(res);
 	if (k < 0)
 		gb_strscpy(err, errsz, res->error[0] ? res->error : strerror(-k));
 	free(res);
+	if (k >= 0 && fm.unpacked)
+		k = fm_place(ctx, &fm, j, *ret_json, err, errsz);
+	if (fm.unpacked)
+		gb_fm_unpacked_done(&fm.in, &fm.u);
 	return k;
 }
 

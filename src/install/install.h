@@ -153,6 +153,11 @@ struct gb_install_source {
 	/* the distro method: the mirror's prebuilt module packages the fetch
 	 * stage verified (cache paths), in the plan's prebuilt order */
 	const char *prebuilt[GB_INSTALL_MAX_PREBUILT];
+	/* the runfile method on NVSwitches (the plan's fm_redist): NVIDIA's
+	 * redistributable manifest and its fabricmanager and libnvidia_nscq
+	 * archives, as the fetch stage verified them against the mirror's
+	 * signed manifest (cache paths) */
+	const char *fm_redist, *fm_archive, *nscq_archive;
 };
 
 /* The address of path below the mirror when it is an http(s) URL, else

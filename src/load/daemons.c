@@ -15,6 +15,7 @@
 #include "context.h"
 #include "detect/detect.h"
 #include "effect/journal.h"
+#include "install/install-fm.h"
 #include "shared/log.h"
 #include "shared/macro.h"
 #include "shared/ops.h"
@@ -86,8 +87,18 @@ static int dpkg_version(struct gb_ctx *ctx, bool (*filter)(const char *), bool u
 }
 
 /* The installed fabric manager's version ("580.95.05"), from dpkg's
- * database, else rpm's answer: -ENOENT when none is installed. */
+ * database, else rpm's answer, else the runfile method's marker (the
+ * archives it placed, believed only while usr/bin/nv-fabricmanager has
+ * the sha256 it recorded): -ENOENT when none is installed, -ESTALE when
+ * the marker's binary was changed since. */
+static int fm_version_pkg(struct gb_ctx *ctx, char *buf, size_t n);
 static int fm_version(struct gb_ctx *ctx, char *buf, size_t n)
+{
+	int r = fm_version_pkg(ctx, buf, n);
+	return r == -ENOENT ? gb_fm_marker_version(ctx, buf, n) : r;
+}
+
+static int fm_version_pkg(struct gb_ctx *ctx, char *buf, size_t n)
 {
 	int r = dpkg_version(ctx, is_fm_package, true, buf, n);
 
@@ -200,6 +211,17 @@ static int fabricmanager(struct gb_ctx *ctx, struct gb_journal *j, const char *d
 		snprintf(ret->hint, sizeof(ret->hint), "install nvidia-fabricmanager at the driver's version %s",
 		         driver_version);
 		return -ENOPKG;
+	}
+	if (r == -ESTALE) {
+		d->state = "refused";
+		snprintf(ret->error, sizeof(ret->error),
+		         "usr/bin/nv-fabricmanager is not the one gpuboot placed from NVIDIA's archive (" GB_FM_MARKER
+		         " records another sha256): its version is unknown, so it is not started");
+		snprintf(ret->hint, sizeof(ret->hint),
+		         "run gpuboot again to place the fabric manager %s, or install nvidia-fabricmanager at that "
+		         "version",
+		         driver_version ? driver_version : "of the driver's version");
+		return -EPROTO;
 	}
 	if (r < 0) {
 		d->state = "failed";

@@ -80,6 +80,9 @@ static void installed_from_facts(const struct gb_facts *f, struct gb_plan_input 
 			in->fabricmanager_installed[strcspn(in->fabricmanager_installed, "-")] = '\0';
 		}
 	}
+	/* the runfile method's, placed from NVIDIA's archives (no package) */
+	if (!in->fabricmanager_installed[0])
+		cp(in->fabricmanager_installed, sizeof(in->fabricmanager_installed), f->nvidia.fabricmanager_runfile);
 }
 
 int gb_plan_input_from_facts(const struct gb_facts *f, struct gb_plan_input *in)

@@ -95,6 +95,13 @@ static json_object *driver_json(const struct gb_plan *p)
 	gb_json_add(d, "runfile_url", jstr(rf ? rf->url : NULL));
 	gb_json_add(d, "sha256", jstr(rf ? rf->sha256 : NULL));
 	gb_json_add(d, "size", rf ? gb_json_new_int64((int64_t)rf->size) : NULL);
+	if (p->driver.fm_redist.path[0]) { /* the runfile method's fabric manager, from the mirror */
+		json_object *fm = gb_json_new_object();
+		gb_json_add(fm, "path", gb_json_new_string(p->driver.fm_redist.path));
+		gb_json_add(fm, "sha256", gb_json_new_string(p->driver.fm_redist.sha256));
+		gb_json_add(fm, "size", gb_json_new_int64((int64_t)p->driver.fm_redist.size));
+		gb_json_add(d, "fabricmanager_redist", fm);
+	}
 	gb_json_add(d, "reason", gb_json_new_string(p->driver.reason));
 	gb_json_add(d, "module_flavor_reason", gb_json_new_string(p->driver.flavor_reason));
 	gb_json_add(d, "method_reason", gb_json_new_string(p->driver.method_reason));

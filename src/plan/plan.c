@@ -1542,6 +1542,27 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 			snprintf(r, sizeof(r),
 			         "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error 802",
 			         why);
+		/* (one at the driver's version already installed, by a package or
+		 * by an earlier run, is left as it is) */
+		if (installs && !p->fm_package[0] && !p->nvlsm && p->driver.method == GB_METHOD_RUNFILE &&
+		    !streq(p->in.fabricmanager_installed, p->driver.version)) {
+			const struct gb_plan_redist_offer *o = NULL;
+			for (size_t i = 0; i < p->in.n_redist && !o; i++)
+				if (streq(p->in.redist[i].version, p->driver.version))
+					o = &p->in.redist[i];
+			if (o) {
+				p->driver.fm_redist = *o;
+				SAY(r,
+				    "%s: NVLink through NVSwitches needs the fabric manager, or CUDA fails with error "
+				    "802; "
+				    "the fabricmanager and libnvidia_nscq archives at the driver's version %s are "
+				    "placed with "
+				    "the driver, from NVIDIA's redistributable manifest %s (sha256 %.16s..., listed in "
+				    "the "
+				    "site mirror's signed manifest)",
+				    why, p->driver.version, o->path, o->sha256);
+			}
+		}
 		if (p->nvlsm)
 			add_named(
 			    p->daemons, &p->n_daemons, ARRAY_SIZE(p->daemons), "nvlsm", NULL,
@@ -1552,7 +1573,8 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 		 * installed by a method that brings none would end at the load.
 		 * Refused before any change, unless the site put the fabric
 		 * manager of the planned version there. */
-		if (installs && !p->fm_package[0] && !streq(p->in.fabricmanager_installed, p->driver.version)) {
+		if (installs && !p->fm_package[0] && !p->driver.fm_redist.path[0] &&
+		    !streq(p->in.fabricmanager_installed, p->driver.version)) {
 			const struct gb_distro *dd = gb_plan_distro(p);
 			char have[80];
 			SAY(have, "%s",
@@ -1569,11 +1591,16 @@ static void decide_daemons_modules(struct gb_plan *p, const struct gb_profile *p
 				refuse(
 				    p, GB_EXIT_UNSUPPORTED,
 				    "%s: the fabric manager must run at the driver's version %s, and the %s method "
-				    "installs none (NVIDIA ships it apart from the .run, in a redistributable archive "
-				    "whose manifest this catalog pins no hash of) (%s); use --method packages where "
-				    "NVIDIA publishes a repository, or install nvidia-fabricmanager %s first",
+				    "has no trusted source for it (%s); use --method packages where NVIDIA publishes "
+				    "a repository, a signed mirror (--mirror) listing "
+				    "compute/nvidia-driver/redist/redistrib_%s.json and its archives (docs/mirror.md), "
+				    "or install nvidia-fabricmanager %s first (NVIDIA ships it apart from the .run, "
+				    "in that manifest's archives, whose hash gpuboot pins nowhere; %s)",
 				    why, p->driver.version, gb_driver_method_name(p->driver.method), have,
-				    p->driver.version);
+				    p->driver.version, p->driver.version,
+				    p->nvlsm               ? "NVLSM, which these boards need, is in no archive"
+				    : p->in.redist_note[0] ? p->in.redist_note
+				                           : "the mirror lists none");
 		}
 	}
 	if (p->imex)

@@ -45,6 +45,16 @@ struct gb_plan_module_offer {
 	unsigned long long size;
 };
 
+/* A driver redistributable manifest the site's mirror lists in its signed
+ * manifest (compute/nvidia-driver/redist/redistrib_<version>.json), as
+ * run/inputs.c hands it in: the runfile method's fabric manager comes
+ * from it (docs/mirror.md). */
+#define GB_PLAN_MAX_REDIST 8
+struct gb_plan_redist_offer {
+	char version[32], path[200], sha256[65];
+	unsigned long long size;
+};
+
 /* A kernel the install builds the module for, as the node has it. */
 struct gb_plan_node_kernel {
 	char release[80], package_version[64], vermagic[160]; /* "" when not known */
@@ -103,6 +113,12 @@ struct gb_plan_input {
 	size_t n_offers;
 	char offers_note[200];
 	bool offers_unread; /* this command does not read them (plan, verify): decided by run and fetch */
+	/* The mirror's driver redistributable manifests (run/inputs.c, an
+	 * NVSwitch machine with a mirror): the runfile method's fabric
+	 * manager; redist_note says why there are none ("" when read). */
+	struct gb_plan_redist_offer redist[GB_PLAN_MAX_REDIST];
+	size_t n_redist;
+	char redist_note[200];
 	struct gb_plan_node_kernel node_kernels[GB_PLAN_MAX_PREBUILT];
 	size_t n_node_kernels;
 	char deb_arch[16];
@@ -221,6 +237,10 @@ struct gb_plan {
 		 * NVIDIA's repository (packages, repo), no driver package; UNSET
 		 * otherwise. */
 		enum gb_action fm_only;
+		/* The runfile method on NVSwitches: the fabric manager from the
+		 * driver's redistributable manifest the site's signed mirror
+		 * lists (its path, sha256, size there); path "" = none. */
+		struct gb_plan_redist_offer fm_redist;
 		/* The distro method: the module from the mirror's prebuilt
 		 * packages (one per kernel, in place of DKMS and the headers), or
 		 * built by DKMS; module_source_reason says which and why. */

@@ -195,6 +195,68 @@ static int offers_from(struct gb_inputs *in, const struct gb_manifest *m)
 	return 0;
 }
 
+#define REDIST_DIR "compute/nvidia-driver/redist/redistrib_"
+
+/* The driver redistributable manifests a mirror's signed manifest lists
+ * (their fabric manager archives for the runfile method). */
+static void redist_from(struct gb_inputs *in, const struct gb_manifest *m)
+{
+	for (size_t i = 0; i < m->n && in->n_redist < ARRAY_SIZE(in->redist); i++) {
+		const struct gb_manifest_entry *e = &m->v[i];
+		size_t l = strlen(e->path), pre = strlen(REDIST_DIR);
+		struct gb_plan_redist_offer *o = &in->redist[in->n_redist];
+		char ver[40];
+
+		if (l <= pre + 5 || !gb_startswith(e->path, REDIST_DIR) || !streq(e->path + l - 5, ".json") ||
+		    l - pre - 5 >= sizeof(ver))
+			continue;
+		memcpy(ver, e->path + pre, l - pre - 5);
+		ver[l - pre - 5] = '\0';
+		if (!gb_version_valid(ver) || gb_strscpy(o->path, sizeof(o->path), e->path) < 0)
+			continue;
+		gb_strscpy(o->version, sizeof(o->version), ver);
+		gb_strscpy(o->sha256, sizeof(o->sha256), e->sha256);
+		o->size = e->size;
+		in->n_redist++;
+	}
+}
+
+/* An NVSwitch machine whose driver may come from the runfile: the
+ * mirror's redistributable manifests, for its fabric manager. */
+static int inputs_redist(struct gb_ctx *ctx, struct gb_inputs *in, const char *method)
+{
+	struct gb_manifest m = { 0 };
+	struct gb_fetch_job j;
+	char err[600] = "";
+	int r;
+
+	if (in->redist_loaded || !in->want_offers || ctx->opt.target_os || in->facts.n_nvswitches == 0 ||
+	    streq(method, "packages") || streq(method, "distro"))
+		return 0;
+	in->redist_loaded = true;
+	memset(&j, 0, sizeof(j));
+	if (gb_fetch_job_setup(ctx, &in->site, false, &j) != 0 || !j.src.mirror) {
+		snprintf(in->redist_note, sizeof(in->redist_note), "no mirror is set ([site] mirror, --mirror)");
+		return 0;
+	}
+	j.fo.dry_run = true; /* the fetch stage records the version it accepts */
+	r = gb_fetch_mirror_manifest(ctx, &j.src, &j.fo, &m, err, sizeof(err));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		gb_log_warning("The fabric manager: the mirror's manifest was not accepted: %s", err);
+		snprintf(in->redist_note, sizeof(in->redist_note), "the mirror's manifest was not accepted (%.150s)",
+		         err);
+	} else {
+		redist_from(in, &m);
+		if (!in->n_redist)
+			snprintf(in->redist_note, sizeof(in->redist_note),
+			         "the mirror's signed manifest lists no driver redistributable manifest");
+	}
+	gb_manifest_done(&m);
+	return 0;
+}
+
 int gb_inputs_offers(struct gb_ctx *ctx, struct gb_inputs *in)
 {
 	const char *method = ctx->opt.method ? ctx->opt.method : in->site.method;
@@ -203,6 +265,9 @@ int gb_inputs_offers(struct gb_ctx *ctx, struct gb_inputs *in)
 	char err[600] = "";
 	int r;
 
+	r = inputs_redist(ctx, in, method);
+	if (r < 0)
+		return r;
 	if (in->offers_loaded || !in->want_offers || !streq(method, "distro") || ctx->opt.target_os ||
 	    !in->facts.os.package_manager || !streq(in->facts.os.package_manager, "apt"))
 		return 0;
@@ -240,6 +305,8 @@ void gb_inputs_done(struct gb_inputs *in)
 	in->n_offers = 0;
 	in->n_node_kernels = 0;
 	in->offers_loaded = false;
+	in->n_redist = 0;
+	in->redist_loaded = false;
 	if (in->have_facts)
 		gb_facts_done(&in->facts);
 	in->have_facts = false;
@@ -269,8 +336,14 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 	}
 	pin.repair = ctx->opt.repair;
 	pin.offline = ctx->opt.offline;
-	if (in->redo_driver)
+	if (in->redo_driver) {
 		memset(&pin.installed, 0, sizeof(pin.installed));
+		/* the fabric manager the killed run placed with that driver (the
+		 * runfile method's marker) is planned as that run planned it too */
+		if (in->facts.nvidia.fabricmanager_runfile[0] &&
+		    streq(pin.fabricmanager_installed, in->facts.nvidia.fabricmanager_runfile))
+			pin.fabricmanager_installed[0] = '\0';
+	}
 	if (in->redo_cuda)
 		pin.n_cuda_installed = 0;
 	if (in->redo_toolkit)
@@ -289,6 +362,12 @@ int gb_plan_from_inputs(struct gb_ctx *ctx, const struct gb_inputs *in, struct g
 	                             : "this command does not read the mirror's prebuilt modules (run and fetch do: "
 	                               "gpuboot run --dry-run shows their choice)");
 	pin.offers_unread = !in->offers_loaded;
+	memcpy(pin.redist, in->redist, sizeof(pin.redist));
+	pin.n_redist = in->n_redist;
+	gb_strscpy(pin.redist_note, sizeof(pin.redist_note),
+	           in->redist_loaded
+	               ? in->redist_note
+	               : "this command does not read the mirror (gpuboot run --dry-run shows its choice)");
 	memcpy(pin.node_kernels, in->node_kernels, sizeof(pin.node_kernels));
 	pin.n_node_kernels = in->n_node_kernels;
 	if (gb_cpu_arch_target(pin.arch) && gb_cpu_arch_target(pin.arch)->deb)

@@ -740,6 +740,17 @@ static int install_plan(struct run *r, char *err, size_t errsz, json_object **re
 		a = artifact(r, name);
 		src.prebuilt[i] = a ? a->cache_path : NULL;
 	}
+	if (r->plan.driver.fm_redist.path[0]) {
+		snprintf(name, sizeof(name), "fabric manager manifest %s", r->plan.driver.version);
+		a = artifact(r, name);
+		src.fm_redist = a ? a->cache_path : NULL;
+		snprintf(name, sizeof(name), "fabricmanager %s", r->plan.driver.version);
+		a = artifact(r, name);
+		src.fm_archive = a ? a->cache_path : NULL;
+		snprintf(name, sizeof(name), "libnvidia_nscq %s", r->plan.driver.version);
+		a = artifact(r, name);
+		src.nscq_archive = a ? a->cache_path : NULL;
+	}
 	return gb_install_plan(r->ctx, &r->plan, &src, r->journal, ret_json, err, errsz);
 }
 
@@ -1055,6 +1066,10 @@ static void dry_run_stages(const struct run *r, const char *tier)
 		if (driver_installs(r) && p->driver.method == GB_METHOD_RUNFILE && p->driver.runfile)
 			printf("  fetch: the driver runfile %s (sha256 %s)\n", p->driver.runfile->url,
 			       p->driver.runfile->sha256);
+		if (driver_installs(r) && p->driver.fm_redist.path[0])
+			printf("  fetch: the fabric manager's redistributable manifest %s (sha256 %s) and its "
+			       "fabricmanager and libnvidia_nscq archives, from the mirror\n",
+			       p->driver.fm_redist.path, p->driver.fm_redist.sha256);
 		if (cuda_installs(r))
 			printf("  fetch: CUDA %s's manifest and components\n", p->cuda.version);
 		if (driver_installs(r))

@@ -32,6 +32,13 @@ struct gb_inputs {
 	char offers_note[200];
 	struct gb_plan_node_kernel node_kernels[GB_PLAN_MAX_PREBUILT];
 	size_t n_node_kernels;
+	/* The runfile method's fabric manager on an NVSwitch machine: the
+	 * driver redistributable manifests the mirror's signed manifest
+	 * lists, or why none (gb_inputs_offers). */
+	struct gb_plan_redist_offer redist[GB_PLAN_MAX_REDIST];
+	size_t n_redist;
+	char redist_note[200];
+	bool redist_loaded;
 };
 
 /* Load the profile (--profile, default "training") and the site

@@ -481,6 +481,84 @@ w = [c for c in d["checks"] if c["name"] == "fabric.wait"][0]
 assert int(w["text"].split()[1]) >= 500, w
 PY
 echo "twin hgx-fabric-down: exit 15, fabric.state@gpu4 after the 0.5 s bound"
+# The runfile method on the same bare HGX node: NVIDIA ships the fabric
+# manager apart from the .run, in the driver's redistributable manifest
+# (redistrib_<ver>.json) and its archives; the signed mirror serves them
+# (tests/make-bundle --fabricmanager: NVIDIA's manifest format, archives in
+# NVIDIA's layout with stand-in bytes). The install verifies them against
+# the mirror's signature and NVIDIA's manifest, places them, the load starts
+# the fabric manager after the modules, verify judges the fabric; the second
+# run has nothing to do. Twins: no trusted manifest (refused, exit 10, both
+# fixes named, nothing changed), a tampered archive (exit 13, nothing
+# installed), a hostile path (refused, nothing placed), a manifest of another
+# version (exit 13, nothing installed).
+B0=$B
+B=$TMP/bundle-fm
+GB=$GB tests/make-bundle "$B" --fabricmanager ok >/dev/null
+MTH=runfile FIX=$TMP/fixtures FAKE_NV_GPUS=8 bare_to_ready ubuntu-runfile-hgx hgx-bare usr/lib/x86_64-linux-gnu
+python3 - "$M.state/status.json" "$DRV" <<'PY' || fail "runfile HGX: $(head -c 3000 "$M.state/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1])); ver = sys.argv[2]
+assert d["plan"]["driver"]["method"] == "runfile", d["plan"]["driver"]["method"]
+assert d["plan"]["driver"]["fabricmanager_redist"]["path"] == "compute/nvidia-driver/redist/redistrib_%s.json" % ver
+fm = [x for x in d["load"]["daemons"] if x["name"] == "nvidia-fabricmanager"]
+assert fm and fm[0]["state"] == "started" and fm[0]["version"] == ver, d["load"]["daemons"]
+checks = [c for c in d["checks"] if c["name"] == "fabric.state"]
+assert len(checks) == 8 and all(c["result"] == "pass" for c in checks), checks
+PY
+for f in usr/bin/nv-fabricmanager usr/bin/nvswitch-audit usr/lib/systemd/system/nvidia-fabricmanager.service \
+	usr/share/nvidia/nvswitch/fabricmanager.cfg usr/share/nvidia/nvswitch/dgxh100_hgxh100_topology \
+	"usr/lib/x86_64-linux-gnu/libnvidia-nscq.so.$DRV" usr/lib/x86_64-linux-gnu/libnvidia-nscq.so.2 \
+	var/lib/gpuboot/runfile-fabricmanager; do
+	[ -e "$M/$f" ] || fail "runfile HGX: $f not placed"
+done
+grep -q "^module_load nvidia " "$M.ops" && [ "$(grep -n '^module_load nvidia ' "$M.ops" | cut -d: -f1)" -lt "$(grep -n '^systemctl start nvidia-fabricmanager' "$M.ops" | cut -d: -f1)" ] ||
+	fail "runfile HGX: the fabric manager did not start after the modules: $(grep -E 'module_load|systemctl' "$M.ops")"
+rm -f "$M.ops"
+MTH=runfile FIX=$TMP/fixtures FAKE_NV_GPUS=8 gb_run 0 usr/lib/x86_64-linux-gnu
+[ ! -s "$M.ops" ] || fail "runfile HGX: the second run changed something: $(cat "$M.ops")"
+grep -q "^driver do    keep" "$TMP/out" || fail "runfile HGX: the second run does not keep the driver: $(head -5 "$TMP/out")"
+echo "row ubuntu-runfile-hgx: bare to exit 0 with the fabric manager from NVIDIA's archives, then a run with no effect"
+hgx_runfile_twin() { # NAME EXIT [BUNDLE-MODE]
+	if [ -n "${3:-}" ]; then
+		B=$TMP/bundle-fm-$3
+		GB=$GB tests/make-bundle "$B" --fabricmanager "$3" >/dev/null
+	else
+		B=$B0
+	fi
+	MTH=runfile FIX=$TMP/fixtures
+	bare "twin-$1" hgx-bare usr/lib/x86_64-linux-gnu
+	FAKE_NV_GPUS=8 gb_run "$2" usr/lib/x86_64-linux-gnu
+	no_flags "twin $1"
+	[ ! -e "$M/usr/bin/nv-fabricmanager" ] && [ ! -e "$M/var/lib/gpuboot/runfile-fabricmanager" ] ||
+		fail "twin $1: the fabric manager was placed: $(tail -3 "$TMP/err")"
+	FIX=$PWD/tests/fixtures
+}
+hgx_runfile_twin runfile-fm-untrusted 10
+grep -q "use --method packages" "$TMP/err" && grep -q "redistrib_$DRV.json" "$TMP/err" && grep -q "signed mirror" "$TMP/err" ||
+	fail "twin runfile-fm-untrusted: $(tail -3 "$TMP/err")"
+[ ! -e "$M.ops" ] || fail "twin runfile-fm-untrusted: something was done: $(cat "$M.ops")"
+echo "twin runfile-fm-untrusted: exit 10, --method packages and the signed mirror named, nothing changed"
+B=$TMP/bundle-fm-tampered
+rm -rf "$B" && cp -a "$TMP/bundle-fm" "$B"
+printf x >>"$B/mirror/compute/nvidia-driver/redist/fabricmanager/linux-x86_64/fabricmanager-linux-x86_64-$DRV-archive.tar.xz"
+MTH=runfile FIX=$TMP/fixtures
+bare twin-runfile-fm-tampered hgx-bare usr/lib/x86_64-linux-gnu
+FAKE_NV_GPUS=8 gb_run 13 usr/lib/x86_64-linux-gnu
+no_flags "twin runfile-fm-tampered"
+FIX=$PWD/tests/fixtures
+grep -q "fabricmanager" "$TMP/err" || fail "twin runfile-fm-tampered: $(tail -3 "$TMP/err")"
+[ ! -e "$M/usr/bin/nv-fabricmanager" ] && [ ! -e "$M/usr/bin/nvidia-smi" ] || fail "twin runfile-fm-tampered: installed"
+echo "twin runfile-fm-tampered: exit 13, the archive named, nothing installed"
+hgx_runfile_twin runfile-fm-hostile 13 hostile
+grep -q "Failed to unpack" "$TMP/err" || fail "twin runfile-fm-hostile: $(tail -3 "$TMP/err")"
+[ ! -e "$TMP/escape" ] && [ ! -e "$M.state/escape" ] || fail "twin runfile-fm-hostile: an entry escaped"
+echo "twin runfile-fm-hostile: exit 13, the unpack refused, nothing installed"
+hgx_runfile_twin runfile-fm-other-version 13 other-version
+grep -q "at version 1.2.3, not the driver's $DRV" "$TMP/err" || fail "twin runfile-fm-other-version: $(tail -3 "$TMP/err")"
+[ ! -e "$M/usr/bin/nvidia-smi" ] || fail "twin runfile-fm-other-version: the driver was installed"
+echo "twin runfile-fm-other-version: exit 13, both versions named, nothing installed"
+B=$B0 MTH=runfile FIX=$PWD/tests/fixtures
 # A kept driver's fabric manager: the captured HGX H100 booted from an image
 # that holds its R535 driver (the modules and userspace where they are
 # installed, not loaded yet) without the fabric manager; the driver is kept

@@ -12,6 +12,8 @@
 #                (parallel unpack, /usr/local/cuda-13.0 swapped into place, the link)
 #   cuda-image   the same in image mode
 #   nouveau-live a T4 driven by nouveau: blacklisted, unloaded, then the install and load
+#   fm-live      the live HGX root without a fabric manager: the runfile method
+#                places it from the mirror's redistributable archives
 # After each kill: the status document is absent or valid and names the last
 # completed stage, and no ready flag stands while the machine is being
 # changed; then a rerun finishes, resuming the killed run's journal (never a
@@ -29,7 +31,7 @@ MODE=${KILLPOINTS:-short}
 SEED=${KILL_SEED:-14}
 JOBS=${KILL_JOBS:-1}
 KP="python3 tests/killpoints.py"
-SCENARIOS="live image cuda-live cuda-image nouveau-live"
+SCENARIOS="live image cuda-live cuda-image nouveau-live fm-live"
 cat >"$TMP/cuda.profile" <<'PROF'
 [profile]
 description = the driver and three CUDA components
@@ -45,7 +47,7 @@ install = no
 tier = passive
 PROF
 B=$TMP/bundle
-GB=$GB tests/make-bundle "$B" --profile "$TMP/cuda.profile" >/dev/null
+GB=$GB tests/make-bundle "$B" --profile "$TMP/cuda.profile" --fabricmanager ok >/dev/null
 printf '[install]\nreplace_installed = always\n' >"$TMP/always.conf"
 
 # fresh SCENARIO DIR: the machine of a case. The H100 one had an earlier
@@ -64,7 +66,11 @@ fresh() {
 		# Its nvidia is loaded, so the kernel lists the major (the capture did
 		# not read proc/devices; an H200's real one, 580.159.04)
 		cp tests/load/h200-580-nodes/proc/devices "$2/m/proc/devices"
-		with_fabricmanager "$2/m" "$(bundle_driver "$B")" # NVSwitches: at the driver's version
+		if [ "$1" = fm-live ]; then # no fabric manager: the install places the archives'
+			rm -f "$2/m/usr/bin/nv-fabricmanager"
+		else
+			with_fabricmanager "$2/m" "$(bundle_driver "$B")" # NVSwitches: at the driver's version
+		fi
 		k=$(cat "$2/m/proc/sys/kernel/osrelease")
 		for f in driver-ready verified-ready; do : >"$2/s/run/$f"; done
 		;;
@@ -115,12 +121,14 @@ scenario() {
 	grep -q "^machine lib/modules/.*/kernel/drivers/video/nvidia.ko file" "$TMP/want.$sc" || bad "$sc: no module installed"
 	! grep -q "^state run .*-ready" "$TMP/want.$sc" || bad "$sc: the flags of the replaced driver still stand"
 	case $sc in cuda-*) grep -q "^machine usr/local/cuda link cuda-13.0" "$TMP/want.$sc" || bad "$sc: no CUDA link" ;; esac
+	case $sc in fm-*) grep -q "^machine var/lib/gpuboot/runfile-fabricmanager file" "$TMP/want.$sc" || bad "$sc: no fabric manager placed" ;; esac
 	# The short version: each site in some scenario, two records in each.
 	case $sc in
 	live) own=module,command,status ;;
 	image) own=swap,cache,write ;;
 	cuda-live) own=link,unpack,download ;;
 	cuda-image) own=swap,unpack,command ;;
+	fm-live) own=write,unpack,journal ;;
 	*) own=module,write,status ;;
 	esac
 	$KP points "$TMP/trace.$sc" "$MODE" "$SEED" "$own" >"$TMP/points.$sc"

@@ -50,11 +50,12 @@ expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:9 --targe
 expect_exit 0 "$GB" --root "$FIX/nogpu-debian12" plan --target-os amzn:2023 --target-gpu 2330x8 --profile minimal --json
 [ "$(j 'd["driver"]["packages"]')" = "['@nvidia-driver:580-open', 'nvidia-fabricmanager']" ] || fail "AL2023 HGX: $(j 'd["driver"]["packages"]')"
 # RHEL 10: NVIDIA's repository key is not pinned, so the plan's method is the
-# runfile, which brings no fabric manager: refused, saying so.
+# runfile, whose fabric manager comes only from a trusted redistributable
+# manifest (a signed mirror's; `plan` reads no mirror): refused, naming both fixes.
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os rhel:10 --target-gpu 2330x8 --profile minimal --json
-j 'd["refusal"]["reason"]' | grep -q "the runfile method installs none" || fail "rhel10 HGX: $(j 'd["refusal"]')"
+j 'd["refusal"]["reason"]' | grep -q "the runfile method has no trusted source for it" || fail "rhel10 HGX: $(j 'd["refusal"]')"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os ubuntu:24.04 --target-gpu 2330x8 --profile minimal --method runfile --json
-j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.178.04, and the runfile method installs none .*use --method packages" ||
+j 'd["refusal"]["reason"]' | grep -q "the fabric manager must run at the driver.s version 580.178.04, and the runfile method has no trusted source for it .*use --method packages.*a signed mirror (--mirror) listing compute/nvidia-driver/redist/redistrib_580.178.04.json" ||
 	fail "HGX x8 runfile: $(j 'd["refusal"]')"
 expect_exit 10 "$GB" --root "$FIX/nogpu-debian12" plan --target-os debian:12 --target-gpu 2330x8 --profile minimal --method distro --json
 j 'd["refusal"]["reason"]' | grep -q "debian 12 packages no fabric manager (none is installed); use --method packages: NVIDIA's debian12 repository" ||
@@ -72,7 +73,7 @@ expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --json
 # ended branch is kept, and the warning says why.
 expect_exit 0 "$GB" --root "$HGX" plan --profile minimal --method runfile --json
 [ "$(j 'd["driver"]["action"]')" = "keep" ] || fail "HGX runfile: $(j 'd["driver"]["action_reason"]')"
-j '[w["text"] for w in d["warnings"] if w["code"] == "branch-eol"][0]' | grep -q "the runfile method installs none" ||
+j '[w["text"] for w in d["warnings"] if w["code"] == "branch-eol"][0]' | grep -q "the runfile method has no trusted source for it" ||
 	fail "HGX runfile keep: $(j 'd["warnings"]')"
 # A kept driver's fabric manager: replace_installed = never keeps the
 # captured R535, whose fabric manager has no package (none installed): the

@@ -22,6 +22,8 @@
 #include "load/load.h"
 #include "load/nodes.h"
 #include "effect/journal.h"
+#include "install/install-fm.h"
+#include "effect/root-write.h"
 #include "shared/fileio.h"
 #include "shared/macro.h"
 #include "shared/root.h"
@@ -899,6 +901,49 @@ TEST(daemons)
 	t = slurp(w.record);
 	CHECK(t && strstr(t, "run rpm -qf --qf %{VERSION}\\n /usr/bin/nv-fabricmanager\n"));
 	free(t);
+	world_close(&w);
+out:
+	free(d);
+}
+
+/* The runfile method's fabric manager (no package): the marker's version,
+ * believed only while the binary has the sha256 it recorded. */
+TEST(daemons_fm_runfile)
+{
+	static const char *const fm[] = { "nvidia-fabricmanager" };
+	struct world w;
+	struct gb_daemons_result *d = calloc(1, sizeof(*d));
+	char hex[65], marker[128];
+	char *t;
+
+	CHECK_INT(world_open(&w, "daemons-fm-runfile", NULL), 0);
+	if (!w.j || !d)
+		goto out;
+	write_at(w.root, "var/lib/dpkg/status", "Package: bash\nStatus: install ok installed\nVersion: 5.2-1\n");
+	write_at(w.root, "usr/lib/systemd/system/nvidia-fabricmanager.service", "[Service]\n");
+	write_at(w.root, "usr/bin/nv-fabricmanager", "fm binary\n");
+	CHECK_INT(gb_root_sha256(w.ctx.root, "usr/bin/nv-fabricmanager", hex, NULL), 0);
+	/* no marker: none installed */
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, fm, 1, "580.95.05", NULL, d), -ENOPKG);
+	/* the marker of another version: refused, both named */
+	snprintf(marker, sizeof(marker), "580.82.07 %s\n", hex);
+	write_at(w.root, GB_FM_MARKER, marker);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, fm, 1, "580.95.05", NULL, d), -EPROTO);
+	CHECK_STREQ(d->d[0].version, "580.82.07");
+	CHECK(strstr(d->error, "the fabric manager is 580.82.07, the driver 580.95.05") != NULL);
+	/* the driver's version: started */
+	snprintf(marker, sizeof(marker), "580.95.05 %s\n", hex);
+	write_at(w.root, GB_FM_MARKER, marker);
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, fm, 1, "580.95.05", NULL, d), 0);
+	CHECK_STREQ(d->d[0].state, "started");
+	t = slurp(w.record);
+	CHECK(t && strstr(t, "systemctl start nvidia-fabricmanager.service\n"));
+	free(t);
+	/* the binary replaced since: not believed, not started */
+	write_at(w.root, "usr/bin/nv-fabricmanager", "another binary\n");
+	CHECK_INT(gb_load_daemons(&w.ctx, w.j, fm, 1, "580.95.05", NULL, d), -EPROTO);
+	CHECK_STREQ(d->d[0].state, "refused");
+	CHECK(strstr(d->error, "is not the one gpuboot placed from NVIDIA's archive") != NULL);
 	world_close(&w);
 out:
 	free(d);

@@ -220,7 +220,7 @@ TEST(ended_branch_kept_where_it_cannot_be_replaced)
 	CHECK(w != NULL);
 	if (w) {
 		CHECK(has(w->text, "replacing it with 580.178.04 would be refused (exit 10: NVSwitches present"));
-		CHECK(has(w->text, "the runfile method installs none"));
+		CHECK(has(w->text, "the runfile method has no trusted source for it"));
 		CHECK(has(w->fix, "then run gpuboot again"));
 	}
 	gb_plan_done(&p);
