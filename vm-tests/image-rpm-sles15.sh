@@ -69,7 +69,7 @@ nv_sles_driver_repo_rpm "$srv/good/$scuda" "$SKVER" "$SDV" "$SNEWER" "$SKV"
 	{ echo "image-rpm: the toolkit's repository is the RHEL part's ($TV), the SLES plan's is $STV"; exit 1; }
 mkdir -p "$srv/bad/$scuda" "$srv/tampered/$scuda"
 cp -a "$srv/good/$scuda/." "$srv/bad/$scuda/"
-cp "$srv/bad/compute/cuda/repos/$REPO/$RARCH/D42D0685.pub" "$srv/bad/$scuda/D42D0685.pub"
+cp "$work/wrong.pub" "$srv/bad/$scuda/D42D0685.pub"
 cp -a "$srv/good/$scuda/." "$srv/tampered/$scuda/"
 sed -i 's/<revision>\([0-9]*\)</<revision>\11</' "$srv/tampered/$scuda/repodata/repomd.xml"
 cp -a "$S" "$work/spristine"
@@ -82,13 +82,7 @@ srun() { # mirror-suffix, then extra arguments
 		--mirror "https://127.0.0.1:$PORT/$m" --ca-file "$TMP/ca.pem" --state-dir "$sstate" "$@"
 }
 sq() { chroot "$S" rpm -q --qf '%{VERSION}-%{RELEASE}\n' "$1" 2>/dev/null; }
-s_rpm_none() { # nothing of NVIDIA's in rpm's database
-	[ -z "$(chroot "$S" rpm -qa '*nvidia*' 'cuda-drivers*' 2>/dev/null)" ]
-}
-s_none() { # and nothing mounted
-	s_rpm_none && ! grep -q " $S/" /proc/mounts
-}
-s_reset() { rm -rf "$S" && cp -a "$work/spristine" "$S"; }
+s_reset() { lc_reset "$S" "$work/spristine"; }
 
 # ---- S1. a wrong key at the key's URL ----
 srun bad/ >"$work/sbad.out" 2>"$work/sbad.err"
@@ -98,7 +92,7 @@ check "SLES: a wrong key fingerprint: refused, exit 13" test "$rc" = 13
 check "SLES:   the error names the pin" grep -q "not the pinned" "$work/sbad.err"
 check "SLES:   no key file, no repo file written" sh -c "! ls '$S'/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-* '$S'/etc/zypp/repos.d/gpuboot-* 2>/dev/null"
 check "SLES:   no key in rpm's database" sh -c "! chroot '$S' rpm -q gpg-pubkey >/dev/null 2>&1"
-check "SLES:   nothing installed, nothing mounted" s_none
+check "SLES:   nothing installed, nothing mounted" lc_none "$S"
 s_reset
 
 # ---- S2. a tampered repomd.xml ----
@@ -107,7 +101,7 @@ rc=$?
 sed 's/^/    /' "$work/stampered.err" | tail -n 3
 check "SLES: a tampered repomd.xml: refused, exit 13" test "$rc" = 13
 check "SLES:   zypper's own words: the signature of repomd.xml" grep -q "zypper refused .*[Ss]ignature" "$work/stampered.err"
-check "SLES:   nothing installed, nothing mounted" s_none
+check "SLES:   nothing installed, nothing mounted" lc_none "$S"
 s_reset
 
 # ---- S3. a version the repository lacks ----
@@ -119,7 +113,7 @@ rc=$?
 sed 's/^/    /' "$work/smissing.err" | tail -n 2
 check "SLES: a version the repository lacks: refused (exit $rc)" test "$rc" = 1
 check "SLES:   the error names the version" grep -q "${SDV%%.*}.95.05 (no such package or version)" "$work/smissing.err"
-check "SLES:   nothing installed, nothing mounted" s_none
+check "SLES:   nothing installed, nothing mounted" lc_none "$S"
 s_reset
 
 # ---- S4. zypp's lock held: waited for, named; nothing runs while it is held ----
@@ -139,7 +133,7 @@ srun good/ >"$work/slock.out" 2>"$work/slock.err" &
 gbpid=$!
 sleep 8
 check "SLES:   gpuboot waits, naming the holder (pid $holder)" grep -q "$holder" "$work/slock.err"
-check "SLES:   nothing installed while it is held" s_rpm_none
+check "SLES:   nothing installed while it is held" lc_rpm_none "$S"
 kill "$holder"
 wait "$holder" 2>/dev/null
 : >"$S/run/zypp.pid"
@@ -155,7 +149,7 @@ rc=$?
 t_inst=$(($(date +%s) - t_inst))
 sed 's/^/    /' "$work/srun1.err" | tail -n 4
 check "SLES: the install exits 0 ($t_inst s)" test "$rc" = 0
-check "SLES: nothing left mounted" sh -c "! grep -q ' $S/' /proc/mounts"
+check "SLES: nothing left mounted" lc_unmounted "$S"
 kf=$S/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-cuda-$SREPO-$SRARCH
 lid=$(echo "$fpr" | tail -c 9 | tr "A-F" "a-f")
 check "SLES: the key file holds the pinned key" sh -c "gpg --batch --show-keys --with-colons '$kf' 2>/dev/null | grep -q '^fpr:::::::::$fpr:'"
@@ -186,4 +180,4 @@ nv_check_done "SLES: " "$sstate" zypper-install "$meta=$SDV"
 srun good/ >"$work/srun2.out" 2>"$work/srun2.err"
 rc=$?
 nv_check_idle "SLES: the rerun exits 0 with zero effects, no command" "$rc" "$sstate"
-grep " $S/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+lc_umount_under "$S"
