@@ -23,11 +23,12 @@
 # --method packages is refused (exit 10) before anything is fetched or
 # written, and the default method is the runfile, saying why.
 
-# dnf_run MIRROR [ARGS]: gpuboot run for a T4 on the family's root.
+# dnf_run MIRROR [ARGS]: gpuboot run for a T4 on the family's root, with
+# the profile $lc_profile (the test's).
 dnf_run() {
 	m=$1
 	shift
-	"$GB" --root "$root" run --target-gpu T4 --profile "$work/test.profile" --method packages \
+	"$GB" --root "$root" run --target-gpu T4 --profile "${lc_profile:-$work/test.profile}" --method packages \
 		--mirror "https://127.0.0.1:$PORT/$m" --ca-file "$TMP/ca.pem" --state-dir "$state" "$@"
 }
 rq() { lc_rq "$root" "$1"; }
@@ -35,9 +36,7 @@ rq() { lc_rq "$root" "$1"; }
 # dnf_refusals: the refusals that do not depend on the family (RHEL 9's root).
 dnf_refusals() {
 	# ---- 1. a wrong key at the key's URL ----
-	dnf_run bad/ >"$work/bad.out" 2>"$work/bad.err"
-	rc=$?
-	sed 's/^/    /' "$work/bad.err" | tail -n 2
+	lc_run bad 2 dnf_run bad/
 	check "$L: a wrong key fingerprint: refused, exit 13" test "$rc" = 13
 	check "$L:   the error names the pin" grep -q "not the pinned" "$work/bad.err"
 	check "$L:   no key file, no repo file written" sh -c "! ls '$root'/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-* '$root'/etc/yum.repos.d/gpuboot-* 2>/dev/null"
@@ -46,9 +45,7 @@ dnf_refusals() {
 	lc_reset "$root" "$work/pristine"
 
 	# ---- 2. tampered metadata: the toolkit's repomd.xml no longer its signature's ----
-	dnf_run tampered/ >"$work/tampered.out" 2>"$work/tampered.err"
-	rc=$?
-	sed 's/^/    /' "$work/tampered.err" | tail -n 3
+	lc_run tampered 3 dnf_run tampered/
 	check "$L: a tampered repomd.xml: refused, exit 13" test "$rc" = 13
 	check "$L:   dnf's own words: the signature of repomd.xml" grep -q "dnf refused .*repomd.xml GPG signature verification" "$work/tampered.err"
 	check "$L:   no toolkit package installed" sh -c "[ -z \"\$(chroot '$root' rpm -qa '*container*')\" ]"
@@ -56,9 +53,7 @@ dnf_refusals() {
 	lc_reset "$root" "$work/pristine"
 
 	# ---- 3. the toolkit's repository under another key ----
-	dnf_run badctk/ >"$work/badctk.out" 2>"$work/badctk.err"
-	rc=$?
-	sed 's/^/    /' "$work/badctk.err" | tail -n 2
+	lc_run badctk 2 dnf_run badctk/
 	check "$L: the toolkit's key not the pinned one: refused, exit 13" test "$rc" = 13
 	check "$L:   the error names the toolkit's pin" grep -q "container-toolkit" "$work/badctk.err"
 	check "$L:   no toolkit package, no toolkit repo file, no toolkit key" sh -c "[ -z \"\$(chroot '$root' rpm -qa '*container*')\" ] && ! ls '$root'/etc/yum.repos.d/gpuboot-nvidia-container-toolkit.repo '$root'/etc/pki/rpm-gpg/*container* 2>/dev/null"
@@ -66,12 +61,7 @@ dnf_refusals() {
 	lc_reset "$root" "$work/pristine"
 
 	# ---- 4. a version the repository lacks ----
-	sed "s/^branch = lts/branch = $B.95.05/" "$work/test.profile" >"$work/missing.profile"
-	"$GB" --root "$root" run --target-gpu T4 --profile "$work/missing.profile" --method packages \
-		--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" --state-dir "$state" \
-		>"$work/missing.out" 2>"$work/missing.err"
-	rc=$?
-	sed 's/^/    /' "$work/missing.err" | tail -n 2
+	lc_run_branch missing 2 "$B.95.05" dnf_run good/
 	check "$L: a version the repository lacks: refused (exit $rc)" test "$rc" = 1
 	check "$L:   the error names the version" grep -q "$B.95.05 (not this version\|$B.95.05 (no such" "$work/missing.err"
 	check "$L:   nothing installed, nothing mounted" lc_none "$root"
@@ -87,9 +77,7 @@ dnf_refusals() {
 	rc=$?
 	rm -f "$root/etc/yum.repos.d/cuda-$REPO.repo"
 	check "$L: real dnf enables nvidia-driver:latest-dkms (exit $rc)" grep -qx 'stream=latest-dkms' "$root/etc/dnf/modules.d/nvidia-driver.module"
-	dnf_run good/ >"$work/latest.out" 2>"$work/latest.err"
-	rc=$?
-	sed 's/^/    /' "$work/latest.err" | tail -n 2
+	lc_run latest 2 dnf_run good/
 	check "$L:   gpuboot refuses to switch the stream silently (exit $rc)" sh -c "[ $rc != 0 ] && grep -q 'nvidia-driver:latest-dkms is enabled' '$work/latest.err'"
 	check "$L:   it names dnf module switch-to" grep -q "dnf module switch-to nvidia-driver:$B-dkms" "$work/latest.err"
 	check "$L:   the stream is still latest-dkms; nothing installed" sh -c "grep -qx 'stream=latest-dkms' '$root/etc/dnf/modules.d/nvidia-driver.module' && [ -z \"\$(chroot '$root' rpm -qa '*nvidia*' 'cuda-drivers*')\" ]"
@@ -110,16 +98,8 @@ time.sleep(600)" >"$work/holder.out" &
 	timeout 3 chroot "$root" rpm -i --justdb --nodeps --replacepkgs /tmp/bash-5.1.8-9.el9.x86_64.rpm >"$work/rpmlock.out" 2>&1
 	rm -f "$root/tmp/bash-5.1.8-9.el9.x86_64.rpm"
 	check "$L: rpm itself finds its transaction lock held (/var/lib/rpm/.rpm.lock)" grep -q "transaction lock on /var/lib/rpm/.rpm.lock" "$work/rpmlock.out"
-	dnf_run good/ >"$work/lock.out" 2>"$work/lock.err" &
-	gbpid=$!
-	sleep 8
-	check "$L:   gpuboot waits, naming the lock and its holder (pid $holder)" grep -q "var/lib/rpm/.rpm.lock' is held by pid $holder" "$work/lock.err"
-	check "$L:   nothing installed while it is held" lc_rpm_none "$root"
-	kill "$holder"
-	wait "$holder" 2>/dev/null
-	wait "$gbpid"
-	rc=$?
-	check "$L:   released, the run goes on and exits 0" test "$rc" = 0
+	lc_release=""
+	lc_held_run "$L" "$root" "$holder" "var/lib/rpm/.rpm.lock' is held by pid $holder" lock dnf_run good/
 	lc_reset "$root" "$work/pristine"
 }
 
@@ -136,10 +116,8 @@ dnf_family() {
 
 	# ---- the install ----
 	t_inst=$(date +%s)
-	dnf_run good/ >"$work/run1.out" 2>"$work/run1.err"
-	rc=$?
+	lc_run run1 4 dnf_run good/
 	t_inst=$(($(date +%s) - t_inst))
-	sed 's/^/    /' "$work/run1.err" | tail -n 4
 	check "$L: the install exits 0 ($t_inst s)" test "$rc" = 0
 	check "$L: nothing left mounted" lc_unmounted "$root"
 	kf=$root/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-cuda-$REPO-$RARCH
@@ -188,9 +166,7 @@ dnf_hgx() {
 		"$GB" --root "$H" run --target-gpu 2330x8 --profile "$work/test.profile" --method packages \
 			--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" --state-dir "$H/var/lib/gpuboot"
 	}
-	hgx_run >"$work/hgx.out" 2>"$work/hgx.err"
-	rc=$?
-	sed 's/^/    /' "$work/hgx.err" | tail -n 2
+	lc_run hgx 2 hgx_run
 	hq() { lc_rq "$H" "$1"; }
 	check "$L: HGX: the install exits 0" test "$rc" = 0
 	check "$L: HGX: the stream $B-open enabled" grep -qx "stream=$B-open" "$H/etc/dnf/modules.d/nvidia-driver.module"
@@ -223,9 +199,7 @@ import json,sys
 d=json.load(open('$work/r10def.json'))['driver']
 sys.exit(not (d['method']=='runfile' and 'rhel10 repository with a key gpuboot does not pin yet' in d['method_reason']))"
 	n0=$(grep -vc '/catalog.json$' "$work/requests.log")
-	dnf_run good/ >"$work/r10.out" 2>"$work/r10.err"
-	rc=$?
-	sed 's/^/    /' "$work/r10.err" | tail -n 2
+	lc_run r10 2 dnf_run good/
 	check "$L: run --method packages: refused, exit 10" test "$rc" = 10
 	check "$L:   nothing asked of the repositories (the mirror's catalog.json only)" test "$(grep -vc '/catalog.json$' "$work/requests.log")" = "$n0"
 	check "$L:   no key, no repo file, nothing installed, nothing mounted" sh -c "! ls '$root'/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-* '$root'/etc/yum.repos.d/gpuboot-* 2>/dev/null && ! chroot '$root' rpm -q gpg-pubkey >/dev/null 2>&1" 

@@ -1,47 +1,46 @@
 #!/bin/sh
 # vm-tests/image-rpm.sh: the packages method and the Container Toolkit on
-# an rpm root with REAL dnf 4 and rpm, in a chroot, against a local HTTPS
-# repository in NVIDIA's rpm layout:
-#   <mirror>/compute/cuda/repos/rhel9/x86_64/          (repodata/, modules)
-#   <mirror>/compute/cuda/repos/rhel9/x86_64/D42D0685.pub
+# rpm roots with REAL dnf 4 and rpm, in a chroot, against local HTTPS
+# repositories in NVIDIA's rpm layout, one per repository the plan names:
+#   <mirror>/compute/cuda/repos/<rhel9|rhel8|amzn2023>/x86_64/  (repodata/, modules)
+#   <mirror>/compute/cuda/repos/<...>/x86_64/D42D0685.pub
 #   <mirror>/libnvidia-container/stable/rpm/x86_64/    (repodata/, repomd.xml.asc)
 #   <mirror>/libnvidia-container/gpgkey
 # built here with rpmbuild: small real rpm packages under NVIDIA's names,
-# epochs, versions, dependencies and Provides (vm-tests/lib-nvidia-rpm.sh),
-# at the plan's version and a newer one, the driver's packages signed and
-# every repomd.xml signed by the test key in tests/data/test-repo-key (its
-# fingerprint is pinned only in the test build, build/asan/gpuboot), with
-# the nvidia-driver module streams added by modifyrepo_c.
+# epochs, versions, release tags (.el9, .el8, .amzn2023), dependencies and
+# Provides (vm-tests/lib-nvidia-rpm.sh), at the plan's version and a newer
+# one, the driver's packages signed and every repomd.xml signed by the
+# test key in tests/data/test-repo-key (its fingerprint is pinned only in
+# the test build, build/asan/gpuboot), with the nvidia-driver module
+# streams (requiring the family's platform) added by modifyrepo_c.
 #
-# THE TEST ROOT IS NOT A RHEL MACHINE. It is a Debian 12 root (mmdebstrap,
-# minbase) carrying Debian's dnf 4.14, python3-dnf, dnf-plugins-core
-# (versionlock) and rpm 4.18, with RHEL 9.4's /etc/os-release, apt's
-# front-ends removed (so detect finds dnf), and an rpm database seeded with
-# stand-ins for what a RHEL 9 image has: redhat-release (the release
-# version dnf reads), a kernel-core owning boot/vmlinuz-<kver>, and the
-# packages Debian's own files stand in for (bash, coreutils, python3-dnf's
+# THE TEST ROOTS ARE NOT RHEL, ROCKY, ALMA OR AMAZON LINUX MACHINES. One
+# Debian 12 root (mmdebstrap, minbase) carrying Debian's dnf 4.14,
+# python3-dnf, dnf-plugins-core (versionlock) and rpm 4.18, copied per
+# family and given that family's own /etc/os-release
+# (tests/data/os-release/, sources in its README), apt's front-ends
+# removed (so detect finds dnf), and an rpm database seeded with stand-ins
+# for what such an image has: the release package (the release version
+# dnf reads), the kernel package owning boot/vmlinuz-<kver>, and the
+# packages Debian's own files stand in for (bash, python3-dnf's
 # versionlock plugin as RHEL names it). The package manager, its resolver,
-# module streams, signature checks and versionlock are the real ones.
+# module streams (dnf's platform from the os-release's PLATFORM_ID),
+# signature checks and versionlock are the real ones.
 #
-# What it proves, from outside the root, for a T4 (stream 580-dkms,
-# cuda-drivers) and an HGX H100 (580-open, nvidia-open, the fabric
-# manager) and the toolkit:
-#   - a wrong key at the key's URL: exit 13, no key file, no repo file,
-#     nothing in rpm's database;
-#   - a tampered repomd.xml (its signature no longer matches): refused,
-#     nothing installed;
-#   - a driver version the repository lacks: refused before anything is
-#     installed;
-#   - the install: the key imported (rpm -q gpg-pubkey), the module stream
-#     enabled, every package at the plan's version although a newer one is
-#     in the same stream, versionlock entries, the module "built" for the
-#     kernel, the toolkit's four packages at one version and locked;
-#   - a rerun: zero effects.
+# What it proves, per family (vm-tests/image-rpm-dnf.sh says it in full):
+# RHEL 9, RHEL 8, Rocky 9, Alma 9 and Amazon Linux 2023: the key checked
+# against the pin and imported, the stream enabled, exact versions,
+# versionlock, the toolkit, a rerun with zero effects; on RHEL 9 also a
+# wrong key, the toolkit's wrong key, a tampered repomd.xml, a missing
+# version, latest-dkms already enabled, rpm's lock held, and an HGX H100;
+# RHEL 10: --method packages refused (exit 10: no key pinned for rhel10).
 #
 # Then the same for SLES 15 with REAL zypper 1.14 on a second test root
 # (vm-tests/image-rpm-sles15.sh, which says what it proves; THE TEST ROOT IS
-# NOT A SLES MACHINE either). PARTS="rhel9 sles15" (the default) picks the
-# parts; the repositories and the mirror are made either way.
+# NOT A SLES MACHINE either). PARTS="rhel9 rhel8 rocky9 alma9 amzn2023
+# rhel10 sles15" (the default) picks the parts; the toolkit's repository
+# and the mirror are made either way. vm-tests/lib-check.sh: the scratch
+# directory, check() and the "nothing installed" questions they share.
 #
 # Needs root (chroot), rpmbuild, createrepo_c, modifyrepo_c, gpg, openssl,
 # python3, mmdebstrap and network to deb.debian.org the first time (the roots

@@ -63,3 +63,48 @@ lc_reset() {
 lc_rq() {
 	chroot "$1" rpm -q --qf '%{EPOCHNUM}:%{VERSION}-%{RELEASE}\n' "$2" 2>/dev/null
 }
+
+# lc_run NAME TAIL COMMAND...: COMMAND with its output in $work/NAME.out
+# and $work/NAME.err, its status in rc, the last TAIL lines of its errors
+# shown indented.
+lc_run() {
+	lc_n=$1 lc_t=$2
+	shift 2
+	"$@" >"$work/$lc_n.out" 2>"$work/$lc_n.err"
+	rc=$?
+	sed 's/^/    /' "$work/$lc_n.err" | tail -n "$lc_t"
+}
+
+# lc_run_branch NAME TAIL BRANCH COMMAND...: lc_run with lc_profile set to the
+# test's profile (work/test.profile) asking for the driver BRANCH instead.
+lc_run_branch() {
+	lc_b=$3
+	sed "s/^branch = lts/branch = $lc_b/" "$work/test.profile" >"$work/$1.profile"
+	lc_profile=$work/$1.profile
+	lc_n=$1 lc_t=$2
+	shift 3
+	lc_run "$lc_n" "$lc_t" "$@"
+	lc_profile=""
+}
+
+# lc_held_run LABEL ROOT HOLDER WORDS NAME COMMAND...: COMMAND in the
+# background (its output in $work/NAME.out and .err) while the process
+# HOLDER holds a package manager's lock; 8 s later its errors say WORDS
+# and nothing of NVIDIA's is in ROOT's rpm database; then HOLDER is
+# stopped, the function named by lc_release (if set) run, and COMMAND must
+# go on and exit 0. Three checks.
+lc_held_run() {
+	lc_l=$1 lc_root=$2 lc_h=$3 lc_w=$4 lc_n=$5
+	shift 5
+	"$@" >"$work/$lc_n.out" 2>"$work/$lc_n.err" &
+	lc_pid=$!
+	sleep 8
+	check "$lc_l:   gpuboot waits, naming the holder (pid $lc_h)" grep -q "$lc_w" "$work/$lc_n.err"
+	check "$lc_l:   nothing installed while it is held" lc_rpm_none "$lc_root"
+	kill "$lc_h"
+	wait "$lc_h" 2>/dev/null
+	[ -n "${lc_release:-}" ] && "$lc_release"
+	wait "$lc_pid"
+	rc=$?
+	check "$lc_l:   released, the run goes on and exits 0" test "$rc" = 0
+}
