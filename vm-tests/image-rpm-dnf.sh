@@ -113,6 +113,16 @@ dnf_family() {
 	driver_repo || { check "$L: the driver repository is made" false; return; }
 	cp -a "$root" "$work/pristine"
 	[ "$F" = rhel9 ] && dnf_refusals
+	# the os-release is what dnf's platform comes from: rhel9's streams
+	# (platform:el9) cannot be enabled on another (asked, not done)
+	r9=compute/cuda/repos/rhel9/$RARCH
+	if [ "$NV_PLATFORM" != el9 ] && [ -d "$srv/good/$r9" ]; then
+		chroot "$root" dnf -q --disablerepo='*' --repofrompath="nv9,https://127.0.0.1:$PORT/good/$r9" \
+			--setopt=nv9.gpgcheck=0 --assumeno module enable nvidia-driver:"$B-dkms" >"$work/plat.out" 2>&1
+		check "$L: dnf's platform is $NV_PLATFORM (os-release): rhel9's streams do not enable here" \
+			grep -q "nothing provides module(platform:el9)" "$work/plat.out"
+		rm -rf "$root/var/cache/dnf/nv9-"*
+	fi
 
 	# ---- the install ----
 	t_inst=$(date +%s)
