@@ -252,8 +252,9 @@ vm-test:
 	vm-tests/run.sh
 
 # vm-test-rpm: the packages method and the toolkit on rpm roots with real
-# dnf 4 and rpm (a Debian-built RHEL 9 test root, vm-tests/image-rpm.sh)
-# and real zypper 1.14 (a Debian-built SLES 15 test root,
+# dnf 4 and rpm (Debian-built test roots with the os-release of RHEL 9,
+# RHEL 8, Rocky 9, Alma 9, AL2023 and RHEL 10, vm-tests/image-rpm.sh and
+# image-rpm-dnf.sh) and real zypper 1.14 (a Debian-built SLES 15 test root,
 # vm-tests/image-rpm-sles15.sh); not in vm-test. A few minutes once its
 # roots are cached.
 vm-test-rpm:

@@ -1,6 +1,6 @@
 # vm-tests/image-rpm-sles15.sh (sourced by vm-tests/image-rpm.sh, after its
-# RHEL 9 part; its check, mirror, certificates, profile and the toolkit's
-# repository): the packages method and the Container Toolkit on a SLES 15
+# dnf families; its check (vm-tests/lib-check.sh), mirror, certificates,
+# profile and the toolkit's repository): the packages method and the Container Toolkit on a SLES 15
 # SP5 test root with REAL zypper 1.14 (libzypp 17) and rpm, in a chroot,
 # against NVIDIA's sles15 layout on the same loopback HTTPS mirror:
 #   <mirror>/compute/cuda/repos/sles15/x86_64/     (repodata/, repomd.xml.asc)
@@ -69,57 +69,42 @@ nv_sles_driver_repo_rpm "$srv/good/$scuda" "$SKVER" "$SDV" "$SNEWER" "$SKV"
 	{ echo "image-rpm: the toolkit's repository is the RHEL part's ($TV), the SLES plan's is $STV"; exit 1; }
 mkdir -p "$srv/bad/$scuda" "$srv/tampered/$scuda"
 cp -a "$srv/good/$scuda/." "$srv/bad/$scuda/"
-cp "$srv/bad/compute/cuda/repos/$REPO/$RARCH/D42D0685.pub" "$srv/bad/$scuda/D42D0685.pub"
+cp "$work/wrong.pub" "$srv/bad/$scuda/D42D0685.pub"
 cp -a "$srv/good/$scuda/." "$srv/tampered/$scuda/"
 sed -i 's/<revision>\([0-9]*\)</<revision>\11</' "$srv/tampered/$scuda/repodata/repomd.xml"
 cp -a "$S" "$work/spristine"
 
 sstate=$S/var/lib/gpuboot
-srun() { # mirror-suffix, then extra arguments
+srun() { # mirror-suffix, then extra arguments; the profile $lc_profile (the test's)
 	m=$1
 	shift
-	"$GB" --root "$S" run --target-gpu T4 --profile "$work/test.profile" --method packages \
+	"$GB" --root "$S" run --target-gpu T4 --profile "${lc_profile:-$work/test.profile}" --method packages \
 		--mirror "https://127.0.0.1:$PORT/$m" --ca-file "$TMP/ca.pem" --state-dir "$sstate" "$@"
 }
 sq() { chroot "$S" rpm -q --qf '%{VERSION}-%{RELEASE}\n' "$1" 2>/dev/null; }
-s_rpm_none() { # nothing of NVIDIA's in rpm's database
-	[ -z "$(chroot "$S" rpm -qa '*nvidia*' 'cuda-drivers*' 2>/dev/null)" ]
-}
-s_none() { # and nothing mounted
-	s_rpm_none && ! grep -q " $S/" /proc/mounts
-}
-s_reset() { rm -rf "$S" && cp -a "$work/spristine" "$S"; }
+s_reset() { lc_reset "$S" "$work/spristine"; }
 
 # ---- S1. a wrong key at the key's URL ----
-srun bad/ >"$work/sbad.out" 2>"$work/sbad.err"
-rc=$?
-sed 's/^/    /' "$work/sbad.err" | tail -n 2
+lc_run sbad 2 srun bad/
 check "SLES: a wrong key fingerprint: refused, exit 13" test "$rc" = 13
 check "SLES:   the error names the pin" grep -q "not the pinned" "$work/sbad.err"
 check "SLES:   no key file, no repo file written" sh -c "! ls '$S'/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-* '$S'/etc/zypp/repos.d/gpuboot-* 2>/dev/null"
 check "SLES:   no key in rpm's database" sh -c "! chroot '$S' rpm -q gpg-pubkey >/dev/null 2>&1"
-check "SLES:   nothing installed, nothing mounted" s_none
+check "SLES:   nothing installed, nothing mounted" lc_none "$S"
 s_reset
 
 # ---- S2. a tampered repomd.xml ----
-srun tampered/ >"$work/stampered.out" 2>"$work/stampered.err"
-rc=$?
-sed 's/^/    /' "$work/stampered.err" | tail -n 3
+lc_run stampered 3 srun tampered/
 check "SLES: a tampered repomd.xml: refused, exit 13" test "$rc" = 13
 check "SLES:   zypper's own words: the signature of repomd.xml" grep -q "zypper refused .*[Ss]ignature" "$work/stampered.err"
-check "SLES:   nothing installed, nothing mounted" s_none
+check "SLES:   nothing installed, nothing mounted" lc_none "$S"
 s_reset
 
 # ---- S3. a version the repository lacks ----
-sed "s/^branch = lts/branch = ${SDV%%.*}.95.05/" "$work/test.profile" >"$work/smissing.profile"
-"$GB" --root "$S" run --target-gpu T4 --profile "$work/smissing.profile" --method packages \
-	--mirror "https://127.0.0.1:$PORT/good/" --ca-file "$TMP/ca.pem" --state-dir "$sstate" \
-	>"$work/smissing.out" 2>"$work/smissing.err"
-rc=$?
-sed 's/^/    /' "$work/smissing.err" | tail -n 2
+lc_run_branch smissing 2 "${SDV%%.*}.95.05" srun good/
 check "SLES: a version the repository lacks: refused (exit $rc)" test "$rc" = 1
 check "SLES:   the error names the version" grep -q "${SDV%%.*}.95.05 (no such package or version)" "$work/smissing.err"
-check "SLES:   nothing installed, nothing mounted" s_none
+check "SLES:   nothing installed, nothing mounted" lc_none "$S"
 s_reset
 
 # ---- S4. zypp's lock held: waited for, named; nothing runs while it is held ----
@@ -135,27 +120,18 @@ rc=$?
 umount "$S/proc"
 check "SLES: the real zypper refuses while /run/zypp.pid's holder lives (exit $rc)" sh -c "[ $rc = 7 ] && grep -q 'locked by the application with pid $holder' '$work/zlock.out'"
 echo "$holder" >"$S/run/zypp.pid"
-srun good/ >"$work/slock.out" 2>"$work/slock.err" &
-gbpid=$!
-sleep 8
-check "SLES:   gpuboot waits, naming the holder (pid $holder)" grep -q "$holder" "$work/slock.err"
-check "SLES:   nothing installed while it is held" s_rpm_none
-kill "$holder"
-wait "$holder" 2>/dev/null
-: >"$S/run/zypp.pid"
-wait "$gbpid"
-rc=$?
-check "SLES:   released, the run goes on and exits 0" test "$rc" = 0
+zypp_release() { : >"$S/run/zypp.pid"; } # zypp truncates it on release
+lc_release=zypp_release
+lc_held_run SLES "$S" "$holder" "run/zypp.pid' is held by pid $holder" slock srun good/
+lc_release=""
 s_reset
 
 # ---- S5. the install ----
 t_inst=$(date +%s)
-srun good/ >"$work/srun1.out" 2>"$work/srun1.err"
-rc=$?
+lc_run srun1 4 srun good/
 t_inst=$(($(date +%s) - t_inst))
-sed 's/^/    /' "$work/srun1.err" | tail -n 4
 check "SLES: the install exits 0 ($t_inst s)" test "$rc" = 0
-check "SLES: nothing left mounted" sh -c "! grep -q ' $S/' /proc/mounts"
+check "SLES: nothing left mounted" lc_unmounted "$S"
 kf=$S/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuboot-cuda-$SREPO-$SRARCH
 lid=$(echo "$fpr" | tail -c 9 | tr "A-F" "a-f")
 check "SLES: the key file holds the pinned key" sh -c "gpg --batch --show-keys --with-colons '$kf' 2>/dev/null | grep -q '^fpr:::::::::$fpr:'"
@@ -186,4 +162,4 @@ nv_check_done "SLES: " "$sstate" zypper-install "$meta=$SDV"
 srun good/ >"$work/srun2.out" 2>"$work/srun2.err"
 rc=$?
 nv_check_idle "SLES: the rerun exits 0 with zero effects, no command" "$rc" "$sstate"
-grep " $S/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount -l "$m"; done
+lc_umount_under "$S"

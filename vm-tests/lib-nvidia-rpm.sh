@@ -54,9 +54,15 @@ nv_mkrpm() {
 # module for every kernel whose kernel-devel tree is there.
 NV_DKMS='for k in /lib/modules/*; do k=${k##*/}; [ -d /usr/src/kernels/$k ] || continue; mkdir -p /lib/modules/$k/extra; echo stand-in >/lib/modules/$k/extra/nvidia.ko.xz; done'
 
-# nv_driver_rpms DIR VERSION: the driver's packages at 3:VERSION-1.el9.
+# NV_DIST: the release tag of the driver's packages (NVIDIA's: el8, el9,
+# el10, amzn2023); NV_PLATFORM: the platform the module streams require
+# (dnf's virtual module from os-release's PLATFORM_ID: el8, el9, al2023).
+NV_DIST=${NV_DIST:-el9}
+NV_PLATFORM=${NV_PLATFORM:-el9}
+
+# nv_driver_rpms DIR VERSION: the driver's packages at 3:VERSION-1.$NV_DIST.
 nv_driver_rpms() {
-	v=$2 e="3:$2" r=1.el9
+	v=$2 e="3:$2" r=1.$NV_DIST
 	nv_mkrpm "$1" nvidia-driver-libs 3 "$v" $r x86_64 "" "" ""
 	nv_mkrpm "$1" nvidia-driver-cuda-libs 3 "$v" $r x86_64 "" "" ""
 	nv_mkrpm "$1" nvidia-persistenced 3 "$v" $r x86_64 "" "" "" "" usr/bin/nvidia-persistenced '#!/bin/sh
@@ -82,7 +88,7 @@ echo "stand-in nv-fabricmanager $*" >&2'
 # nv_module_doc STREAM VERSION MODVERSION: one modulemd document of
 # nvidia-driver:STREAM whose artifacts are the driver's packages at VERSION.
 nv_module_doc() {
-	v=$2 e="3:$2-1.el9"
+	v=$2 e="3:$2-1.$NV_DIST"
 	case $1 in
 	*-open) kmod=kmod-nvidia-open-dkms meta="nvidia-open-$e.noarch" prof=nvidia-open ;;
 	*) kmod=kmod-nvidia-latest-dkms meta="cuda-drivers-0:$v-1.x86_64" prof=cuda-drivers ;;
@@ -105,7 +111,7 @@ data:
     - MIT
   dependencies:
   - requires:
-      platform: [el9]
+      platform: [$NV_PLATFORM]
   profiles:
     default:
       rpms:
@@ -187,15 +193,17 @@ nv_base_repo_rpm() {
 	createrepo_c --quiet "$1"
 }
 
-# nv_seed_rpms DIR KVER KEVR: installed into the root's rpm database at
-# its making: redhat-release (dnf's $releasever), bash (/bin/sh for the
-# scriptlets; database only: Debian's shell is the one run), kernel-core
-# owning boot/vmlinuz-KVER.
+# nv_seed_rpms DIR KVER KEVR [RELEASE-PKG VERSION RELEASE RELEASEVER KERNEL-PKG]:
+# installed into the root's rpm database at its making: the release
+# package (dnf's $releasever; RHEL's redhat-release 9.4 by default), bash
+# (/bin/sh for the scriptlets; database only: Debian's shell is the one
+# run), the kernel package (kernel-core; Amazon Linux's: kernel) owning
+# boot/vmlinuz-KVER.
 nv_seed_rpms() {
-	nv_mkrpm "$1" redhat-release "" 9.4 0.5.el9 x86_64 "" \
-		"system-release = 9.4, system-release(releasever) = 9, redhat-release = 9.4" ""
+	nv_mkrpm "$1" "${4:-redhat-release}" "" "${5:-9.4}" "${6:-0.5.el9}" x86_64 "" \
+		"system-release = ${5:-9.4}, system-release(releasever) = ${7:-9}" ""
 	nv_mkrpm "$1" bash "" 5.1.8 9.el9 x86_64 "" "/bin/sh, /usr/bin/sh" ""
-	nv_mkrpm "$1" kernel-core "" "${3%-*}" "${3##*-}" x86_64 "" "kernel-uname-r = $2" "" "" "boot/vmlinuz-$2" '# stand-in'
+	nv_mkrpm "$1" "${8:-kernel-core}" "" "${3%-*}" "${3##*-}" x86_64 "" "kernel-uname-r = $2" "" "" "boot/vmlinuz-$2" '# stand-in'
 }
 
 nv_rpm_sign_setup() {
