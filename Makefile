@@ -270,6 +270,18 @@ vm-test-ubuntu:
 	$(MAKE) $(ASAN)/gpuboot
 	vm-tests/image-ubuntu.sh
 
+# vm-test-prebuilt: the image whose NVIDIA module came from the site mirror
+# (#25), booted plain and under Secure Boot with the site module certificate
+# in db (vm-tests/run.sh bookworm-prebuilt-firstboot
+# bookworm-prebuilt-secureboot-db); not in vm-test yet.
+vm-test-prebuilt:
+	scripts/install-deps.sh --vm
+	$(MAKE) build/gpuboot $(DEV)/release-sign
+	$(MAKE) static ARCH=aarch64
+	GPUBOOT_RELEASE_DIR=build/vm-release GPUBOOT_RELEASE_URL=file:///media/gpuboot \
+		scripts/release.sh build/gpuboot build/gpuboot-aarch64 $(DEV)/release-sign
+	vm-tests/run.sh bookworm-prebuilt-firstboot bookworm-prebuilt-secureboot-db
+
 # vm-test-slow: the scenarios too slow for .ci/run under TCG (docs/vm-tests.md):
 # the NVIDIA module built by DKMS inside the guest at boot (about an hour).
 vm-test-slow:
@@ -292,7 +304,7 @@ bench: build/gpuboot build/bench/bench-fetch
 clean:
 	rm -rf build
 
-.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-rpm vm-test-ubuntu vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
+.PHONY: all static release catalog deps test lint bench clean fuzz probe vm-test vm-test-rpm vm-test-ubuntu vm-test-prebuilt vm-test-slow soak soak-kill soak-mirror soak-powerloss soak-powercut soak-fuzz soak-alloc soak-realkill
 
 # --- the fake NVIDIA libraries the probe is pointed at in tests ---
 FAKE_NV := build/fake-nvidia

@@ -11,7 +11,7 @@
 # env:   GPUBOOT_VM_TIMEOUT  seconds per VM (default 1200; the slow
 #                            scenarios: GPUBOOT_VM_SLOW_TIMEOUT, default 7200)
 #        GPUBOOT_VM_ACCEL    qemu -accel (default tcg,thread=multi)
-#        GPUBOOT_VM_JOBS     guests at a time (default 2; 1 is the old serial run)
+#        GPUBOOT_VM_JOBS     guests at a time (default 1; 2 runs two lanes)
 set -u
 cd "$(dirname "$0")/.."
 GB=${GB_STATIC:-build/gpuboot}
@@ -19,7 +19,7 @@ REL=${GPUBOOT_VM_RELEASE:-build/vm-release}
 LOGS=build/vm-tests
 TIMEOUT=${GPUBOOT_VM_TIMEOUT:-1200}
 ACCEL=${GPUBOOT_VM_ACCEL:-tcg,thread=multi}
-JOBS=${GPUBOOT_VM_JOBS:-2}
+JOBS=${GPUBOOT_VM_JOBS:-1}
 [ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 [ -x "$GB" ] || { echo "vm-tests: $GB missing (make static)"; exit 1; }
 [ -s "$REL/SHA256SUMS" ] && [ -s "$REL/gpuboot.yaml" ] || { echo "vm-tests: no release in $REL (make vm-test makes it)"; exit 1; }
@@ -772,7 +772,7 @@ report() {
 # takes longest to build first (the bookworm-nvidia image: gpuboot's install
 # with DKMS, then bookworm-backports' kernel), the guests of the other images
 # beside it, then the rest longest first.
-want=${*:-"bookworm-nvidia-hold bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nouveau bookworm-prebuilt-firstboot bookworm-cloud-config-reboot bookworm-nvidia-reboot bookworm-nvidia-secureboot-db bookworm-nvidia-secureboot bookworm-nvidia-upgrade bookworm-nvidia-firstboot bookworm-nvidia-image-unit-secureboot bookworm-nvidia-image-unit bookworm-prebuilt-secureboot-db"}
+want=${*:-"bookworm-nvidia-hold bookworm-cloud-config bookworm-shell trixie-cloud-config bookworm-nouveau bookworm-cloud-config-reboot bookworm-nvidia-reboot bookworm-nvidia-secureboot-db bookworm-nvidia-secureboot bookworm-nvidia-upgrade bookworm-nvidia-firstboot bookworm-nvidia-image-unit-secureboot bookworm-nvidia-image-unit"}
 dispatch() {
 	s=$1
 	case $s in
