@@ -221,48 +221,61 @@ static void redist_from(struct gb_inputs *in, const struct gb_manifest *m)
 	}
 }
 
+/* The site mirror's signed manifest for the plan, read as the fetch stage
+ * will read it (dry run: the version it accepts is recorded there). 1: read
+ * into *m; 0: not read, note says why (no mirror; not accepted, warned as
+ * WHAT's); -ENOMEM. */
+static int mirror_read(struct gb_ctx *ctx, struct gb_inputs *in, const char *what, const char *no_mirror, char *note,
+                       size_t notesz, struct gb_manifest *m)
+{
+	struct gb_fetch_job j;
+	char err[600] = "";
+	int r;
+
+	memset(&j, 0, sizeof(j));
+	if (gb_fetch_job_setup(ctx, &in->site, false, &j) != 0 || !j.src.mirror) {
+		snprintf(note, notesz, "%s", no_mirror);
+		return 0;
+	}
+	j.fo.dry_run = true;
+	r = gb_fetch_mirror_manifest(ctx, &j.src, &j.fo, m, err, sizeof(err));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		gb_log_warning("%s: the mirror's manifest was not accepted: %s", what, err);
+		snprintf(note, notesz, "the mirror's manifest was not accepted (%.150s)", err);
+		return 0;
+	}
+	return 1;
+}
+
 /* An NVSwitch machine whose driver may come from the runfile: the
  * mirror's redistributable manifests, for its fabric manager. */
 static int inputs_redist(struct gb_ctx *ctx, struct gb_inputs *in, const char *method)
 {
 	struct gb_manifest m = { 0 };
-	struct gb_fetch_job j;
-	char err[600] = "";
 	int r;
 
 	if (in->redist_loaded || !in->want_offers || ctx->opt.target_os || in->facts.n_nvswitches == 0 ||
 	    streq(method, "packages") || streq(method, "distro"))
 		return 0;
 	in->redist_loaded = true;
-	memset(&j, 0, sizeof(j));
-	if (gb_fetch_job_setup(ctx, &in->site, false, &j) != 0 || !j.src.mirror) {
-		snprintf(in->redist_note, sizeof(in->redist_note), "no mirror is set ([site] mirror, --mirror)");
-		return 0;
-	}
-	j.fo.dry_run = true; /* the fetch stage records the version it accepts */
-	r = gb_fetch_mirror_manifest(ctx, &j.src, &j.fo, &m, err, sizeof(err));
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0) {
-		gb_log_warning("The fabric manager: the mirror's manifest was not accepted: %s", err);
-		snprintf(in->redist_note, sizeof(in->redist_note), "the mirror's manifest was not accepted (%.150s)",
-		         err);
-	} else {
+	r = mirror_read(ctx, in, "The fabric manager", "no mirror is set ([site] mirror, --mirror)", in->redist_note,
+	                sizeof(in->redist_note), &m);
+	if (r > 0) {
 		redist_from(in, &m);
 		if (!in->n_redist)
 			snprintf(in->redist_note, sizeof(in->redist_note),
 			         "the mirror's signed manifest lists no driver redistributable manifest");
 	}
 	gb_manifest_done(&m);
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int gb_inputs_offers(struct gb_ctx *ctx, struct gb_inputs *in)
 {
 	const char *method = ctx->opt.method ? ctx->opt.method : in->site.method;
 	struct gb_manifest m = { 0 };
-	struct gb_fetch_job j;
-	char err[600] = "";
 	int r;
 
 	r = inputs_redist(ctx, in, method);
@@ -275,25 +288,13 @@ int gb_inputs_offers(struct gb_ctx *ctx, struct gb_inputs *in)
 	r = node_kernels(ctx, in);
 	if (r < 0)
 		return r;
-	memset(&j, 0, sizeof(j));
-	if (gb_fetch_job_setup(ctx, &in->site, false, &j) != 0 || !j.src.mirror) {
-		snprintf(in->offers_note, sizeof(in->offers_note),
-		         "no mirror is set ([site] mirror, --mirror) to take a prebuilt module from");
-		return 0;
-	}
-	j.fo.dry_run = true; /* the fetch stage records the version it accepts */
-	r = gb_fetch_mirror_manifest(ctx, &j.src, &j.fo, &m, err, sizeof(err));
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0) {
-		gb_log_warning("Prebuilt modules: the mirror's manifest was not accepted: %s", err);
-		snprintf(in->offers_note, sizeof(in->offers_note), "the mirror's manifest was not accepted (%.150s)",
-		         err);
-	} else if (!m.n_mods) {
+	r = mirror_read(ctx, in, "Prebuilt modules",
+	                "no mirror is set ([site] mirror, --mirror) to take a prebuilt module from", in->offers_note,
+	                sizeof(in->offers_note), &m);
+	if (r > 0 && !m.n_mods)
 		snprintf(in->offers_note, sizeof(in->offers_note), "the mirror's manifest lists no prebuilt modules");
-	} else {
+	else if (r > 0)
 		r = offers_from(in, &m);
-	}
 	gb_manifest_done(&m);
 	return r == -ENOMEM ? r : 0;
 }
